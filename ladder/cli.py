@@ -1,0 +1,240 @@
+"""The ``ladder`` command: list | info | run | bench | plot.
+
+``python -m ladder`` is the same command.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import Any
+
+import ladder  # noqa: F401  (chooses the backend before numba.cuda is imported)
+from ladder.core import device, report, roofline, timing
+from ladder.core.rung import Rung, get_problem, get_rung, problems, rungs
+
+
+def _console():
+    from rich.console import Console
+
+    return Console()
+
+
+def _simulator_banner(console: Any) -> None:
+    if device.simulator():
+        console.print(f"[bold red]{device.SIMULATOR_NOTE}.[/] CuPy rungs need a GPU.")
+
+
+def cmd_list(args: argparse.Namespace) -> int:
+    from rich.table import Table
+
+    table = Table(title="ladder rungs", title_justify="left")
+    for col in ("problem", "#", "name", "title", "dtypes", "needs", "here"):
+        table.add_column(col)
+    for r in rungs(args.problem):
+        reason = r.unavailable_reason()
+        table.add_row(
+            r.problem,
+            "ref" if r.reference else str(r.number),
+            r.name,
+            r.title,
+            ", ".join(r.dtypes),
+            ", ".join(sorted(r.needs)),
+            "yes" if reason is None else f"no: {reason}",
+        )
+    console = _console()
+    console.print(table)
+    _simulator_banner(console)
+    return 0
+
+
+def cmd_info(args: argparse.Namespace) -> int:
+    console = _console()
+    facts = device.facts()
+    console.print(f"[bold]device[/]: {facts.name}")
+    for key, value in facts.to_dict().items():
+        if key != "name":
+            console.print(f"  {key}: {value}")
+    console.print("[bold]versions[/]")
+    for key, value in device.library_versions().items():
+        console.print(f"  {key}: {value}")
+    found = roofline.ceilings(remeasure=args.remeasure)
+    if found is None:
+        _simulator_banner(console)
+        console.print("ceilings: measured only on a real GPU")
+        return 0
+    console.print(f"[bold]ceilings[/] (measured {found['measured']}; --remeasure to redo)")
+    for key, value in found.items():
+        if key not in ("gpu", "measured"):
+            console.print(f"  {key}: {'—' if value is None else f'{value:.2f}'}")
+    return 0
+
+
+def _select(problem: str, names: list[str] | None) -> list[Rung]:
+    if not names:
+        return rungs(problem)
+    return [get_rung(problem, name) for name in names]
+
+
+def _measure_all(
+    cases: list[tuple[str, tuple[int, ...], str]],
+    pick: dict[str, list[Rung]],
+    repeats: int | None,
+    console: Any,
+) -> list[dict[str, Any]]:
+    """Measure every rung on every case, with a progress bar; returns result dicts."""
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
+
+    total = sum(len(pick[p]) for p, _, _ in cases)
+    results = []
+    with Progress(
+        TextColumn("{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        console=console,
+        transient=True,
+    ) as progress:
+        task = progress.add_task("measuring", total=total)
+        for problem_name, size, dtype in cases:
+            problem = get_problem(problem_name)
+            progress.update(task, description=f"{problem_name} {size}: reference (float64)")
+            case = timing.prepare(problem, size, dtype)
+            for r in pick[problem_name]:
+                progress.update(task, description=f"{problem_name} {size}: {r.name}")
+                try:
+                    m = timing.measure(case, r, repeats=repeats)
+                except Exception as err:  # a broken rung is reported, the bench goes on
+                    m = timing.Measurement(
+                        problem_name,
+                        r.name,
+                        r.number,
+                        r.reference,
+                        dtype,
+                        list(size),
+                        False,
+                        float("nan"),
+                        None,
+                        problem.tolerance(dtype),
+                        [],
+                        problem.flops(size),
+                        problem.min_bytes(size, dtype),
+                        device.simulator(),
+                        error=f"{type(err).__name__}: {err}",
+                    )
+                results.append(m.to_dict())
+                progress.advance(task)
+    return results
+
+
+def _print_groups(console: Any, runs: list[dict], ceilings: dict | None, gpu: str) -> None:
+    for (problem, dtype, shape), group in report.groups(runs).items():
+        title = f"{problem} {dtype} {' x '.join(map(str, shape))} on {gpu}"
+        console.print(report.rich_table(group, ceilings, title))
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    console = _console()
+    problem = get_problem(args.problem)
+    if args.size:
+        size = tuple(args.size)
+    elif device.simulator():
+        size = problem.simulator_sizes()[0]
+    else:
+        size = problem.standard_sizes()[-1]
+    selected = _select(args.problem, args.rungs)
+    ceilings = roofline.ceilings()
+    runs = _measure_all(
+        [(args.problem, size, args.dtype)], {args.problem: selected}, args.repeats, console
+    )
+    _print_groups(console, runs, ceilings, device.facts().name)
+    _simulator_banner(console)
+    if args.json:
+        path = report.write_results(report.results_document(runs, ceilings), args.json)
+        console.print(f"wrote {path}")
+    return 0 if all(r["ok"] or (r["error"] and "needs" in r["error"]) for r in runs) else 1
+
+
+def cmd_bench(args: argparse.Namespace) -> int:
+    console = _console()
+    names = args.problems or list(problems())
+    cases = []
+    for name in names:
+        problem = get_problem(name)
+        sizes = problem.simulator_sizes() if device.simulator() else problem.standard_sizes()
+        cases += [(name, size, dtype) for size in sizes for dtype in problem.dtypes]
+    ceilings = roofline.ceilings(remeasure=True)
+    runs = _measure_all(cases, {n: rungs(n) for n in names}, args.repeats, console)
+    doc = report.results_document(runs, ceilings)
+    out = Path(args.out or f"results/{device.gpu_slug()}.json")
+    report.write_results(doc, out)
+    _print_groups(console, runs, ceilings, doc["gpu"])
+    _simulator_banner(console)
+    console.print(f"wrote {out}")
+    return 0 if all(r["ok"] or (r["error"] or "").startswith("needs") for r in runs) else 1
+
+
+def cmd_plot(args: argparse.Namespace) -> int:
+    console = _console()
+    doc = report.read_results(args.results)
+    out = Path(args.out or Path(args.results).with_suffix(".png"))
+    report.plot(doc, out, args.problems)
+    console.print(f"wrote {out}")
+    if args.readme:
+        report.update_readme(args.readme, doc, out.as_posix())
+        console.print(f"updated the results block of {args.readme}")
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="ladder", description="An optimization ladder for GPU kernels in Python."
+    )
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    p = sub.add_parser("list", help="list every rung and whether it can run here")
+    p.add_argument("problem", nargs="?", help="only this problem")
+    p.set_defaults(func=cmd_list)
+
+    p = sub.add_parser("info", help="device facts, library versions and measured ceilings")
+    p.add_argument("--remeasure", action="store_true", help="measure the ceilings again")
+    p.set_defaults(func=cmd_info)
+
+    p = sub.add_parser("run", help="validate and time the rungs of one problem")
+    p.add_argument("problem", help="e.g. gemm")
+    p.add_argument("--size", type=int, nargs="+", metavar="N", help="e.g. --size 4096 4096 4096")
+    p.add_argument("--rungs", nargs="+", metavar="RUNG", help="names or numbers (default: all)")
+    p.add_argument("--dtype", default="float32")
+    p.add_argument("--repeats", type=int, help="timed repeats (default: as many as fit in 1 s)")
+    p.add_argument("--json", help="also write the results to this file")
+    p.set_defaults(func=cmd_run)
+
+    p = sub.add_parser("bench", help="every problem at its standard sizes -> results/<gpu>.json")
+    p.add_argument("--problems", nargs="+", metavar="PROBLEM")
+    p.add_argument("--repeats", type=int)
+    p.add_argument("--out", help="results file (default: results/<gpu>.json)")
+    p.set_defaults(func=cmd_bench)
+
+    p = sub.add_parser("plot", help="bar chart (PNG) of a results file")
+    p.add_argument("results", help="results/<gpu>.json")
+    p.add_argument("--out", help="PNG path (default: beside the results file)")
+    p.add_argument("--problems", nargs="+", metavar="PROBLEM")
+    p.add_argument("--readme", help="also regenerate this README's results block")
+    p.set_defaults(func=cmd_plot)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    if getattr(args, "size", None) is not None and args.problem == "gemm" and len(args.size) != 3:
+        print("ladder: gemm takes --size M N K", file=sys.stderr)
+        return 2
+    try:
+        return args.func(args)
+    except (KeyError, ValueError) as err:
+        print(f"ladder: {err.args[0] if err.args else err}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

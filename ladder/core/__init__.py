@@ -1,0 +1,1 @@
+"""Problem-agnostic machinery: the rung registry, timing, device facts, roofline, reports."""

@@ -1,0 +1,220 @@
+"""GPU or simulator: which backend runs the rungs, the facts of the device, and array intake.
+
+The backend is chosen once, when ``ladder`` is imported and before anything imports
+``numba.cuda``: a real GPU when the CUDA driver reports one, otherwise Numba's CUDA simulator
+(``NUMBA_ENABLE_CUDASIM=1``), which runs the Numba kernels on the CPU with correct answers and
+meaningless times. A user who sets ``NUMBA_ENABLE_CUDASIM`` themselves is obeyed.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import functools
+import os
+import platform
+import sys
+from dataclasses import asdict, dataclass
+from importlib import metadata
+from typing import Any
+
+import numpy as np
+
+SIMULATOR_NOTE = "CUDA simulator: answers are checked, but times are CPU times, not GPU times"
+
+
+def _driver_gpu_count() -> int:
+    """Ask the CUDA driver (libcuda) how many GPUs it sees, without importing numba.cuda."""
+    names = ["nvcuda.dll"] if sys.platform == "win32" else ["libcuda.so.1", "libcuda.so"]
+    for name in names:
+        try:
+            lib = ctypes.CDLL(name)
+        except OSError:
+            continue
+        count = ctypes.c_int(0)
+        if lib.cuInit(0) != 0 or lib.cuDeviceGetCount(ctypes.byref(count)) != 0:
+            return 0
+        return count.value
+    return 0
+
+
+def choose_backend() -> None:
+    """Pick the simulator when no GPU is present, unless the user already decided."""
+    if "NUMBA_ENABLE_CUDASIM" in os.environ:
+        return
+    if "numba.cuda" in sys.modules:
+        return  # already imported: its choice stands
+    if _driver_gpu_count() == 0:
+        os.environ["NUMBA_ENABLE_CUDASIM"] = "1"
+
+
+def simulator() -> bool:
+    """True when Numba kernels run in the CUDA simulator."""
+    from numba.cuda.core import config
+
+    return bool(config.ENABLE_CUDASIM)
+
+
+def gpu_available() -> bool:
+    """True when a real CUDA GPU runs the kernels."""
+    if simulator():
+        return False
+    from numba import cuda
+
+    return bool(cuda.is_available())
+
+
+def cupy_available() -> bool:
+    """True when CuPy is installed and a real GPU is there for it."""
+    if not gpu_available():
+        return False
+    try:
+        import cupy  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+def torch_cuda_available() -> bool:
+    """True when PyTorch is installed with CUDA and sees the GPU."""
+    if not gpu_available():
+        return False
+    try:
+        import torch
+    except ImportError:
+        return False
+    return bool(torch.cuda.is_available())
+
+
+def _version(dist: str) -> str | None:
+    try:
+        return metadata.version(dist)
+    except metadata.PackageNotFoundError:
+        return None
+
+
+def library_versions() -> dict[str, str | None]:
+    """Versions of everything that shapes a measurement."""
+    cupy = _version("cupy-cuda13x") or _version("cupy-cuda12x") or _version("cupy")
+    return {
+        "python": platform.python_version(),
+        "numpy": np.__version__,
+        "numba": _version("numba"),
+        "numba-cuda": _version("numba-cuda"),
+        "cupy": cupy,
+        "torch": _version("torch"),
+        "ladder": _version("numba-ladder"),
+    }
+
+
+@dataclass(frozen=True)
+class DeviceFacts:
+    """What a results file needs to say about the machine it was measured on."""
+
+    name: str
+    simulator: bool
+    compute_capability: tuple[int, int] | None
+    sm_count: int | None
+    l2_bytes: int | None
+    memory_bytes: int | None
+    driver: str | None
+    runtime: str | None
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def _driver_version_string() -> str | None:
+    try:
+        out = os.popen(
+            "nvidia-smi --query-gpu=driver_version --format=csv,noheader 2>/dev/null"
+        ).read()
+    except OSError:
+        return None
+    return out.strip().splitlines()[0] if out.strip() else None
+
+
+@functools.cache
+def facts() -> DeviceFacts:
+    """Facts of the current device (or of the simulator), read once per process."""
+    if not gpu_available():
+        return DeviceFacts("CUDA simulator (CPU)", True, None, None, None, None, None, None)
+    from numba import cuda
+
+    dev = cuda.get_current_device()
+    ctx = cuda.current_context()
+    free, total = ctx.get_memory_info()
+    name = dev.name.decode() if isinstance(dev.name, bytes) else str(dev.name)
+    l2 = int(dev.L2_CACHE_SIZE)
+    driver = _driver_version_string()
+    runtime = None
+    try:
+        runtime = ".".join(str(v) for v in cuda.runtime.get_version())
+    except Exception:  # the runtime version is a nicety, never a reason to fail
+        runtime = None
+    del free
+    return DeviceFacts(
+        name=name,
+        simulator=False,
+        compute_capability=tuple(dev.compute_capability),
+        sm_count=int(dev.MULTIPROCESSOR_COUNT),
+        l2_bytes=l2,
+        memory_bytes=int(total),
+        driver=driver,
+        runtime=runtime,
+    )
+
+
+def gpu_slug(name: str | None = None) -> str:
+    """A file-name-safe name for the GPU: 'NVIDIA H100 80GB HBM3' -> 'nvidia-h100-80gb-hbm3'."""
+    name = name or facts().name
+    keep = [c.lower() if c.isalnum() else "-" for c in name]
+    return "-".join(part for part in "".join(keep).split("-") if part)
+
+
+def device_array(arg: Any, name: str) -> Any:
+    """Return ``arg`` as a Numba device array without copying, or raise a clear error.
+
+    Accepts anything with ``__cuda_array_interface__`` (Numba, CuPy, PyTorch CUDA tensors) or
+    ``__dlpack__`` (through CuPy). A host array is refused: silently copying it would hide a
+    transfer from the timings.
+    """
+    from numba import cuda
+
+    if simulator():
+        from numba.cuda.simulator.cudadrv.devicearray import FakeCUDAArray
+
+        if isinstance(arg, FakeCUDAArray):
+            return arg
+    else:
+        from numba.cuda.cudadrv.devicearray import DeviceNDArray
+
+        if isinstance(arg, DeviceNDArray):
+            return arg
+        if cuda.is_cuda_array(arg):
+            return cuda.as_cuda_array(arg, sync=False)
+    if not simulator() and hasattr(arg, "__dlpack__") and not isinstance(arg, np.ndarray):
+        try:
+            import cupy
+
+            return cuda.as_cuda_array(cupy.from_dlpack(arg), sync=False)
+        except (ImportError, TypeError, ValueError, RuntimeError) as err:
+            raise TypeError(
+                f"{name}: could not take this __dlpack__ array onto the GPU ({err}); pass a "
+                "Numba, CuPy or PyTorch CUDA array"
+            ) from err
+    if isinstance(arg, np.ndarray):
+        raise TypeError(
+            f"{name} is a host array (numpy.ndarray); copy it to the GPU first, "
+            f"e.g. numba.cuda.to_device({name})"
+        )
+    raise TypeError(
+        f"{name} must be a device array (Numba, CuPy or PyTorch CUDA), got {type(arg).__name__}"
+    )
+
+
+def is_c_contiguous(arr: Any) -> bool:
+    """C-contiguity for Numba device arrays and simulator arrays alike."""
+    flags = getattr(arr, "flags", None)
+    if flags is not None:
+        return bool(flags["C_CONTIGUOUS"])
+    return bool(arr.is_c_contiguous())

@@ -1,0 +1,64 @@
+"""Helpers for the notebooks: show a rung's story and code, measure it, plot the ladder.
+
+The notebooks call these so that the text a learner reads is the rung's own docstring and
+source, never a copy that can drift from the code.
+"""
+
+from __future__ import annotations
+
+import ast
+import inspect
+import sys
+from typing import Any
+
+from ladder.core import device, report, roofline, timing
+from ladder.core.rung import Rung
+
+
+def source_without_docstring(rung: Rung) -> str:
+    """The rung module's code below its docstring."""
+    source = inspect.getsource(sys.modules[rung.launch.__module__])
+    tree = ast.parse(source)
+    first = tree.body[0]
+    if isinstance(first, ast.Expr) and isinstance(getattr(first, "value", None), ast.Constant):
+        source = "\n".join(source.splitlines()[first.end_lineno :])
+    return source.strip() + "\n"
+
+
+def walk(case: timing.Case, rung: Rung, show_code: bool = True) -> timing.Measurement:
+    """Display the rung's story and code, then check and time it on ``case``."""
+    from IPython.display import Markdown, display
+
+    display(Markdown(f"### Rung {rung.number}: {rung.title}\n\n" + rung.doc.strip()))
+    if show_code:
+        display(Markdown(f"```python\n{source_without_docstring(rung)}```"))
+    m = timing.measure(case, rung)
+    if m.ok:
+        note = " (simulator: not a GPU time)" if m.simulated else ""
+        print(
+            f"{rung.name}: rel err {m.rel_err:.1e} before timing, {m.rel_err_after:.1e} after; "
+            f"median {m.median_ms:.3f} ms (min {m.min_ms:.3f}, max {m.max_ms:.3f}, "
+            f"{len(m.samples_ms)} repeats){note}; {m.tflops:.3f} TFLOP/s"
+        )
+    else:
+        print(f"{rung.name}: {m.error}")
+    return m
+
+
+def summary(measurements: list[timing.Measurement], plot_path: str | None = None) -> Any:
+    """The ladder's table and bar chart against the library, from these measurements."""
+    from IPython.display import Image, display
+    from rich.console import Console
+
+    ceilings = roofline.ceilings()
+    doc = report.results_document([m.to_dict() for m in measurements], ceilings)
+    console = Console(width=150)
+    for (problem, dtype, shape), group in report.groups(doc["runs"]).items():
+        title = f"{problem} {dtype} {' x '.join(map(str, shape))} on {doc['gpu']}"
+        console.print(report.rich_table(group, ceilings, title))
+    if device.simulator():
+        print(device.SIMULATOR_NOTE)
+    if plot_path:
+        report.plot(doc, plot_path)
+        display(Image(filename=plot_path))
+    return doc

@@ -1,0 +1,229 @@
+"""Results files, tables and plots: one code path for every problem.
+
+A results file (``ladder bench`` writes ``results/<gpu>.json``) holds the GPU, driver, library
+versions, date, measured ceilings and every run with all its repeats. Tables (terminal and
+Markdown for the README) and plots are drawn from those runs only, so a figure shown anywhere
+can be traced to a file written on a named GPU.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import time
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+from ladder.core import device, roofline
+
+README_START = "<!-- results:start -->"
+README_END = "<!-- results:end -->"
+
+
+def results_document(runs: Iterable[dict[str, Any]], ceilings: dict[str, Any] | None) -> dict:
+    facts = device.facts()
+    return {
+        "gpu": facts.name,
+        "driver": facts.driver,
+        "cuda_runtime": facts.runtime,
+        "device": facts.to_dict(),
+        "simulated": facts.simulator,
+        "versions": device.library_versions(),
+        "date": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+        "ceilings": ceilings,
+        "runs": list(runs),
+    }
+
+
+def write_results(doc: dict[str, Any], path: str | Path) -> Path:
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(doc, indent=1, allow_nan=True) + "\n")
+    return path
+
+
+def read_results(path: str | Path) -> dict[str, Any]:
+    doc = json.loads(Path(path).read_text())
+    for key in ("gpu", "runs"):
+        if key not in doc:
+            raise ValueError(f"{path} is not a ladder results file (no {key!r})")
+    return doc
+
+
+def groups(runs: list[dict[str, Any]]) -> dict[tuple[str, str, tuple[int, ...]], list[dict]]:
+    """Runs grouped by (problem, dtype, shape), each group in ladder order, references last."""
+    found: dict[tuple[str, str, tuple[int, ...]], list[dict]] = {}
+    for run in runs:
+        found.setdefault((run["problem"], run["dtype"], tuple(run["shape"])), []).append(run)
+    for group in found.values():
+        group.sort(key=lambda r: (r["reference"], r["number"]))
+    return found
+
+
+def rows(group: list[dict[str, Any]], ceilings: dict[str, Any] | None) -> list[dict[str, Any]]:
+    """Derived columns for one group: % of peak, speedup over the rung below, x library."""
+    reference = next((r for r in group if r["reference"] and r.get("ok")), None)
+    peak = (ceilings or {}).get("fp32_peak_tflops")
+    out = []
+    below = None
+    for run in group:
+        ms = run.get("median_ms") if run.get("ok") else None
+        row = dict(run)
+        row["pct_peak"] = roofline.percent_of(run.get("tflops"), peak) if ms else None
+        row["speedup"] = below / ms if (ms and below and not run["reference"]) else None
+        row["vs_reference"] = reference["median_ms"] / ms if (ms and reference) else None
+        if ms and not run["reference"]:
+            below = ms
+        out.append(row)
+    return out
+
+
+def _fmt(value: float | None, spec: str) -> str:
+    return "—" if value is None else format(value, spec)
+
+
+def _time_cell(row: dict[str, Any]) -> str:
+    if row.get("median_ms") is None:
+        return "—"
+    return f"{row['median_ms']:.3f} ({row['min_ms']:.3f}–{row['max_ms']:.3f})"
+
+
+def _status(row: dict[str, Any]) -> str:
+    if row.get("ok"):
+        return "ok"
+    return row.get("error") or "failed"
+
+
+def rich_table(group: list[dict[str, Any]], ceilings: dict[str, Any] | None, title: str):
+    """A terminal table for one (problem, dtype, shape) group."""
+    from rich.table import Table
+
+    table = Table(title=title, title_justify="left")
+    for col in (
+        "#",
+        "rung",
+        "median ms (min–max)",
+        "TFLOP/s",
+        "TB/s",
+        "% FP32 peak",
+        "× below",
+        "× library",
+        "rel err",
+        "status",
+    ):
+        table.add_column(col, justify="left" if col in ("rung", "status") else "right")
+    for row in rows(group, ceilings):
+        table.add_row(
+            "ref" if row["reference"] else str(row["number"]),
+            row["rung"],
+            _time_cell(row),
+            _fmt(row.get("tflops"), ".2f"),
+            _fmt(row.get("tbps"), ".3f"),
+            _fmt(row.get("pct_peak"), ".1f"),
+            _fmt(row.get("speedup"), ".2f"),
+            _fmt(row.get("vs_reference"), ".3f"),
+            _fmt(row.get("rel_err"), ".1e"),
+            _status(row),
+        )
+    return table
+
+
+def markdown(doc: dict[str, Any]) -> str:
+    """The README's results section: one Markdown table per (problem, dtype, shape)."""
+    ceilings = doc.get("ceilings") or {}
+    lines = [
+        f"Measured on **{doc['gpu']}** (driver {doc.get('driver')}, {doc['date'][:10]}) by "
+        f"`ladder bench`. Ceilings measured in the same run: FP32 peak "
+        f"{_fmt(ceilings.get('fp32_peak_tflops'), '.1f')} TFLOP/s (from the clock), cuBLAS FP32 "
+        f"{_fmt(ceilings.get('cublas_fp32_tflops'), '.1f')} TFLOP/s, device copy "
+        f"{_fmt(ceilings.get('copy_tbps'), '.2f')} TB/s.",
+        "",
+    ]
+    for (problem, dtype, shape), group in groups(doc["runs"]).items():
+        lines += [
+            f"**{problem}** {dtype} {' × '.join(map(str, shape))}",
+            "",
+            "| # | rung | median ms | TFLOP/s | % FP32 peak | × rung below | × library |",
+            "|---:|---|---:|---:|---:|---:|---:|",
+        ]
+        for row in rows(group, doc.get("ceilings")):
+            lines.append(
+                f"| {'ref' if row['reference'] else row['number']} | {row['rung']} | "
+                f"{_fmt(row.get('median_ms'), '.3f')} | {_fmt(row.get('tflops'), '.2f')} | "
+                f"{_fmt(row.get('pct_peak'), '.1f')} | {_fmt(row.get('speedup'), '.2f')} | "
+                f"{_fmt(row.get('vs_reference'), '.3f')} |"
+            )
+        lines.append("")
+    return "\n".join(lines).rstrip() + "\n"
+
+
+def update_readme(readme: str | Path, doc: dict[str, Any], plot_path: str | None) -> None:
+    """Replace the README block between the results markers with tables made from ``doc``."""
+    readme = Path(readme)
+    text = readme.read_text()
+    if README_START not in text or README_END not in text:
+        raise ValueError(f"{readme} has no {README_START} ... {README_END} block")
+    body = markdown(doc)
+    if plot_path:
+        body += f"\n![ladder results]({plot_path})\n"
+    block = f"{README_START}\n{body}{README_END}"
+    pattern = re.escape(README_START) + ".*?" + re.escape(README_END)
+    readme.write_text(re.sub(pattern, lambda _: block, text, flags=re.S))
+
+
+def plot(doc: dict[str, Any], path: str | Path, problems: Iterable[str] | None = None) -> Path:
+    """Bar chart of every rung against the library reference and the ceilings, one panel per
+    (problem, dtype, shape)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    wanted = set(problems) if problems else None
+    panels = [(k, g) for k, g in groups(doc["runs"]).items() if not wanted or k[0] in wanted]
+    if not panels:
+        raise ValueError("no runs to plot")
+    ceilings = doc.get("ceilings") or {}
+    fig, axes = plt.subplots(len(panels), 1, figsize=(10, 3.6 * len(panels)), squeeze=False)
+    for ax, ((problem, dtype, shape), group) in zip(axes[:, 0], panels, strict=True):
+        compute = any(r.get("tflops") for r in group)
+        key, unit = ("tflops", "TFLOP/s") if compute else ("tbps", "TB/s")
+        names = [r["rung"] for r in group]
+        values = [(r.get(key) or 0.0) if r.get("ok") else 0.0 for r in group]
+        colors = ["#c44e52" if r["reference"] else "#4c72b0" for r in group]
+        bars = ax.bar(names, values, color=colors)
+        for bar, run in zip(bars, group, strict=True):
+            label = f"{bar.get_height():.1f}" if run.get("ok") else "fail"
+            ax.annotate(
+                label,
+                (bar.get_x() + bar.get_width() / 2, bar.get_height()),
+                ha="center",
+                va="bottom",
+                fontsize=8,
+            )
+        ceiling = ceilings.get("fp32_peak_tflops") if compute else ceilings.get("copy_tbps")
+        if ceiling:
+            name = "FP32 peak (clock)" if compute else "device copy"
+            ax.axhline(ceiling, color="gray", ls="--", lw=1)
+            ax.annotate(
+                f"{name} {ceiling:.1f}",
+                (0, ceiling),
+                xytext=(2, 2),
+                textcoords="offset points",
+                fontsize=8,
+                color="gray",
+            )
+        ax.set_ylabel(unit)
+        ax.set_title(f"{problem} {dtype} {' × '.join(map(str, shape))} — {doc['gpu']}", fontsize=10)
+        ax.tick_params(axis="x", rotation=30, labelsize=8)
+        for label in ax.get_xticklabels():
+            label.set_horizontalalignment("right")
+    if doc.get("simulated"):
+        fig.suptitle(device.SIMULATOR_NOTE, color="#c44e52")
+    fig.tight_layout()
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path

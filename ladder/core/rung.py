@@ -1,0 +1,182 @@
+"""The Rung record, the Problem interface, and the registries for both.
+
+A rung module registers its launcher with the ``@rung`` decorator; the module's docstring
+becomes the rung's story. A problem package registers one ``Problem`` and imports its rung
+modules with ``import_rungs`` so that adding a file ``rNN_name.py`` adds a rung.
+"""
+
+from __future__ import annotations
+
+import importlib
+import pkgutil
+import re
+import sys
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+import numpy as np
+
+from ladder.core import device
+
+PROBLEM_PACKAGES = ("ladder.gemm",)
+
+Launcher = Callable[..., Any]
+
+
+@dataclass(frozen=True)
+class Rung:
+    """One rung of a ladder, or a library reference registered beside the rungs."""
+
+    problem: str
+    number: int
+    name: str
+    title: str
+    dtypes: tuple[str, ...]
+    launch: Launcher
+    needs: frozenset[str] = frozenset({"numba"})
+    min_cc: tuple[int, int] | None = None
+    reference: bool = False
+    doc: str = ""
+
+    @property
+    def key(self) -> str:
+        return f"{self.problem}/{self.name}"
+
+    @property
+    def on_cpu(self) -> bool:
+        """True for the CPU baseline, which takes host arrays and is timed with a host clock."""
+        return "cpu" in self.needs
+
+    def unavailable_reason(self) -> str | None:
+        """Why this rung cannot run here, or None when it can."""
+        if "cupy" in self.needs or "torch" in self.needs or "gpu" in self.needs:
+            if not device.gpu_available():
+                return "needs a real CUDA GPU (not available in the simulator)"
+        if "cupy" in self.needs and not device.cupy_available():
+            return "needs CuPy: pip install 'numba-ladder[cuda13]' (or [cuda12])"
+        if "torch" in self.needs and not device.torch_cuda_available():
+            return "needs PyTorch with CUDA"
+        if self.min_cc is not None and device.gpu_available():
+            cc = device.facts().compute_capability
+            if cc is not None and tuple(cc) < self.min_cc:
+                return f"needs compute capability {self.min_cc[0]}.{self.min_cc[1]}"
+        return None
+
+    def summary(self) -> str:
+        """The first paragraph of the rung's docstring, on one line."""
+        first = self.doc.strip().split("\n\n")[0]
+        return " ".join(first.split())
+
+
+class Problem(Protocol):
+    """What a problem package provides to the harness."""
+
+    name: str
+    bound: str  # "compute" or "memory": which figure (TFLOP/s or TB/s) leads in reports
+    dtypes: tuple[str, ...]
+
+    def standard_sizes(self) -> list[tuple[int, ...]]: ...
+    def simulator_sizes(self) -> list[tuple[int, ...]]: ...
+    def make_inputs(
+        self, size: tuple[int, ...], dtype: str, seed: int
+    ) -> tuple[np.ndarray, ...]: ...
+    def reference(self, inputs: tuple[np.ndarray, ...]) -> np.ndarray: ...
+    def output_shape(self, size: tuple[int, ...]) -> tuple[int, ...]: ...
+    def output_dtype(self, dtype: str) -> str: ...
+    def flops(self, size: tuple[int, ...]) -> float: ...
+    def min_bytes(self, size: tuple[int, ...], dtype: str) -> float: ...
+    def tolerance(self, dtype: str) -> float: ...
+    def ceiling_key(self, dtype: str) -> str: ...
+
+
+_RUNGS: dict[str, Rung] = {}
+_PROBLEMS: dict[str, Problem] = {}
+
+
+def register_problem(problem: Problem) -> Problem:
+    _PROBLEMS[problem.name] = problem
+    return problem
+
+
+def rung(
+    *,
+    problem: str,
+    number: int,
+    name: str,
+    title: str,
+    dtypes: Iterable[str] = ("float32",),
+    needs: Iterable[str] = ("numba",),
+    min_cc: tuple[int, int] | None = None,
+    reference: bool = False,
+) -> Callable[[Launcher], Launcher]:
+    """Register the decorated launcher as a rung; its module docstring is the rung's story."""
+
+    def decorate(launch: Launcher) -> Launcher:
+        doc = sys.modules[launch.__module__].__doc__ or ""
+        if not doc.strip():
+            raise ValueError(f"rung {problem}/{name}: its module needs a docstring (the story)")
+        entry = Rung(
+            problem=problem,
+            number=number,
+            name=name,
+            title=title,
+            dtypes=tuple(dtypes),
+            launch=launch,
+            needs=frozenset(needs),
+            min_cc=min_cc,
+            reference=reference,
+            doc=doc,
+        )
+        if entry.key in _RUNGS and _RUNGS[entry.key].launch is not launch:
+            raise ValueError(f"rung {entry.key} is registered twice")
+        _RUNGS[entry.key] = entry
+        return launch
+
+    return decorate
+
+
+def import_rungs(package: str, path: Iterable[str]) -> None:
+    """Import every ``rNN_*.py`` module of a problem package, in ladder order."""
+    names = sorted(m.name for m in pkgutil.iter_modules(list(path)) if re.match(r"r\d\d_", m.name))
+    for name in names:
+        importlib.import_module(f"{package}.{name}")
+
+
+def _load() -> None:
+    for package in PROBLEM_PACKAGES:
+        importlib.import_module(package)  # cached by Python after the first call
+
+
+def problems() -> dict[str, Problem]:
+    _load()
+    return dict(_PROBLEMS)
+
+
+def get_problem(name: str) -> Problem:
+    _load()
+    if name not in _PROBLEMS:
+        raise KeyError(f"unknown problem {name!r}; known: {', '.join(sorted(_PROBLEMS))}")
+    return _PROBLEMS[name]
+
+
+def rungs(problem: str | None = None, *, references: bool = True) -> list[Rung]:
+    """Registered rungs in ladder order (references last within their problem)."""
+    _load()
+    found = [
+        r
+        for r in _RUNGS.values()
+        if (problem is None or r.problem == problem) and (references or not r.reference)
+    ]
+    order = {name: i for i, name in enumerate(_PROBLEMS)}
+    return sorted(found, key=lambda r: (order.get(r.problem, 99), r.reference, r.number))
+
+
+def get_rung(problem: str, name: str) -> Rung:
+    """A rung by problem and short name, or by its number written as 'r05' or '5'."""
+    _load()
+    for r in rungs(problem):
+        if name in (r.name, f"r{r.number:02d}", str(r.number)):
+            return r
+    known = ", ".join(r.name for r in rungs(problem))
+    raise KeyError(f"unknown rung {name!r} for {problem}; known: {known}")

@@ -1,0 +1,276 @@
+"""Validate and time one rung on one case, the same way for every rung and every library.
+
+The recipe (DESIGN.md, "Measuring"):
+
+1. fresh random inputs and a float64 reference (``prepare``);
+2. the output is poisoned with NaN (all bits set) before every run, so an element the kernel
+   never wrote fails the check instead of passing on a stale value;
+3. a first run is checked against the reference; it also compiles, so compilation is never
+   timed; then a few warm-up runs;
+4. each timed repeat: poison the output, flush L2 by writing a buffer twice its size, then
+   CUDA events around the launch alone; report the median, min and max of the repeats;
+5. the output of the last timed repeat is checked again, so a kernel that is only right
+   when it runs slowly (a race) is caught.
+
+In the simulator, steps 4 and 5 use a host clock and every result is marked ``simulated``.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from ladder.core import device
+from ladder.core.rung import Problem, Rung
+
+TIME_BUDGET_S = 1.0  # timed repeats stop once they have run this long (and MIN_REPEATS are done)
+MIN_REPEATS = 5
+MAX_REPEATS = 100
+WARMUP = 3
+
+
+def relative_error(out: np.ndarray, ref: np.ndarray) -> float:
+    """||out - ref|| / ||ref|| in float64; infinite if any element is NaN or inf."""
+    out64 = np.asarray(out, dtype=np.float64)
+    if not np.all(np.isfinite(out64)):
+        return float("inf")
+    ref64 = np.asarray(ref, dtype=np.float64)
+    denom = np.linalg.norm(ref64)
+    diff = np.linalg.norm(out64 - ref64)
+    return float(diff / denom) if denom > 0 else float(diff)
+
+
+@dataclass
+class Case:
+    """One problem instance: host inputs, the float64 reference, and device copies on demand."""
+
+    problem: Problem
+    size: tuple[int, ...]
+    dtype: str
+    seed: int
+    inputs: tuple[np.ndarray, ...]
+    ref: np.ndarray
+    _device_inputs: tuple[Any, ...] | None = field(default=None, repr=False)
+
+    def device_inputs(self) -> tuple[Any, ...]:
+        if self._device_inputs is None:
+            from numba import cuda
+
+            self._device_inputs = tuple(cuda.to_device(x) for x in self.inputs)
+        return self._device_inputs
+
+
+def prepare(problem: Problem, size: tuple[int, ...], dtype: str = "float32", seed: int = 0) -> Case:
+    """Draw inputs for ``size`` and compute the float64 reference once, for every rung."""
+    inputs = problem.make_inputs(tuple(size), dtype, seed)
+    return Case(problem, tuple(size), dtype, seed, inputs, problem.reference(inputs))
+
+
+@dataclass
+class Measurement:
+    """One rung on one case: correctness before and after timing, and the repeat times."""
+
+    problem: str
+    rung: str
+    number: int
+    reference: bool
+    dtype: str
+    shape: list[int]
+    ok: bool
+    rel_err: float
+    rel_err_after: float | None
+    tolerance: float
+    samples_ms: list[float]
+    flops: float
+    min_bytes: float
+    simulated: bool
+    error: str | None = None
+
+    @property
+    def median_ms(self) -> float | None:
+        return float(np.median(self.samples_ms)) if self.samples_ms else None
+
+    @property
+    def min_ms(self) -> float | None:
+        return min(self.samples_ms) if self.samples_ms else None
+
+    @property
+    def max_ms(self) -> float | None:
+        return max(self.samples_ms) if self.samples_ms else None
+
+    @property
+    def tflops(self) -> float | None:
+        ms = self.median_ms
+        return self.flops / (ms * 1e-3) / 1e12 if ms and self.flops else None
+
+    @property
+    def tbps(self) -> float | None:
+        ms = self.median_ms
+        return self.min_bytes / (ms * 1e-3) / 1e12 if ms and self.min_bytes else None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "problem": self.problem,
+            "rung": self.rung,
+            "number": self.number,
+            "reference": self.reference,
+            "dtype": self.dtype,
+            "shape": self.shape,
+            "ok": self.ok,
+            "median_ms": self.median_ms,
+            "min_ms": self.min_ms,
+            "max_ms": self.max_ms,
+            "tflops": self.tflops,
+            "tbps": self.tbps,
+            "flops": self.flops,
+            "min_bytes": self.min_bytes,
+            "rel_err": self.rel_err,
+            "rel_err_after": self.rel_err_after,
+            "tolerance": self.tolerance,
+            "simulated": self.simulated,
+            "samples_ms": self.samples_ms,
+            "error": self.error,
+        }
+
+
+class _Scratch:
+    """The L2 flush buffer, allocated once per process (twice the L2 size)."""
+
+    buffer: Any = None
+
+    @classmethod
+    def flush_l2(cls) -> None:
+        from numba import cuda
+
+        if cls.buffer is None:
+            l2 = device.facts().l2_bytes or 64 << 20
+            cls.buffer = cuda.device_array(2 * l2, dtype=np.uint8)
+        cuda.driver.device_memset(cls.buffer, 0, cls.buffer.nbytes)
+
+
+def poison(out: Any) -> None:
+    """Fill an output with NaN (every bit set: NaN in float16, float32 and float64)."""
+    if isinstance(out, np.ndarray):
+        out.fill(np.nan)
+    elif device.simulator():
+        out.copy_to_device(np.full(out.shape, np.nan, dtype=out.dtype))
+    else:
+        from numba import cuda
+
+        cuda.driver.device_memset(out, 0xFF, out.nbytes)
+
+
+def _to_host(out: Any) -> np.ndarray:
+    return out if isinstance(out, np.ndarray) else out.copy_to_host()
+
+
+def _new_output(case: Case, rung: Rung) -> Any:
+    shape = case.problem.output_shape(case.size)
+    dtype = np.dtype(case.problem.output_dtype(case.dtype))
+    if rung.on_cpu:
+        return np.empty(shape, dtype=dtype)
+    from numba import cuda
+
+    return cuda.device_array(shape, dtype=dtype)
+
+
+def measure(
+    case: Case,
+    rung: Rung,
+    *,
+    repeats: int | None = None,
+    warmup: int = WARMUP,
+    time_budget_s: float = TIME_BUDGET_S,
+) -> Measurement:
+    """Check ``rung`` on ``case``, time it, and check it again."""
+    problem = case.problem
+    simulated = device.simulator() and not rung.on_cpu
+    result = Measurement(
+        problem=problem.name,
+        rung=rung.name,
+        number=rung.number,
+        reference=rung.reference,
+        dtype=case.dtype,
+        shape=list(case.size),
+        ok=False,
+        rel_err=float("nan"),
+        rel_err_after=None,
+        tolerance=problem.tolerance(case.dtype),
+        samples_ms=[],
+        flops=problem.flops(case.size),
+        min_bytes=problem.min_bytes(case.size, case.dtype),
+        simulated=simulated,
+    )
+    reason = rung.unavailable_reason()
+    if reason is not None:
+        result.error = reason
+        return result
+    if case.dtype not in rung.dtypes:
+        result.error = f"does not support {case.dtype} (supports {', '.join(rung.dtypes)})"
+        return result
+
+    args = case.inputs if rung.on_cpu else case.device_inputs()
+    out = _new_output(case, rung)
+
+    def launch() -> None:
+        rung.launch(*args, out)
+
+    poison(out)
+    launch()
+    result.rel_err = relative_error(_to_host(out), case.ref)
+    if not result.rel_err <= result.tolerance:
+        result.error = f"wrong answer: relative error {result.rel_err:.3g} > {result.tolerance:g}"
+        return result
+
+    if simulated or rung.on_cpu:
+        result.samples_ms = _time_host(launch, out, 1 if simulated else repeats or 3)
+    else:
+        result.samples_ms = _time_gpu(launch, out, repeats, warmup, time_budget_s)
+    result.rel_err_after = relative_error(_to_host(out), case.ref)
+    result.ok = result.rel_err_after <= result.tolerance
+    if not result.ok:
+        result.error = (
+            f"wrong after timing: relative error {result.rel_err_after:.3g} "
+            f"> {result.tolerance:g} (a race?)"
+        )
+    return result
+
+
+def _time_host(launch: Any, out: Any, repeats: int) -> list[float]:
+    samples = []
+    for _ in range(repeats):
+        poison(out)
+        start = time.perf_counter()
+        launch()
+        samples.append((time.perf_counter() - start) * 1e3)
+    return samples
+
+
+def _time_gpu(
+    launch: Any, out: Any, repeats: int | None, warmup: int, time_budget_s: float
+) -> list[float]:
+    from numba import cuda
+
+    for _ in range(warmup):
+        launch()
+    cuda.synchronize()
+    start, end = cuda.event(), cuda.event()
+    samples: list[float] = []
+    spent = 0.0
+    limit = repeats or MAX_REPEATS
+    while len(samples) < limit:
+        poison(out)
+        _Scratch.flush_l2()
+        start.record()
+        launch()
+        end.record()
+        end.synchronize()
+        ms = cuda.event_elapsed_time(start, end)
+        samples.append(ms)
+        spent += ms * 1e-3
+        if repeats is None and len(samples) >= MIN_REPEATS and spent >= time_budget_s:
+            break
+    return samples

@@ -1,0 +1,6 @@
+"""The FP32 GEMM ladder: C = A @ B, from a NumPy baseline to a tuned register-blocked kernel."""
+
+from ladder.core.rung import import_rungs
+from ladder.gemm import problem, reference_cublas  # noqa: F401  (registers the problem, cuBLAS)
+
+import_rungs(__name__, __path__)

@@ -1,0 +1,125 @@
+"""GEMM: C = A @ B for row-major A (M x K), B (K x N), C (M x N).
+
+Work: 2·M·N·K floating-point operations. Fewest bytes: read A and B once and write C once,
+(M·K + K·N + M·N) · itemsize. At M = N = K = 4096 in float32 that is 137 GFLOP over 201 MB:
+about 680 FLOP per byte, far above any GPU's balance point, so a good kernel is bound by
+arithmetic and the figure that matters is TFLOP/s.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from ladder.core import device
+from ladder.core.rung import register_problem
+
+MAX_GRID_Y = 65535  # gridDim.y (and .z) limit on every CUDA GPU; gridDim.x allows 2**31 - 1
+
+
+class GemmProblem:
+    name = "gemm"
+    bound = "compute"
+    dtypes = ("float32",)
+
+    def standard_sizes(self) -> list[tuple[int, ...]]:
+        return [(1024, 1024, 1024), (4096, 4096, 4096)]
+
+    def simulator_sizes(self) -> list[tuple[int, ...]]:
+        return [(17, 33, 65)]
+
+    def make_inputs(
+        self, size: tuple[int, ...], dtype: str = "float32", seed: int = 0
+    ) -> tuple[np.ndarray, ...]:
+        m, n, k = size
+        rng = np.random.default_rng(seed)
+        a = rng.uniform(-1.0, 1.0, size=(m, k)).astype(dtype)
+        b = rng.uniform(-1.0, 1.0, size=(k, n)).astype(dtype)
+        return a, b
+
+    def reference(self, inputs: tuple[np.ndarray, ...]) -> np.ndarray:
+        a, b = inputs
+        return a.astype(np.float64) @ b.astype(np.float64)
+
+    def output_shape(self, size: tuple[int, ...]) -> tuple[int, ...]:
+        m, n, _ = size
+        return (m, n)
+
+    def output_dtype(self, dtype: str) -> str:
+        return dtype
+
+    def flops(self, size: tuple[int, ...]) -> float:
+        m, n, k = size
+        return 2.0 * m * n * k
+
+    def min_bytes(self, size: tuple[int, ...], dtype: str) -> float:
+        m, n, k = size
+        return float((m * k + k * n + m * n) * np.dtype(dtype).itemsize)
+
+    def tolerance(self, dtype: str) -> float:
+        return {"float32": 1e-5, "float16": 2e-3}[dtype]
+
+    def ceiling_key(self, dtype: str) -> str:
+        return {"float32": "cublas_fp32_tflops", "float16": "cublas_fp16_tflops"}[dtype]
+
+
+PROBLEM = register_problem(GemmProblem())
+
+
+def check_operands(
+    a: Any, b: Any, c: Any, dtype: str = "float32"
+) -> tuple[Any, Any, Any, int, int, int]:
+    """Validate A, B and (optional) C for C = A @ B; allocate C when it is None.
+
+    Returns device arrays (A, B, C) and (M, N, K). Every launcher calls this, so every rung
+    refuses bad input with the same messages.
+    """
+    from numba import cuda
+
+    a = device.device_array(a, "A")
+    b = device.device_array(b, "B")
+    for name, arr in (("A", a), ("B", b)):
+        if arr.ndim != 2:
+            raise ValueError(f"{name} must be 2-D, got shape {tuple(arr.shape)}")
+        if np.dtype(arr.dtype) != np.dtype(dtype):
+            raise TypeError(f"{name} must be {dtype}, got {np.dtype(arr.dtype).name}")
+        if not device.is_c_contiguous(arr):
+            raise ValueError(f"{name} must be C-contiguous (row-major); copy it first")
+    m, k = a.shape
+    k2, n = b.shape
+    if k != k2:
+        raise ValueError(f"inner dimensions differ: A is {m}x{k}, B is {k2}x{n}")
+    if c is None:
+        c = cuda.device_array((m, n), dtype=np.dtype(dtype))
+    else:
+        c = device.device_array(c, "C")
+        if tuple(c.shape) != (m, n):
+            raise ValueError(f"C must have shape ({m}, {n}), got {tuple(c.shape)}")
+        if np.dtype(c.dtype) != np.dtype(dtype):
+            raise TypeError(f"C must be {dtype}, got {np.dtype(c.dtype).name}")
+        if not device.is_c_contiguous(c):
+            raise ValueError("C must be C-contiguous (row-major)")
+    return a, b, c, m, n, k
+
+
+def grid_2d(x_count: int, x_tile: int, y_count: int, y_tile: int) -> tuple[int, int]:
+    """Blocks to cover x_count by y_count in tiles, refusing sizes beyond gridDim.y."""
+    grid = ((x_count + x_tile - 1) // x_tile, (y_count + y_tile - 1) // y_tile)
+    if grid[1] > MAX_GRID_Y:
+        raise ValueError(
+            f"this size needs {grid[1]} blocks along the grid's y dimension, which allows "
+            f"{MAX_GRID_Y}: {y_count} rows in tiles of {y_tile}"
+        )
+    return grid
+
+
+def aligned_for_float4(*arrays: Any) -> bool:
+    """True when every row of every array starts on a 16-byte boundary (float4 loads allowed)."""
+    for arr in arrays:
+        if arr.shape[1] % 4 != 0:
+            return False
+        pointer = arr.__cuda_array_interface__["data"][0] if not device.simulator() else 0
+        if pointer % 16 != 0:
+            return False
+    return True

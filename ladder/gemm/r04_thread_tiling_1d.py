@@ -1,0 +1,71 @@
+"""Rung 4, 1D thread tiling: each thread computes a column of TM = 8 outputs.
+
+Rung 3 does two shared-memory loads per multiply-add. Here a block of 512 threads computes a
+64 x 64 tile of C, and each thread keeps TM = 8 accumulators for 8 rows of one column. For each
+step d of the K loop it loads one value of B into a register and reuses it for 8 multiply-adds
+against 8 values of A (the same 8 values for every thread of a warp that shares a row group,
+so those loads are broadcasts). Shared loads per multiply-add fall from 2 to about 9/8.
+
+The K slice staged per step is BK = 8: A's tile is 64 x 8 and B's is 8 x 64, so each of the
+512 threads loads exactly one element of each.
+
+Prediction: close to twice rung 3, still limited by shared-memory loads and by the small
+amount of independent work per thread.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from numba import cuda, float32
+
+from ladder.core.rung import rung
+from ladder.gemm.problem import check_operands, grid_2d
+
+BM = 64  # rows of C per block
+BN = 64  # columns of C per block
+BK = 8  # K slice staged in shared memory per step
+TM = 8  # outputs per thread, down a column
+THREADS = BM * BN // TM  # 512
+
+
+@cuda.jit
+def thread_tiling_1d_kernel(A, B, C):
+    As = cuda.shared.array((BM, BK), float32)
+    Bs = cuda.shared.array((BK, BN), float32)
+    M, K = A.shape
+    N = B.shape[1]
+    tid = cuda.threadIdx.x
+    row0 = cuda.blockIdx.y * BM
+    col0 = cuda.blockIdx.x * BN
+    out_row = tid // BN * TM  # first of this thread's TM rows inside the tile
+    out_col = tid % BN
+    a_row, a_col = tid // BK, tid % BK  # one element of A's 64 x 8 tile per thread
+    b_row, b_col = tid // BN, tid % BN  # one element of B's 8 x 64 tile per thread
+    acc = cuda.local.array(TM, float32)
+    for i in range(TM):
+        acc[i] = float32(0.0)
+    for k0 in range(0, K, BK):
+        r, c = row0 + a_row, k0 + a_col
+        As[a_row, a_col] = A[r, c] if r < M and c < K else float32(0.0)
+        r, c = k0 + b_row, col0 + b_col
+        Bs[b_row, b_col] = B[r, c] if r < K and c < N else float32(0.0)
+        cuda.syncthreads()
+        for d in range(BK):
+            b = Bs[d, out_col]
+            for i in range(TM):
+                acc[i] += As[out_row + i, d] * b
+        cuda.syncthreads()
+    col = col0 + out_col
+    for i in range(TM):
+        row = row0 + out_row + i
+        if row < M and col < N:
+            C[row, col] = acc[i]
+
+
+@rung(problem="gemm", number=4, name="thread-tiling-1d", title="1D thread tiling, 8 outputs/thread")
+def launch(A: Any, B: Any, C: Any = None) -> Any:
+    A, B, C, m, n, _ = check_operands(A, B, C)
+    if m and n:
+        thread_tiling_1d_kernel[grid_2d(n, BN, m, BM), THREADS](A, B, C)
+    return C

@@ -1,0 +1,92 @@
+"""Rung 5, 2D register blocking: each thread computes an 8 x 8 block of C in registers.
+
+Rung 4 reuses each B value 8 times but each A value only once per thread. Here a block of 256
+threads computes a 128 x 128 tile of C and each thread an 8 x 8 sub-block: per step d of the
+K loop it copies 8 values of A's column and 8 of B's row into registers (16 shared loads) and
+does their outer product, 64 multiply-adds. Shared loads per multiply-add fall to 1/4, and the
+64 independent accumulators give the FMA pipes plenty of work in flight.
+
+The tiles are 128 x 8 of A and 8 x 128 of B: 1024 elements each, four per thread, loaded in
+strided passes so that neighbouring threads read neighbouring addresses.
+
+This is the classic kernel written the way Numba code is usually written. The issue that
+commissioned this ladder measured this shape at 0.29x cuBLAS on an H200; our own numbers are
+in results/. What holds it back in Numba is the subject of rung 6.
+
+Prediction: two to three times rung 4.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from numba import cuda, float32
+
+from ladder.core.rung import rung
+from ladder.gemm.problem import check_operands, grid_2d
+
+BM = 128
+BN = 128
+BK = 8
+TM = 8
+TN = 8
+THREADS = (BM // TM) * (BN // TN)  # 256
+ACC = TM * TN  # accumulators per thread (a local array needs a constant size)
+A_ROWS_PER_PASS = THREADS // BK  # 32 rows of A's tile per loading pass
+B_ROWS_PER_PASS = THREADS // BN  # 2 rows of B's tile per loading pass
+
+
+@cuda.jit
+def register_blocked_kernel(A, B, C):
+    As = cuda.shared.array((BM, BK), float32)
+    Bs = cuda.shared.array((BK, BN), float32)
+    M, K = A.shape
+    N = B.shape[1]
+    tid = cuda.threadIdx.x
+    row0 = cuda.blockIdx.y * BM
+    col0 = cuda.blockIdx.x * BN
+    out_row = tid // (BN // TN) * TM
+    out_col = tid % (BN // TN) * TN
+    a_row, a_col = tid // BK, tid % BK
+    b_row, b_col = tid // BN, tid % BN
+    acc = cuda.local.array(ACC, float32)
+    reg_m = cuda.local.array(TM, float32)
+    reg_n = cuda.local.array(TN, float32)
+    for i in range(ACC):
+        acc[i] = float32(0.0)
+    for k0 in range(0, K, BK):
+        for off in range(0, BM, A_ROWS_PER_PASS):
+            r, c = row0 + a_row + off, k0 + a_col
+            As[a_row + off, a_col] = A[r, c] if r < M and c < K else float32(0.0)
+        for off in range(0, BK, B_ROWS_PER_PASS):
+            r, c = k0 + b_row + off, col0 + b_col
+            Bs[b_row + off, b_col] = B[r, c] if r < K and c < N else float32(0.0)
+        cuda.syncthreads()
+        for d in range(BK):
+            for i in range(TM):
+                reg_m[i] = As[out_row + i, d]
+            for j in range(TN):
+                reg_n[j] = Bs[d, out_col + j]
+            for i in range(TM):
+                for j in range(TN):
+                    acc[i * TN + j] += reg_m[i] * reg_n[j]
+        cuda.syncthreads()
+    for i in range(TM):
+        row = row0 + out_row + i
+        for j in range(TN):
+            col = col0 + out_col + j
+            if row < M and col < N:
+                C[row, col] = acc[i * TN + j]
+
+
+@rung(
+    problem="gemm",
+    number=5,
+    name="register-blocked-2d",
+    title="2D register blocking, 8x8 outputs/thread",
+)
+def launch(A: Any, B: Any, C: Any = None) -> Any:
+    A, B, C, m, n, _ = check_operands(A, B, C)
+    if m and n:
+        register_blocked_kernel[grid_2d(n, BN, m, BM), THREADS](A, B, C)
+    return C

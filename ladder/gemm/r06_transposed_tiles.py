@@ -1,0 +1,103 @@
+"""Rung 6, Numba's tax removed and conflict-free tiles: unsigned indices, A stored transposed.
+
+Same 128 x 128 x 8 tiling and 8 x 8 outputs per thread as rung 5. Three changes, each from
+reading rung 5's PTX rather than guessing:
+
+1. Unsigned indices. Numba widens every integer to 64 bits and, for a *signed* index, emits
+   wrap-around code for negative values before every array access (``shr.s64``/``and``/``add``
+   in the PTX; rung 5 has 23 such sequences). Starting every index from ``uint32`` values
+   (thread and block indices, shapes, and the tile constants as ``np.uint32``) removes all of
+   them. One trap on the way: Numba types ``uint64 op int64`` as float64, so a single signed
+   constant or ``range(n)`` over a signed ``n`` turns the comparison into ``cvt.rn.f64`` and
+   ``setp.f64``; every constant and loop bound here is unsigned for that reason.
+2. A's tile transposed in shared memory, ``As[k, m]``, with each row padded by 4 floats. The
+   inner loop now reads a thread's 8 values of A from consecutive addresses, and the 8
+   threads of a warp that store one k row land in 32 different banks (row length 132 floats:
+   132 mod 32 = 4 shifts each row by four banks; without the pad it is an 8-way conflict).
+3. Each thread's 8 columns are interleaved 16 apart (``col = tcol + 16 j``) instead of 8
+   adjacent ones: the 16 threads of a half-warp read 16 consecutive words of B's tile (no
+   bank conflicts; rung 5 has 4-way conflicts there) and write 16 consecutive floats of C.
+
+Prediction: fewer instructions per multiply-add and no shared-memory replays; a clear step
+over rung 5, still with scalar loads everywhere.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+from numba import cuda, float32, uint32
+
+from ladder.core.rung import rung
+from ladder.gemm.problem import check_operands, grid_2d
+
+BM, BN, BK = 128, 128, 8  # block tile (Python ints: array shapes must be)
+TM, TN = 8, 8  # outputs per thread
+PAD = 4  # floats of padding per row of the transposed A tile
+AS_ROW = BM + PAD  # 132 floats: 132 mod 32 = 4 banks of shift per row
+THREADS = (BM // TM) * (BN // TN)  # 256
+ACC = TM * TN
+
+# The same numbers as uint32, for index arithmetic without wrap-around code (see docstring).
+U_BM, U_BN, U_BK = np.uint32(BM), np.uint32(BN), np.uint32(BK)
+U_TM, U_TN = np.uint32(TM), np.uint32(TN)
+U_COL_THREADS = np.uint32(BN // TN)  # 16 threads across a row of the block tile
+U_A_ROWS_PER_PASS = np.uint32(THREADS // BK)  # 32
+U_B_ROWS_PER_PASS = np.uint32(THREADS // BN)  # 2
+U_ZERO = np.uint32(0)
+
+
+@cuda.jit
+def transposed_tiles_kernel(A, B, C):
+    As = cuda.shared.array((BK, AS_ROW), float32)  # transposed: As[k, m]
+    Bs = cuda.shared.array((BK, BN), float32)
+    M, K, N = uint32(A.shape[0]), uint32(A.shape[1]), uint32(B.shape[1])
+    tid = uint32(cuda.threadIdx.x)
+    row0 = uint32(cuda.blockIdx.y) * U_BM
+    col0 = uint32(cuda.blockIdx.x) * U_BN
+    out_row = tid // U_COL_THREADS * U_TM
+    tcol = tid % U_COL_THREADS
+    a_row, a_col = tid // U_BK, tid % U_BK
+    b_row, b_col = tid // U_BN, tid % U_BN
+    acc = cuda.local.array(ACC, float32)
+    reg_m = cuda.local.array(TM, float32)
+    reg_n = cuda.local.array(TN, float32)
+    for i in range(ACC):
+        acc[i] = float32(0.0)
+    for k0 in range(U_ZERO, K, U_BK):
+        for off in range(U_ZERO, U_BM, U_A_ROWS_PER_PASS):
+            r, c = row0 + a_row + off, k0 + a_col
+            As[a_col, a_row + off] = A[r, c] if r < M and c < K else float32(0.0)
+        for off in range(U_ZERO, U_BK, U_B_ROWS_PER_PASS):
+            r, c = k0 + b_row + off, col0 + b_col
+            Bs[b_row + off, b_col] = B[r, c] if r < K and c < N else float32(0.0)
+        cuda.syncthreads()
+        for d in range(U_BK):
+            for i in range(U_TM):
+                reg_m[i] = As[d, out_row + i]
+            for j in range(U_TN):
+                reg_n[j] = Bs[d, tcol + j * U_COL_THREADS]
+            for i in range(TM):
+                for j in range(TN):
+                    acc[i * TN + j] += reg_m[i] * reg_n[j]
+        cuda.syncthreads()
+    for i in range(U_TM):
+        row = row0 + out_row + i
+        for j in range(U_TN):
+            col = col0 + tcol + j * U_COL_THREADS
+            if row < M and col < N:
+                C[row, col] = acc[i * U_TN + j]
+
+
+@rung(
+    problem="gemm",
+    number=6,
+    name="transposed-tiles",
+    title="Unsigned indices, transposed padded A tile",
+)
+def launch(A: Any, B: Any, C: Any = None) -> Any:
+    A, B, C, m, n, _ = check_operands(A, B, C)
+    if m and n:
+        transposed_tiles_kernel[grid_2d(n, BN, m, BM), THREADS](A, B, C)
+    return C

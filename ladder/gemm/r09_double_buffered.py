@@ -1,0 +1,107 @@
+"""Rung 9, double buffering: the next K tile's global loads overlap the current tile's math.
+
+In rung 8 every K tile goes load, barrier, compute, barrier: a warp that reaches the loads
+waits the full global-memory latency (hundreds of cycles) with nothing to do, and with 128
+accumulators per thread only a few blocks fit on an SM to cover for it. Here shared memory
+holds two stages of the A and B tiles. While the block computes on stage s, each thread has
+already issued the global loads of the next K tile into registers, before the compute loop,
+so their latency is hidden behind 2048 multiply-adds; after the compute it writes them to the
+other stage. One barrier per K tile is then enough: the barrier after tile t's writes to stage
+s ^ 1 also separates tile t's reads of stage s from tile t + 1's writes to it.
+
+The tile sizes, the thread layout and every piece of the kernel (loads, transposed store,
+inner loop, masked epilogue) are rung 8's, imported from ``r08_warp_tiling``; only the kernel
+body that orders them is new. The two stages live in one shared array of 2 x BK rows per
+operand, stage s at row offset s x BK, because ``load4`` takes 2D arrays.
+
+Shared memory: 2 x 16 x (132 + 128) x 4 bytes = 33,280 bytes per block. Statically declared
+shared memory (``cuda.shared.array``) is limited to 48 KB per block; more needs dynamic shared
+memory plus raising the kernel's ``cudaFuncAttributeMaxDynamicSharedMemorySize`` attribute
+through the driver, which Numba does not set. ``Config.problems(stages=2)`` enforces the
+limit, which also bounds the sizes rung 10 may sweep.
+
+The price is registers: the next tile's 32 floats stay live across the compute loop.
+
+Prediction: the global-load stalls between tiles disappear, most visibly at sizes where few
+blocks fit per SM; a moderate step over rung 8.
+"""
+
+from __future__ import annotations
+
+import functools
+from typing import Any
+
+import numpy as np
+from numba import cuda, float32, uint32
+
+from ladder.core.intrinsics import VECTOR_ALIGN
+from ladder.core.rung import rung
+from ladder.gemm.problem import aligned_for_float4, check_operands, grid_2d
+from ladder.gemm.r08_warp_tiling import DEFAULT, Config, make_parts
+
+STAGES = 2
+
+
+@functools.cache
+def make_kernel(config: Config, wide_global: bool) -> Any:
+    """The double-buffered kernel for ``config``, with 16-byte (``wide_global``) or scalar I/O."""
+    bad = config.problems(stages=STAGES)
+    if bad:
+        raise ValueError(f"{config} cannot be double-buffered: " + "; ".join(bad))
+    p = make_parts(config, wide_global)
+    place, zero, compute, store_c = p.place, p.zero, p.compute, p.store_c
+    load_a, load_b, store_a, store_b = p.load_a, p.load_b, p.store_a, p.store_b
+    stage_rows, bn, as_row = STAGES * config.bk, config.bn, p.as_row  # plain ints for shapes
+    n_acc, n_m, n_n, n_a, n_b = p.n_acc, p.n_m, p.n_n, p.n_a, p.n_b
+    u_bm, u_bn, u_bk = np.uint32(config.bm), np.uint32(config.bn), np.uint32(config.bk)
+    u_zero = np.uint32(0)
+
+    @cuda.jit
+    def double_buffered_kernel(A, B, C):
+        # stage s of each tile is rows s * bk .. s * bk + bk - 1
+        As = cuda.shared.array((stage_rows, as_row), float32, alignment=VECTOR_ALIGN)
+        Bs = cuda.shared.array((stage_rows, bn), float32, alignment=VECTOR_ALIGN)
+        K = uint32(A.shape[1])
+        row0 = uint32(cuda.blockIdx.y) * u_bm
+        col0 = uint32(cuda.blockIdx.x) * u_bn
+        a_row, a_col, b_row, b_col, m_base, n_base = place(uint32(cuda.threadIdx.x))
+        acc = cuda.local.array(n_acc, float32)
+        reg_m = cuda.local.array(n_m, float32)
+        reg_n = cuda.local.array(n_n, float32)
+        a_regs = cuda.local.array(n_a, float32)
+        b_regs = cuda.local.array(n_b, float32)
+        zero(acc)
+        # the first K tile goes straight to stage 0
+        load_a(A, row0 + a_row, a_col, a_regs)
+        load_b(B, b_row, col0 + b_col, b_regs)
+        store_a(As, a_col, a_row, a_regs)
+        store_b(Bs, b_row, b_col, b_regs)
+        cuda.syncthreads()
+        stage = u_zero  # row offset of the stage being computed on: 0 or bk
+        for k0 in range(u_zero, K, u_bk):
+            k_next = k0 + u_bk
+            if k_next < K:  # issue the next tile's loads now; they land during the compute
+                load_a(A, row0 + a_row, k_next + a_col, a_regs)
+                load_b(B, k_next + b_row, col0 + b_col, b_regs)
+            compute(As, Bs, stage, m_base, n_base, acc, reg_m, reg_n)
+            if k_next < K:
+                stage = u_bk - stage
+                store_a(As, stage + a_col, a_row, a_regs)
+                store_b(Bs, stage + b_row, b_col, b_regs)
+            cuda.syncthreads()
+        store_c(C, row0 + m_base, col0 + n_base, acc)
+
+    return double_buffered_kernel
+
+
+wide_kernel = make_kernel(DEFAULT, wide_global=True)
+scalar_kernel = make_kernel(DEFAULT, wide_global=False)
+
+
+@rung(problem="gemm", number=9, name="double-buffered", title="Double-buffered shared tiles")
+def launch(A: Any, B: Any, C: Any = None) -> Any:
+    A, B, C, m, n, _ = check_operands(A, B, C)
+    if m and n:
+        kernel = wide_kernel if aligned_for_float4(A, B, C) else scalar_kernel
+        kernel[grid_2d(n, DEFAULT.bn, m, DEFAULT.bm), DEFAULT.threads](A, B, C)
+    return C

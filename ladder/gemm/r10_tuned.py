@@ -1,0 +1,93 @@
+"""Rung 10, tuned: rung 9's kernel with tile sizes chosen by measuring, not by reasoning.
+
+Rungs 8 and 9 fix one set of tile sizes (128 x 128 x 16 block tile, 64 x 64 warp tile,
+8 x 4 outputs per lane and sub-tile, 128 threads) that is a good guess, not a measured
+optimum. The right sizes depend on the GPU and the shape: bigger tiles reuse each loaded value
+more but need more registers and shared memory per block, so fewer blocks share an SM to hide
+latency; at small M and N, big tiles also leave SMs idle (a 1024 x 1024 C is only 64 tiles
+of 128 x 128, fewer than an H100's 132 SMs). Nothing about the kernel changes here: rung 9's
+factory is built for each of a handful of candidate configs (``CONFIGS``: block tiles of
+64 to 256 along M and N, BK of 8, 16 and 32, 4 or 8 warps, 4 x 4 to 8 x 8 outputs per lane
+and sub-tile), ``sweep(m, n, k)`` times each candidate with the harness's own recipe
+(``ladder.core.timing``: checked output, flushed L2, CUDA events, median of repeats), and
+the launcher uses the winner, ``TUNED``.
+
+Every candidate fits rung 9's 48 KB of static shared memory with two stages and is correct
+for any M, N and K: the edges are masked exactly as in rung 8.
+
+Prediction: a few percent to a few tens of percent over rung 9 at the shapes swept; the
+gain is largest where the default tile is furthest from the best one for the GPU.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+from typing import Any
+
+from ladder.core import timing
+from ladder.core.rung import Rung, get_problem, rung
+from ladder.gemm.problem import aligned_for_float4, check_operands, grid_2d
+from ladder.gemm.r08_warp_tiling import DEFAULT, Config
+from ladder.gemm.r09_double_buffered import make_kernel
+
+CONFIGS = [
+    DEFAULT,  # 128 x 128 x 16, 4 warps of 64 x 64, 8 x 4 per lane: rungs 8 and 9
+    Config(bm=128, bn=128, bk=8),  # half the K tile: less shared memory, more barriers
+    Config(bm=128, bn=128, bk=16, wm=64, wn=64, wniter=4, tm=4, tn=4),  # WMITER = 2
+    Config(bm=128, bn=128, bk=16, wm=64, wn=64, wniter=2, tm=8, tn=8),  # 8 x 8 per lane
+    Config(bm=128, bn=128, bk=16, wm=64, wn=32, wniter=2, tm=8, tn=4, threads=256),  # 8 warps
+    Config(bm=128, bn=256, bk=8, wm=64, wn=64, wniter=4, tm=8, tn=4, threads=256),
+    Config(bm=256, bn=128, bk=8, wm=64, wn=64, wniter=4, tm=8, tn=4, threads=256),
+    Config(bm=64, bn=64, bk=32, wm=32, wn=32, wniter=2, tm=4, tn=4),  # small tiles, long K
+]
+
+# The sweep's winner at 4096 x 4096 x 4096. For now rung 9's config (DEFAULT): it is replaced
+# by the result of sweep() measured on the GPU (an H100).
+TUNED = Config(bm=128, bn=128, bk=16, wm=64, wn=64, wniter=4, tm=8, tn=4, threads=128)
+
+
+def launch_config(config: Config, A: Any, B: Any, C: Any = None) -> Any:
+    """Rung 9's kernel built for ``config``: C = A @ B."""
+    A, B, C, m, n, _ = check_operands(A, B, C)
+    if m and n:
+        kernel = make_kernel(config, aligned_for_float4(A, B, C))
+        kernel[grid_2d(n, config.bn, m, config.bm), config.threads](A, B, C)
+    return C
+
+
+def sweep(m: int, n: int, k: int, configs: list[Config] | None = None) -> list[dict[str, Any]]:
+    """Time every candidate at M x N x K; fastest first (failed candidates last).
+
+    Each entry (JSON-ready): ``config`` (the Config's fields: ``Config(**entry["config"])``
+    rebuilds it), ``ok``, ``median_ms``, ``tflops`` and ``error``.
+    Compiles each candidate on its first run (not timed). Times mean something only on a GPU.
+    """
+    problem = get_problem("gemm")
+    case = timing.prepare(problem, (m, n, k))
+    results = []
+    for config in configs or CONFIGS:
+        candidate = Rung(
+            problem="gemm",
+            number=10,
+            name=f"tuned-candidate-{len(results)}",
+            title=str(config),
+            dtypes=("float32",),
+            launch=functools.partial(launch_config, config),
+        )
+        measured = timing.measure(case, candidate)
+        results.append(
+            {
+                "config": dataclasses.asdict(config),
+                "ok": measured.ok,
+                "median_ms": measured.median_ms,
+                "tflops": measured.tflops,
+                "error": measured.error,
+            }
+        )
+    return sorted(results, key=lambda r: (not r["ok"], r["median_ms"] or float("inf")))
+
+
+@rung(problem="gemm", number=10, name="tuned", title="Tile sizes chosen by a sweep")
+def launch(A: Any, B: Any, C: Any = None) -> Any:
+    return launch_config(TUNED, A, B, C)
