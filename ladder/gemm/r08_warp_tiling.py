@@ -91,15 +91,16 @@ class Config:
 
     def problems(self, stages: int = 1) -> list[str]:
         """Why this config cannot build a kernel with ``stages`` buffers (empty: it can)."""
-        if min(self.bm, self.bn, self.bk, self.wm, self.wn, self.wniter, self.tm, self.tn) < 1:
+        sizes = (self.bm, self.bn, self.bk, self.wm, self.wn, self.wniter, self.tm, self.tn)
+        if min(*sizes, self.threads) < 1:
             return ["every size must be positive"]
+        if self.tm % 4 or self.tn % 4 or self.bk % 4 or self.bn % 4:
+            return ["tm, tn, bk and bn must be multiples of 4 (float4 accesses)"]
         bad = []
         if self.bm % self.wm or self.bn % self.wn:
             bad.append("the warp tile must divide the block tile")
         elif (self.bm // self.wm) * (self.bn // self.wn) * WARP != self.threads:
             bad.append("threads must be 32 x (bm / wm) x (bn / wn)")
-        if self.tm % 4 or self.tn % 4 or self.bk % 4 or self.bn % 4:
-            bad.append("tm, tn, bk and bn must be multiples of 4 (float4 accesses)")
         per_sub_tile = WARP * self.tm * self.tn * self.wniter
         if self.wn % self.wniter or (self.wm * self.wn) % per_sub_tile:
             bad.append("wm x wn must split into sub-tiles of 32 lanes x tm x tn")
