@@ -102,26 +102,7 @@ def _measure_all(
             case = timing.prepare(problem, size, dtype)
             for r in pick[problem_name]:
                 progress.update(task, description=f"{problem_name} {size}: {r.name}")
-                try:
-                    m = timing.measure(case, r, repeats=repeats)
-                except Exception as err:  # a broken rung is reported, the bench goes on
-                    m = timing.Measurement(
-                        problem_name,
-                        r.name,
-                        r.number,
-                        r.reference,
-                        dtype,
-                        list(size),
-                        False,
-                        float("nan"),
-                        None,
-                        problem.tolerance(dtype),
-                        [],
-                        problem.flops(size),
-                        problem.min_bytes(size, dtype),
-                        device.simulator(),
-                        error=f"{type(err).__name__}: {err}",
-                    )
+                m = timing.measure(case, r, repeats=repeats)
                 results.append(m.to_dict())
                 progress.advance(task)
     return results

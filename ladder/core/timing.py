@@ -219,7 +219,11 @@ def measure(
         rung.launch(*args, out)
 
     poison(out)
-    launch()
+    try:
+        launch()
+    except Exception as err:  # a broken rung is reported as failed; the caller goes on
+        result.error = f"{type(err).__name__}: {err}"
+        return result
     result.rel_err = relative_error(_to_host(out), case.ref)
     if not result.rel_err <= result.tolerance:
         result.error = f"wrong answer: relative error {result.rel_err:.3g} > {result.tolerance:g}"

@@ -9,9 +9,8 @@ does their outer product, 64 multiply-adds. Shared loads per multiply-add fall t
 The tiles are 128 x 8 of A and 8 x 128 of B: 1024 elements each, four per thread, loaded in
 strided passes so that neighbouring threads read neighbouring addresses.
 
-This is the classic kernel written the way Numba code is usually written. The issue that
-commissioned this ladder measured this shape at 0.29x cuBLAS on an H200; our own numbers are
-in results/. What holds it back in Numba is the subject of rung 6.
+This is the classic kernel written the way Numba code is usually written; its measured
+numbers are in results/. What holds it back in Numba is the subject of rung 6.
 
 Prediction: two to three times rung 4.
 """
