@@ -98,10 +98,14 @@ def _measure_all(
         task = progress.add_task("measuring", total=total)
         for problem_name, size, dtype in cases:
             problem = get_problem(problem_name)
-            progress.update(task, description=f"{problem_name} {size}: reference (float64)")
+            label = f"{problem_name} {dtype} {size}"
+            progress.update(task, description=f"{label}: reference (float64)")
             case = timing.prepare(problem, size, dtype)
             for r in pick[problem_name]:
-                progress.update(task, description=f"{problem_name} {size}: {r.name}")
+                if dtype not in r.dtypes:
+                    progress.advance(task)
+                    continue
+                progress.update(task, description=f"{label}: {r.name}")
                 m = timing.measure(case, r, repeats=repeats)
                 results.append(m.to_dict())
                 progress.advance(task)
@@ -117,13 +121,19 @@ def _print_groups(console: Any, runs: list[dict], ceilings: dict | None, gpu: st
 def cmd_run(args: argparse.Namespace) -> int:
     console = _console()
     problem = get_problem(args.problem)
+    if args.dtype not in problem.dtypes:
+        raise ValueError(f"{args.problem} has no dtype {args.dtype}; it has {problem.dtypes}")
     if args.size:
         size = tuple(args.size)
     elif device.simulator():
-        size = problem.simulator_sizes()[0]
+        size = problem.simulator_sizes(args.dtype)[0]
     else:
-        size = problem.standard_sizes()[-1]
+        size = problem.standard_sizes(args.dtype)[-1]
     selected = _select(args.problem, args.rungs)
+    if args.rungs:
+        for r in selected:
+            if args.dtype not in r.dtypes:
+                raise ValueError(f"rung {r.name} does not take {args.dtype} ({r.dtypes})")
     ceilings = roofline.ceilings()
     runs = _measure_all(
         [(args.problem, size, args.dtype)], {args.problem: selected}, args.repeats, console
@@ -142,12 +152,25 @@ def cmd_bench(args: argparse.Namespace) -> int:
     cases = []
     for name in names:
         problem = get_problem(name)
-        sizes = problem.simulator_sizes() if device.simulator() else problem.standard_sizes()
-        cases += [(name, size, dtype) for size in sizes for dtype in problem.dtypes]
+        for dtype in problem.dtypes:
+            if args.dtypes and dtype not in args.dtypes:
+                continue
+            sizes = (problem.simulator_sizes if device.simulator() else problem.standard_sizes)(
+                dtype
+            )
+            cases += [(name, size, dtype) for size in sizes]
+    if not cases:
+        raise ValueError("nothing to measure: no problem has the dtypes asked for")
     ceilings = roofline.ceilings(remeasure=True)
     runs = _measure_all(cases, {n: rungs(n) for n in names}, args.repeats, console)
-    doc = report.results_document(runs, ceilings)
     out = Path(args.out or f"results/{device.gpu_slug()}.json")
+    if args.merge and out.is_file():  # keep the earlier runs of every (problem, dtype) not redone
+        earlier = report.read_results(out)
+        if earlier["gpu"] != device.facts().name:
+            raise ValueError(f"{out} was measured on {earlier['gpu']}: cannot merge runs")
+        redone = {(r["problem"], r["dtype"]) for r in runs}
+        runs = [r for r in earlier["runs"] if (r["problem"], r["dtype"]) not in redone] + runs
+    doc = report.results_document(runs, ceilings)
     report.write_results(doc, out)
     _print_groups(console, runs, ceilings, doc["gpu"])
     _simulator_banner(console)
@@ -192,8 +215,14 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("bench", help="every problem at its standard sizes -> results/<gpu>.json")
     p.add_argument("--problems", nargs="+", metavar="PROBLEM")
+    p.add_argument("--dtypes", nargs="+", metavar="DTYPE", help="only these dtypes")
     p.add_argument("--repeats", type=int)
     p.add_argument("--out", help="results file (default: results/<gpu>.json)")
+    p.add_argument(
+        "--merge",
+        action="store_true",
+        help="keep the runs already in the results file for problems and dtypes not measured now",
+    )
     p.set_defaults(func=cmd_bench)
 
     p = sub.add_parser("plot", help="bar chart (PNG) of a results file")

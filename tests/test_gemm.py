@@ -1,7 +1,8 @@
 """Every registered GEMM rung against a float64 reference, and every launcher's input checks.
 
-Parametrized over the registry: a rung added to ladder/gemm is tested here without edits.
-Sizes are not multiples of any tile; the 4-aligned ones take the float4 paths.
+Parametrized over the registry and each rung's dtypes: a rung added to ladder/gemm is tested
+here without edits. Sizes are not multiples of any tile; the 4-aligned ones take the float4
+paths, the others the padded paths of the tensor-core rungs.
 """
 
 import numpy as np
@@ -20,63 +21,83 @@ if ON_GPU:
 RUNGS = [r for r in rungs("gemm") if r.unavailable_reason() is None]
 SKIPPED = [r for r in rungs("gemm") if r.unavailable_reason() is not None]
 DEVICE_RUNGS = [r for r in RUNGS if not r.on_cpu]
+RUNG_DTYPES = [(r, d) for r in RUNGS for d in r.dtypes]
+DEVICE_RUNG_DTYPES = [(r, d) for r, d in RUNG_DTYPES if not r.on_cpu]
 
 
-def _run(rung, size, seed=0):
-    a, b = PROBLEM.make_inputs(size, "float32", seed)
+def _ids(case):
+    rung, dtype = case
+    return f"{rung.name}-{dtype}"
+
+
+def _run(rung, size, dtype, seed=0):
+    a, b = PROBLEM.make_inputs(size, dtype, seed)
     m, n, _ = size
     if rung.on_cpu:
-        out = np.full((m, n), np.nan, np.float32)
+        out = np.full((m, n), np.nan, dtype)
         rung.launch(a, b, out)
         return out, PROBLEM.reference((a, b))
-    out = cuda.to_device(np.full((m, n), np.nan, np.float32))  # poisoned: unwritten = NaN
+    out = cuda.to_device(np.full((m, n), np.nan, dtype))  # poisoned: unwritten = NaN
     returned = rung.launch(cuda.to_device(a), cuda.to_device(b), out)
     assert returned is out
     return out.copy_to_host(), PROBLEM.reference((a, b))
 
 
 @pytest.mark.parametrize("size", SIZES, ids=lambda s: "x".join(map(str, s)))
-@pytest.mark.parametrize("rung", RUNGS, ids=lambda r: r.name)
-def test_rung_matches_float64_reference(rung, size):
-    out, ref = _run(rung, size, seed=sum(size))
+@pytest.mark.parametrize("case", RUNG_DTYPES, ids=_ids)
+def test_rung_matches_float64_reference(case, size):
+    rung, dtype = case
+    out, ref = _run(rung, size, dtype, seed=sum(size))
+    assert out.dtype == np.dtype(dtype)
     assert np.all(np.isfinite(out)), "an element of C was never written (still NaN)"
-    assert timing.relative_error(out, ref) <= PROBLEM.tolerance("float32")
+    assert timing.relative_error(out, ref) <= PROBLEM.tolerance(dtype)
 
 
-@pytest.mark.parametrize("rung", DEVICE_RUNGS, ids=lambda r: r.name)
-def test_launcher_allocates_output_when_none(rung):
-    a, b = PROBLEM.make_inputs((9, 10, 11), "float32", 1)
+@pytest.mark.parametrize("case", DEVICE_RUNG_DTYPES, ids=_ids)
+def test_launcher_allocates_output_when_none(case):
+    rung, dtype = case
+    a, b = PROBLEM.make_inputs((9, 10, 11), dtype, 1)
     c = rung.launch(cuda.to_device(a), cuda.to_device(b))
-    assert timing.relative_error(c.copy_to_host(), PROBLEM.reference((a, b))) <= 1e-5
+    assert c.dtype == np.dtype(dtype)
+    err = timing.relative_error(c.copy_to_host(), PROBLEM.reference((a, b)))
+    assert err <= PROBLEM.tolerance(dtype)
 
 
-def _bad_inputs():
-    f32 = np.ones((4, 8), np.float32)
-    yield "float64 A", (f32.astype(np.float64), f32.T.copy()), TypeError, "A must be float32"
-    yield "inner mismatch", (f32, f32), ValueError, "inner dimensions differ"
-    yield "1-D A", (np.ones(8, np.float32), f32.T.copy()), ValueError, "A must be 2-D"
-    yield "C shape", (f32, f32.T.copy(), np.ones((3, 3), np.float32)), ValueError, "C must have"
+def _bad_inputs(dtype):
+    x = np.ones((4, 8), dtype)
+    yield "float64 A", (x.astype(np.float64), x.T.copy()), TypeError, f"A must be .*{dtype}"
+    yield "inner mismatch", (x, x), ValueError, "inner dimensions differ"
+    yield "1-D A", (np.ones(8, dtype), x.T.copy()), ValueError, "A must be 2-D"
+    yield "C shape", (x, x.T.copy(), np.ones((3, 3), dtype)), ValueError, "C must have"
+    other = np.float16 if dtype == "float32" else np.float32
+    yield "C dtype", (x, x.T.copy(), np.ones((4, 4), other)), TypeError, f"C must be {dtype}"
 
 
-@pytest.mark.parametrize("rung", DEVICE_RUNGS, ids=lambda r: r.name)
-@pytest.mark.parametrize("case", list(_bad_inputs()), ids=lambda c: c[0])
-def test_bad_input_raises_clear_error(rung, case):
-    _, arrays, error, message = case
+BAD_CASES = [(r, d, c) for r in DEVICE_RUNGS for d in r.dtypes for c in _bad_inputs(d)]
+
+
+@pytest.mark.parametrize(
+    "bad", BAD_CASES, ids=lambda b: f"{b[0].name}-{b[1]}-{b[2][0].replace(' ', '-')}"
+)
+def test_bad_input_raises_clear_error(bad):
+    rung, _, (_, arrays, error, message) = bad
     with pytest.raises(error, match=message):
         rung.launch(*[cuda.to_device(x) for x in arrays])
 
 
-@pytest.mark.parametrize("rung", DEVICE_RUNGS, ids=lambda r: r.name)
-def test_host_array_is_refused(rung):
-    a = np.ones((4, 8), np.float32)
+@pytest.mark.parametrize("case", DEVICE_RUNG_DTYPES, ids=_ids)
+def test_host_array_is_refused(case):
+    rung, dtype = case
+    a = np.ones((4, 8), dtype)
     with pytest.raises(TypeError, match="host array"):
         rung.launch(a, cuda.to_device(a.T.copy()))
 
 
-@pytest.mark.parametrize("rung", DEVICE_RUNGS, ids=lambda r: r.name)
-def test_non_contiguous_is_refused(rung):
-    a = cuda.to_device(np.ones((4, 16), np.float32))[:, ::2]
-    b = cuda.to_device(np.ones((8, 4), np.float32))
+@pytest.mark.parametrize("case", DEVICE_RUNG_DTYPES, ids=_ids)
+def test_non_contiguous_is_refused(case):
+    rung, dtype = case
+    a = cuda.to_device(np.ones((4, 16), dtype))[:, ::2]
+    b = cuda.to_device(np.ones((8, 4), dtype))
     with pytest.raises(ValueError, match="C-contiguous"):
         rung.launch(a, b)
 
@@ -96,13 +117,15 @@ def test_unavailable_rungs_say_why():
 
 
 @pytest.mark.skipif(not ON_GPU, reason="needs a CUDA GPU: CuPy and PyTorch arrays are GPU arrays")
-def test_cupy_and_torch_arrays_are_accepted():
+@pytest.mark.parametrize("dtype", PROBLEM.dtypes)
+def test_cupy_and_torch_arrays_are_accepted(dtype):
     cupy = pytest.importorskip("cupy")
-    best = DEVICE_RUNGS[-1]
-    a, b = PROBLEM.make_inputs((65, 66, 67), "float32", 3)
+    best = [r for r in DEVICE_RUNGS if dtype in r.dtypes and not r.reference][-1]
+    a, b = PROBLEM.make_inputs((65, 66, 67), dtype, 3)
+    ref, tol = PROBLEM.reference((a, b)), PROBLEM.tolerance(dtype)
     c = best.launch(cupy.asarray(a), cupy.asarray(b))
-    assert timing.relative_error(c.copy_to_host(), PROBLEM.reference((a, b))) <= 1e-5
+    assert timing.relative_error(c.copy_to_host(), ref) <= tol
     torch = pytest.importorskip("torch")
     ta, tb = torch.from_numpy(a).cuda(), torch.from_numpy(b).cuda()
     c = best.launch(ta, tb)
-    assert timing.relative_error(c.copy_to_host(), PROBLEM.reference((a, b))) <= 1e-5
+    assert timing.relative_error(c.copy_to_host(), ref) <= tol

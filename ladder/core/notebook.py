@@ -31,6 +31,9 @@ def walk(case: timing.Case, rung: Rung, show_code: bool = True) -> timing.Measur
 
     display(Markdown(f"### Rung {rung.number}: {rung.title}\n\n" + rung.doc.strip()))
     if show_code:
+        cuda_source = getattr(sys.modules[rung.launch.__module__], "SOURCE", None)
+        if cuda_source is not None:  # a CUDA C++ rung: the kernel, then its Python loader
+            display(Markdown(f"`{cuda_source.name}`:\n```cuda\n{cuda_source.text()}```"))
         display(Markdown(f"```python\n{source_without_docstring(rung)}```"))
     m = timing.measure(case, rung)
     if m.ok:
@@ -40,6 +43,8 @@ def walk(case: timing.Case, rung: Rung, show_code: bool = True) -> timing.Measur
             f"median {m.median_ms:.3f} ms (min {m.min_ms:.3f}, max {m.max_ms:.3f}, "
             f"{len(m.samples_ms)} repeats){note}; {m.tflops:.3f} TFLOP/s"
         )
+    elif m.error and m.error.startswith("needs"):
+        print(f"{rung.name}: skipped here, {m.error}")
     else:
         print(f"{rung.name}: {m.error}")
     return m

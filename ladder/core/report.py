@@ -64,7 +64,10 @@ def groups(runs: list[dict[str, Any]]) -> dict[tuple[str, str, tuple[int, ...]],
 def rows(group: list[dict[str, Any]], ceilings: dict[str, Any] | None) -> list[dict[str, Any]]:
     """Derived columns for one group: % of peak, speedup over the rung below, x library."""
     reference = next((r for r in group if r["reference"] and r.get("ok")), None)
-    peak = (ceilings or {}).get("fp32_peak_tflops")
+    # % of the FP32 peak only means something for FP32 arithmetic; the tensor-core dtypes are
+    # placed by their ratio to the library instead
+    fp32 = all(r["dtype"] == "float32" for r in group)
+    peak = (ceilings or {}).get("fp32_peak_tflops") if fp32 else None
     out = []
     below = None
     for run in group:
@@ -136,7 +139,8 @@ def markdown(doc: dict[str, Any]) -> str:
         f"Measured on **{doc['gpu']}** (driver {doc.get('driver')}, {doc['date'][:10]}) by "
         f"`ladder bench`. Ceilings measured in the same run: FP32 peak "
         f"{_fmt(ceilings.get('fp32_peak_tflops'), '.1f')} TFLOP/s (from the clock), cuBLAS FP32 "
-        f"{_fmt(ceilings.get('cublas_fp32_tflops'), '.1f')} TFLOP/s, device copy "
+        f"{_fmt(ceilings.get('cublas_fp32_tflops'), '.1f')} TFLOP/s, cuBLAS FP16 "
+        f"{_fmt(ceilings.get('cublas_fp16_tflops'), '.1f')} TFLOP/s, device copy "
         f"{_fmt(ceilings.get('copy_tbps'), '.2f')} TB/s.",
         "",
     ]
@@ -202,9 +206,13 @@ def plot(doc: dict[str, Any], path: str | Path, problems: Iterable[str] | None =
                 va="bottom",
                 fontsize=8,
             )
-        ceiling = ceilings.get("fp32_peak_tflops") if compute else ceilings.get("copy_tbps")
+        if not compute:
+            name, ceiling = "device copy", ceilings.get("copy_tbps")
+        elif dtype == "float32":
+            name, ceiling = "FP32 peak (clock)", ceilings.get("fp32_peak_tflops")
+        else:
+            name, ceiling = "cuBLAS FP16 at 8192³", ceilings.get("cublas_fp16_tflops")
         if ceiling:
-            name = "FP32 peak (clock)" if compute else "device copy"
             ax.axhline(ceiling, color="gray", ls="--", lw=1)
             ax.annotate(
                 f"{name} {ceiling:.1f}",

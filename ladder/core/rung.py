@@ -36,6 +36,7 @@ class Rung:
     launch: Launcher
     needs: frozenset[str] = frozenset({"numba"})
     min_cc: tuple[int, int] | None = None
+    max_cc: tuple[int, int] | None = None  # arch-specific code (sm_90a) runs on one arch only
     reference: bool = False
     doc: str = ""
 
@@ -61,6 +62,15 @@ class Rung:
             cc = device.facts().compute_capability
             if cc is not None and tuple(cc) < self.min_cc:
                 return f"needs compute capability {self.min_cc[0]}.{self.min_cc[1]}"
+        if self.max_cc is not None and device.gpu_available():
+            cc = device.facts().compute_capability
+            if cc is not None and tuple(cc) > self.max_cc:
+                low = self.min_cc or self.max_cc
+                return (
+                    f"needs compute capability {low[0]}.{low[1]} to {self.max_cc[0]}."
+                    f"{self.max_cc[1]} (architecture-specific instructions); this GPU is "
+                    f"{cc[0]}.{cc[1]}"
+                )
         return None
 
     def summary(self) -> str:
@@ -76,8 +86,8 @@ class Problem(Protocol):
     bound: str  # "compute" or "memory": which figure (TFLOP/s or TB/s) leads in reports
     dtypes: tuple[str, ...]
 
-    def standard_sizes(self) -> list[tuple[int, ...]]: ...
-    def simulator_sizes(self) -> list[tuple[int, ...]]: ...
+    def standard_sizes(self, dtype: str) -> list[tuple[int, ...]]: ...
+    def simulator_sizes(self, dtype: str) -> list[tuple[int, ...]]: ...
     def make_inputs(
         self, size: tuple[int, ...], dtype: str, seed: int
     ) -> tuple[np.ndarray, ...]: ...
@@ -108,6 +118,7 @@ def rung(
     dtypes: Iterable[str] = ("float32",),
     needs: Iterable[str] = ("numba",),
     min_cc: tuple[int, int] | None = None,
+    max_cc: tuple[int, int] | None = None,
     reference: bool = False,
 ) -> Callable[[Launcher], Launcher]:
     """Register the decorated launcher as a rung; its module docstring is the rung's story."""
@@ -125,6 +136,7 @@ def rung(
             launch=launch,
             needs=frozenset(needs),
             min_cc=min_cc,
+            max_cc=max_cc,
             reference=reference,
             doc=doc,
         )

@@ -1,5 +1,9 @@
 """GEMM: C = A @ B for row-major A (M x K), B (K x N), C (M x N).
 
+Two dtypes: float32 throughout, and float16 inputs and output with float32 accumulation (the
+contract of cuBLAS HGEMM and of the tensor cores). The float64 reference multiplies the
+float16-rounded inputs, so only the kernel's own rounding is measured.
+
 Work: 2·M·N·K floating-point operations. Fewest bytes: read A and B once and write C once,
 (M·K + K·N + M·N) · itemsize. At M = N = K = 4096 in float32 that is 137 GFLOP over 201 MB:
 about 680 FLOP per byte, far above any GPU's balance point, so a good kernel is bound by
@@ -21,12 +25,14 @@ MAX_GRID_Y = 65535  # gridDim.y (and .z) limit on every CUDA GPU; gridDim.x allo
 class GemmProblem:
     name = "gemm"
     bound = "compute"
-    dtypes = ("float32",)
+    dtypes = ("float32", "float16")
 
-    def standard_sizes(self) -> list[tuple[int, ...]]:
+    def standard_sizes(self, dtype: str = "float32") -> list[tuple[int, ...]]:
+        if dtype == "float16":  # tensor cores: 4096 is only ~0.2 ms for cuBLAS, so add 8192
+            return [(4096, 4096, 4096), (8192, 8192, 8192)]
         return [(1024, 1024, 1024), (4096, 4096, 4096)]
 
-    def simulator_sizes(self) -> list[tuple[int, ...]]:
+    def simulator_sizes(self, dtype: str = "float32") -> list[tuple[int, ...]]:
         return [(17, 33, 65)]
 
     def make_inputs(

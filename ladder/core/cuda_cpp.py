@@ -1,0 +1,227 @@
+"""CUDA C++ rungs: find the headers, compile ``.cu`` files with NVRTC, load them through CuPy.
+
+Numba has no tensor-core API, so the tensor-core rungs are CUDA C++ in ``.cu`` files beside
+their Python loader. One path serves the GPU run, the test suite and ``ladder check``:
+
+- ``include_dirs()`` finds CUDA headers that hold both ``mma.h`` and ``crt/mma.h``:
+  ``$CUDA_PATH``/``$CUDA_HOME``, then the headers pip wheels install (``nvidia/cu13/include``
+  needs the ``nvidia-cuda-crt`` wheel for ``crt/``, which the ``cuda13`` extra brings), then
+  ``/usr/local/cuda``. When none is complete the error says what to install.
+- ``compile_source()`` runs NVRTC (from ``cuda.bindings``, a dependency of numba-cuda) for one
+  architecture, with no GPU needed, and caches the cubin on disk by a hash of the source, the
+  options and the NVRTC version.
+- ``CudaSource.kernel()`` compiles for the GPU at hand and loads the cubin with CuPy
+  (``cupy.RawModule(path=...)``), once per process.
+
+Kernels are launched with raw device pointers (``pointer()``), so the launch costs what a CuPy
+``RawKernel`` launch costs and no array is wrapped on the timed path.
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import os
+import sysconfig
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+CACHE_DIR = Path(os.environ.get("LADDER_CACHE", Path.home() / ".cache" / "ladder")) / "cubin"
+HEADER_HINT = (
+    "CUDA headers with crt/mma.h were not found. Install them with "
+    "pip install 'numba-ladder[cuda13]' (the nvidia-cuda-crt wheel; [cuda12] for CUDA 12), "
+    "or point CUDA_PATH at a CUDA toolkit (the folder that holds include/mma.h)."
+)
+
+
+class CudaBuildError(RuntimeError):
+    """NVRTC rejected a source; the message carries its log."""
+
+
+def _candidate_dirs() -> list[Path]:
+    """Where headers may be, in order: the toolkit the user named, pip wheels, the system's."""
+    found: list[Path] = []
+    for var in ("CUDA_PATH", "CUDA_HOME"):
+        if os.environ.get(var):
+            found.append(Path(os.environ[var]) / "include")
+    for site in dict.fromkeys([sysconfig.get_paths()["purelib"], sysconfig.get_paths()["platlib"]]):
+        nvidia = Path(site) / "nvidia"
+        found += [nvidia / "cu13" / "include", nvidia / "cu12" / "include"]
+        found += [nvidia / sub / "include" for sub in ("cuda_runtime", "cuda_nvcc", "cuda_nvrtc")]
+    found.append(Path("/usr/local/cuda/include"))
+    return found
+
+
+@functools.cache
+def include_dirs() -> tuple[str, ...]:
+    """Include directories for NVRTC that provide mma.h and crt/mma.h (and cuda_fp16.h).
+
+    One directory with both wins (a toolkit, or the CUDA 13 wheels with nvidia-cuda-crt);
+    otherwise the first with mma.h plus the first with crt/ (the CUDA 12 wheels split them
+    between nvidia-cuda-runtime-cu12 and nvidia-cuda-nvcc-cu12).
+    """
+    dirs = [d for d in _candidate_dirs() if d.is_dir()]
+    for d in dirs:
+        if (d / "mma.h").is_file() and (d / "crt" / "mma.h").is_file():
+            return (str(d),)
+    top = next((d for d in dirs if (d / "mma.h").is_file()), None)
+    crt = next((d for d in dirs if (d / "crt" / "mma.h").is_file()), None)
+    if top is not None and crt is not None:
+        return (str(top), str(crt))
+    raise CudaBuildError(HEADER_HINT + " Looked in: " + ", ".join(str(d) for d in dirs))
+
+
+def _nvrtc() -> Any:
+    try:
+        from cuda.bindings import nvrtc
+    except ImportError as err:  # pragma: no cover - numba-cuda[cu12/cu13] brings it
+        raise CudaBuildError(
+            "NVRTC bindings (cuda.bindings) are missing: pip install 'numba-ladder[cuda13]'"
+        ) from err
+    return nvrtc
+
+
+def _check(result: tuple[Any, ...], what: str) -> Any:
+    status, *rest = result
+    if int(status) != 0:
+        raise CudaBuildError(f"{what} failed: {status}")
+    return rest[0] if len(rest) == 1 else rest
+
+
+def nvrtc_version() -> tuple[int, int]:
+    nvrtc = _nvrtc()
+    major, minor = _check(nvrtc.nvrtcVersion(), "nvrtcVersion")
+    return int(major), int(minor)
+
+
+@dataclass(frozen=True)
+class Build:
+    """A compiled source: the cubin, NVRTC's log and where the cubin is cached."""
+
+    cubin: bytes
+    log: str
+    path: Path
+
+
+def compile_source(
+    source: str, name: str, arch: str, options: Iterable[str] = (), cache: bool = True
+) -> Build:
+    """Compile CUDA C++ ``source`` for ``arch`` (e.g. 'sm_90a') to a cubin with NVRTC."""
+    nvrtc = _nvrtc()
+    opts = [
+        f"--gpu-architecture={arch}",
+        "--std=c++17",
+        "--use_fast_math",
+        "--extra-device-vectorization",
+        "-lineinfo",
+        *[f"-I{d}" for d in include_dirs()],
+        *options,
+    ]
+    key = hashlib.sha256(
+        "\0".join([source, name, *opts, repr(nvrtc_version())]).encode()
+    ).hexdigest()[:24]
+    path = CACHE_DIR / f"{Path(name).stem}-{arch}-{key}.cubin"
+    if cache and path.is_file():
+        return Build(path.read_bytes(), "", path)
+    prog = _check(nvrtc.nvrtcCreateProgram(source.encode(), name.encode(), 0, [], []), "create")
+    try:
+        encoded = [o.encode() for o in opts]
+        status = nvrtc.nvrtcCompileProgram(prog, len(encoded), encoded)[0]
+        # bytearray, not b" " * size: NVRTC writes into the buffer, and a one-byte bytes
+        # object is CPython's shared b" ", which every later encode of " " would return
+        size = _check(nvrtc.nvrtcGetProgramLogSize(prog), "log size")
+        buf = bytearray(size)
+        nvrtc.nvrtcGetProgramLog(prog, buf)
+        log = buf.decode(errors="replace").rstrip("\x00").strip()
+        if int(status) != 0:
+            raise CudaBuildError(f"NVRTC could not compile {name} for {arch}:\n{log}")
+        size = _check(nvrtc.nvrtcGetCUBINSize(prog), "cubin size")
+        out = bytearray(size)
+        _check((nvrtc.nvrtcGetCUBIN(prog, out)[0], None), "cubin")
+        cubin = bytes(out)
+    finally:
+        nvrtc.nvrtcDestroyProgram(prog)
+    if cache:
+        CACHE_DIR.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_suffix(f".{os.getpid()}.tmp")
+        tmp.write_bytes(cubin)
+        tmp.replace(path)
+    return Build(cubin, log, path)
+
+
+def device_arch() -> tuple[int, int]:
+    """The compute capability of the current GPU."""
+    import cupy
+
+    return tuple(int(x) for x in cupy.cuda.Device().compute_capability)  # type: ignore[return-value]
+
+
+@dataclass(frozen=True)
+class CudaSource:
+    """A ``.cu`` file beside its loader, the architectures it targets, and its kernels.
+
+    ``archs`` are the NVRTC targets checked without a GPU (tests, ``ladder check``). On a GPU
+    the source is built for the device's own architecture, with the ``a`` suffix when
+    ``arch_specific`` (wgmma and setmaxnreg exist only on sm_90a).
+    """
+
+    path: Path
+    archs: tuple[str, ...] = ("sm_80", "sm_90")
+    arch_specific: bool = False
+    options: tuple[str, ...] = ()
+    _modules: dict[Any, Any] = field(default_factory=dict, compare=False, repr=False)
+
+    @property
+    def name(self) -> str:
+        return self.path.name
+
+    def text(self) -> str:
+        return self.path.read_text()
+
+    def build(self, arch: str, cache: bool = True) -> Build:
+        return compile_source(self.text(), self.name, arch, self.options, cache=cache)
+
+    def device_target(self) -> str:
+        major, minor = device_arch()
+        return f"sm_{major}{minor}" + ("a" if self.arch_specific else "")
+
+    def kernel(self, name: str) -> Any:
+        """The CuPy ``RawKernel`` ``name`` (an ``extern "C"`` function), built for this GPU."""
+        import cupy
+
+        target = self.device_target()
+        found = self._modules.get((target, name))
+        if found is None:
+            module = self._modules.get(target)
+            if module is None:
+                module = cupy.RawModule(path=str(self.build(target).path))
+                self._modules[target] = module
+            found = self._modules[(target, name)] = module.get_function(name)
+        return found
+
+
+SOURCES: dict[str, CudaSource] = {}
+
+
+def source(
+    module_file: str,
+    name: str,
+    archs: Iterable[str] = ("sm_80", "sm_90"),
+    arch_specific: bool = False,
+    options: Iterable[str] = (),
+) -> CudaSource:
+    """Register the ``.cu`` file ``name`` beside ``module_file`` (a loader's ``__file__``)."""
+    src = CudaSource(Path(module_file).with_name(name), tuple(archs), arch_specific, tuple(options))
+    if not src.path.is_file():
+        raise FileNotFoundError(f"CUDA source {src.path} is missing")
+    SOURCES[str(src.path)] = src
+    return src
+
+
+def pointer(arr: Any) -> np.uint64:
+    """The device address of a CUDA array (Numba, CuPy, PyTorch), as a kernel argument."""
+    return np.uint64(arr.__cuda_array_interface__["data"][0])

@@ -1,0 +1,62 @@
+"""CUDA C++ sources: every .cu file compiles with NVRTC for each of its targets, no GPU needed.
+
+This is what catches a broken kernel source in CI, which has no GPU. Running the kernels is
+left to test_gemm.py on a GPU machine.
+"""
+
+import pytest
+
+from ladder.core import cuda_cpp
+from ladder.core.rung import rungs
+
+rungs()  # imports every rung module, which registers its sources
+TARGETS = [(src, arch) for src in cuda_cpp.SOURCES.values() for arch in src.archs]
+
+
+def test_every_cu_file_is_registered():
+    from pathlib import Path
+
+    import ladder
+
+    on_disk = {str(p) for p in Path(ladder.__file__).parent.rglob("*.cu")}
+    assert on_disk and on_disk == set(cuda_cpp.SOURCES), "a .cu file without a loader (or back)"
+
+
+@pytest.mark.parametrize("target", TARGETS, ids=lambda t: f"{t[0].name}-{t[1]}")
+def test_source_compiles_with_nvrtc(target):
+    src, arch = target
+    build = src.build(arch, cache=False)
+    assert build.cubin[:4] == b"\x7fELF", "NVRTC returned something other than a cubin"
+    assert "warning" not in build.log.lower(), build.log
+
+
+def test_broken_source_reports_the_compiler_log():
+    with pytest.raises(cuda_cpp.CudaBuildError, match="undefined_name"):
+        cuda_cpp.compile_source(
+            "__global__ void k() { undefined_name(); }", "broken.cu", "sm_80", cache=False
+        )
+
+
+def test_missing_headers_say_what_to_install(monkeypatch, tmp_path):
+    monkeypatch.setattr(cuda_cpp, "_candidate_dirs", lambda: [tmp_path])
+    cuda_cpp.include_dirs.cache_clear()
+    try:
+        with pytest.raises(cuda_cpp.CudaBuildError, match=r"pip install 'numba-ladder\[cuda13\]'"):
+            cuda_cpp.include_dirs()
+    finally:
+        cuda_cpp.include_dirs.cache_clear()
+
+
+def test_compiled_cubins_are_cached(tmp_path, monkeypatch):
+    monkeypatch.setattr(cuda_cpp, "CACHE_DIR", tmp_path)
+    src = next(iter(cuda_cpp.SOURCES.values()))
+    first = src.build(src.archs[0])
+    assert first.path.is_file() and first.path.parent == tmp_path
+    assert src.build(src.archs[0]).cubin == first.cubin
+
+
+def test_compiling_leaves_python_strings_alone():
+    # NVRTC writes its log into the buffer it is given; a one-byte bytes object would be
+    # CPython's shared b" ", and every later " ".encode() would then return b"\x00"
+    cuda_cpp.compile_source('extern "C" __global__ void k() {}', "empty.cu", "sm_80", cache=False)
+    assert chr(32).encode() == bytes([32]) == b"\x20"
