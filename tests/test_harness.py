@@ -121,3 +121,12 @@ def test_cli_list_and_info(capsys):
     assert cli.main(["info"]) == 0
     text = capsys.readouterr().out
     assert "naive" in text and "numba" in text
+
+
+def test_bfloat16_inputs_are_rounded_and_checked_in_float64():
+    a, b = PROBLEM.make_inputs((5, 6, 7), "bfloat16", 0)
+    assert a.dtype.name == "bfloat16" and b.dtype.name == "bfloat16"
+    ref = PROBLEM.reference((a, b))
+    assert ref.dtype == np.float64
+    assert np.array_equal(ref, a.astype(np.float64) @ b.astype(np.float64))
+    assert PROBLEM.min_bytes((5, 6, 7), "bfloat16") == (5 * 7 + 7 * 6 + 5 * 6) * 2

@@ -30,6 +30,7 @@ from typing import Any
 import numpy as np
 
 from ladder.core import device
+from ladder.core.dtypes import resolve, to_device, to_host
 from ladder.core.rung import Problem, Rung
 
 HEAD_START_US = 200  # GPU time queued ahead of each timed launch (see step 4)
@@ -64,9 +65,7 @@ class Case:
 
     def device_inputs(self) -> tuple[Any, ...]:
         if self._device_inputs is None:
-            from numba import cuda
-
-            self._device_inputs = tuple(cuda.to_device(x) for x in self.inputs)
+            self._device_inputs = tuple(to_device(x) for x in self.inputs)
         return self._device_inputs
 
 
@@ -189,12 +188,12 @@ def poison(out: Any) -> None:
 
 
 def _to_host(out: Any) -> np.ndarray:
-    return out if isinstance(out, np.ndarray) else out.copy_to_host()
+    return out if isinstance(out, np.ndarray) else to_host(out)
 
 
 def _new_output(case: Case, rung: Rung) -> Any:
     shape = case.problem.output_shape(case.size)
-    dtype = np.dtype(case.problem.output_dtype(case.dtype))
+    dtype = resolve(case.problem.output_dtype(case.dtype))
     if rung.on_cpu:
         return np.empty(shape, dtype=dtype)
     from numba import cuda
