@@ -190,6 +190,107 @@ def cmd_plot(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_check(args: argparse.Namespace) -> int:
+    import json
+    import os
+    import subprocess
+
+    if device.simulator():
+        # Numba compiles kernels only outside its simulator; compile_ptx needs no GPU
+        if os.environ.get("LADDER_CHECK_CHILD"):
+            raise RuntimeError("ladder check: NUMBA_ENABLE_CUDASIM=0 did not take effect")
+        env = dict(os.environ, NUMBA_ENABLE_CUDASIM="0", LADDER_CHECK_CHILD="1")
+        return subprocess.call([sys.executable, "-m", "ladder", *args.argv], env=env)
+    from ladder.core.check import check
+
+    console = _console()
+    console.width = max(console.width, 120)
+    selected = _select(args.problem, args.rungs) if args.problem else rungs()
+    reports = check(selected, tuple(args.archs))
+    table = report.check_table(reports)
+    console.print(table)
+    failed = [r for r in reports if r.error]
+    if args.json:
+        Path(args.json).write_text(json.dumps([r.to_dict() for r in reports], indent=1) + "\n")
+        console.print(f"wrote {args.json}")
+    if failed:
+        console.print(f"[red]{len(failed)} kernel builds failed[/]")
+        return 1
+    console.print(f"{len(reports)} kernel builds, all compiled")
+    return 0
+
+
+def cmd_profile(args: argparse.Namespace) -> int:
+    import json
+
+    from ladder.core import tools
+
+    console = _console()
+    console.width = max(console.width, 140)
+    tools.find_tool("ncu")  # a clear message before anything runs
+    problem = get_problem(args.problem)
+    if args.dtype not in problem.dtypes:
+        raise ValueError(f"{args.problem} has no dtype {args.dtype}; it has {problem.dtypes}")
+    size = tuple(args.size) if args.size else problem.standard_sizes(args.dtype)[-1]
+    if args.rung == "all":
+        targets = [r for r in rungs(args.problem) if args.dtype in r.dtypes and not r.on_cpu]
+    else:
+        target = get_rung(args.problem, args.rung)
+        below = None if args.no_below else tools.rung_below(target, args.dtype)
+        targets = [r for r in (below, target) if r is not None]
+    found = []
+    for r in targets:
+        console.print(f"profiling {r.name} ({args.dtype}, {' x '.join(map(str, size))}) ...")
+        found.append(tools.profile_rung(r, size, args.dtype))
+    console.print(report.profile_table(found, device.facts().name))
+    if args.json:
+        doc = {"gpu": device.facts().name, "device": device.facts().to_dict()}
+        doc["profiles"] = [p.to_dict() for p in found]
+        Path(args.json).write_text(json.dumps(doc, indent=1) + "\n")
+        console.print(f"wrote {args.json}")
+    return 1 if any(p.error for p in found) else 0
+
+
+def cmd_sanitize(args: argparse.Namespace) -> int:
+    import json
+
+    from ladder.core import tools
+
+    console = _console()
+    console.width = max(console.width, 120)
+    names = [args.problem] if args.problem else list(problems())
+    found = []
+    for name in names:
+        console.print(f"{name}: every rung under compute-sanitizer {', '.join(args.tools)} ...")
+        found += tools.sanitize(name, args.tools)
+    planted = [r for r in found if r.problem == "planted"]
+    found = [r for r in found if r.problem != "planted"]
+    console.print(report.sanitize_table(found, device.facts().name))
+    bad = [r for r in found if r.errors or not r.checked]
+    missed = [
+        r for r in planted if r.tool == tools.PLANTED.get(r.rung) and r.errors == 0
+    ]  # a planted bug its tool did not report: the run proves nothing
+    for r in planted:
+        if r.tool == tools.PLANTED.get(r.rung):
+            seen = f"reported ({r.errors})" if r.errors else "[red]NOT reported[/]"
+            console.print(f"planted bug {r.rung}: {r.tool} {seen}")
+    if args.json:
+        doc = {"gpu": device.facts().name, "device": device.facts().to_dict()}
+        doc["tools"], doc["sizes"] = args.tools, tools.SANITIZE_SIZES
+        doc["results"] = [r.to_dict() for r in found]
+        doc["planted"] = [r.to_dict() for r in planted]
+        Path(args.json).write_text(json.dumps(doc, indent=1) + "\n")
+        console.print(f"wrote {args.json}")
+    console.print(f"{len(found)} rung runs, {len(bad)} with errors or wrong answers")
+    return 1 if bad or missed else 0
+
+
+def cmd_child(args: argparse.Namespace) -> int:
+    from ladder.core import tools
+
+    return tools.child(args.rest)
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="ladder", description="An optimization ladder for GPU kernels in Python."
@@ -225,6 +326,36 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.set_defaults(func=cmd_bench)
 
+    p = sub.add_parser(
+        "check", help="compile every rung without a GPU: registers, shared memory, spills"
+    )
+    p.add_argument("problem", nargs="?", help="only this problem")
+    p.add_argument("--rungs", nargs="+", metavar="RUNG", help="only these rungs (with PROBLEM)")
+    p.add_argument("--archs", nargs="+", default=["sm_80", "sm_90"], metavar="SM")
+    p.add_argument("--json", help="also write the reports to this file")
+    p.set_defaults(func=cmd_check)
+
+    p = sub.add_parser(
+        "profile", help="Nsight Compute on one launch of a rung (and of the rung below)"
+    )
+    p.add_argument("problem", help="e.g. gemm")
+    p.add_argument("rung", help="a rung's name or number, or 'all'")
+    p.add_argument("--size", type=int, nargs="+", metavar="N")
+    p.add_argument("--dtype", default="float32")
+    p.add_argument("--no-below", action="store_true", help="do not profile the rung below")
+    p.add_argument("--json", help="also write the profiles to this file")
+    p.set_defaults(func=cmd_profile)
+
+    p = sub.add_parser("sanitize", help="every rung under compute-sanitizer, at small odd sizes")
+    p.add_argument("problem", nargs="?", help="only this problem")
+    p.add_argument("--tools", nargs="+", default=["memcheck", "racecheck"])
+    p.add_argument("--json", help="also write the results to this file")
+    p.set_defaults(func=cmd_sanitize)
+
+    p = sub.add_parser("_child")  # what profile and sanitize run under the NVIDIA tools
+    p.add_argument("rest", nargs=argparse.REMAINDER)
+    p.set_defaults(func=cmd_child)
+
     p = sub.add_parser("plot", help="bar chart (PNG) of a results file")
     p.add_argument("results", help="results/<gpu>.json")
     p.add_argument("--out", help="PNG path (default: beside the results file)")
@@ -235,13 +366,15 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else list(argv)
     args = build_parser().parse_args(argv)
+    args.argv = argv
     if getattr(args, "size", None) is not None and args.problem == "gemm" and len(args.size) != 3:
         print("ladder: gemm takes --size M N K", file=sys.stderr)
         return 2
     try:
         return args.func(args)
-    except (KeyError, ValueError) as err:
+    except (KeyError, ValueError, FileNotFoundError) as err:
         print(f"ladder: {err.args[0] if err.args else err}", file=sys.stderr)
         return 2
 

@@ -67,3 +67,35 @@ def summary(measurements: list[timing.Measurement], plot_path: str | None = None
         report.plot(doc, plot_path)
         display(Image(filename=plot_path))
     return doc
+
+
+def compile_report(problem: str, names: list[str]) -> list[dict[str, Any]]:
+    """Show ``ladder check``'s compiler report for these rungs (no GPU needed) and return it."""
+    import json
+    import subprocess
+    import tempfile
+    from pathlib import Path
+
+    from rich.console import Console
+
+    with tempfile.TemporaryDirectory() as tmp:
+        out = Path(tmp) / "check.json"
+        command = [sys.executable, "-m", "ladder", "check", problem, "--rungs", *names]
+        done = subprocess.run([*command, "--json", str(out)], capture_output=True, text=True)
+        if not out.exists():
+            raise RuntimeError(f"ladder check failed: {done.stderr[-2000:]}")
+        reports = json.loads(out.read_text())
+    Console(width=150).print(report.check_table(reports))
+    return reports
+
+
+def profile_figures(path: str) -> dict[str, Any]:
+    """Show the Nsight Compute figures saved by ``ladder profile --json`` on a real GPU."""
+    import json
+    from pathlib import Path
+
+    from rich.console import Console
+
+    doc = json.loads(Path(path).read_text())
+    Console(width=150).print(report.profile_table(doc["profiles"], doc["gpu"]))
+    return doc

@@ -132,6 +132,90 @@ def rich_table(group: list[dict[str, Any]], ceilings: dict[str, Any] | None, tit
     return table
 
 
+def check_table(reports: list[Any]):
+    """A terminal table of ``ladder check``'s kernel reports (objects or their dicts)."""
+    from rich.table import Table
+
+    table = Table(title="compiler report (ptxas)", title_justify="left")
+    for col in ("rung", "kernel", "dtype", "arch", "regs", "smem B", "local B", "spill st/ld B"):
+        table.add_column(col, justify="left" if col in ("rung", "kernel", "dtype") else "right")
+    table.add_column("status", justify="left")
+    for r in reports:
+        r = r if isinstance(r, dict) else r.to_dict()
+        spills = "—" if r["spill_stores"] is None else f"{r['spill_stores']}/{r['spill_loads']}"
+        table.add_row(
+            f"{r['number']} {r['rung']}",
+            r["kernel"],
+            r["dtype"],
+            r["arch"],
+            _fmt(r["registers"], "d"),
+            _fmt(r["smem_bytes"], "d"),
+            _fmt(r["stack_bytes"], "d"),
+            spills,
+            r["error"] or "ok",
+        )
+    return table
+
+
+def profile_table(profiles: list[Any], gpu: str):
+    """A terminal table of ``ladder profile`` results (objects or their dicts)."""
+    from rich.table import Table
+
+    rows = [p if isinstance(p, dict) else p.to_dict() for p in profiles]
+    table = Table(title=f"Nsight Compute, one launch each, on {gpu}", title_justify="left")
+    columns = ("rung", "dtype", "shape", "kernels", "µs", "DRAM %", "SM %", "occupancy %")
+    for col in (*columns, "L2 hit %", "bank conflicts ld/st", "× below"):
+        table.add_column(col, justify="left" if col in ("rung", "dtype", "kernels") else "right")
+    table.add_column("status")
+    below = None
+    for row in rows:
+        kernels = row["kernels"]
+        timed = [k for k in kernels if k["values"].get("duration_us")]
+        main = max(timed, key=lambda k: k["values"]["duration_us"])["values"] if timed else {}
+        us = row.get("duration_us")
+        ld, st = main.get("bank_conflicts_ld"), main.get("bank_conflicts_st")
+        table.add_row(
+            f"{row['number']} {row['rung']}",
+            row["dtype"],
+            "x".join(map(str, row["shape"])),
+            str(len(kernels)),
+            _fmt(us, ".1f"),
+            _fmt(main.get("dram_pct"), ".1f"),
+            _fmt(main.get("sm_pct"), ".1f"),
+            _fmt(main.get("occupancy_pct"), ".1f"),
+            _fmt(main.get("l2_hit_pct"), ".1f"),
+            "—" if ld is None else f"{ld:.0f}/{st or 0:.0f}",
+            _fmt(below / us if (below and us) else None, ".2f"),
+            row.get("error") or "ok",
+        )
+        below = us or below
+    return table
+
+
+def sanitize_table(results: list[Any], gpu: str):
+    """A terminal table of ``ladder sanitize`` results: one row per rung and dtype."""
+    from rich.table import Table
+
+    rows = [r if isinstance(r, dict) else r.to_dict() for r in results]
+    tools = sorted({r["tool"] for r in rows})
+    table = Table(title=f"compute-sanitizer on {gpu}", title_justify="left")
+    table.add_column("rung")
+    table.add_column("dtype")
+    for tool in tools:
+        table.add_column(f"{tool} errors", justify="right")
+    table.add_column("answers")
+    table.add_column("first report")
+    keyed: dict[tuple, dict[str, dict]] = {}
+    for r in rows:
+        keyed.setdefault((r["number"], r["rung"], r["dtype"]), {})[r["tool"]] = r
+    for (number, name, dtype), by_tool in keyed.items():
+        cells = [str(by_tool[t]["errors"]) if t in by_tool else "—" for t in tools]
+        checked = all(r["checked"] for r in by_tool.values())
+        first = next((r["messages"][0] for r in by_tool.values() if r["messages"]), "")
+        table.add_row(f"{number} {name}", dtype, *cells, "ok" if checked else "WRONG", first)
+    return table
+
+
 def markdown(doc: dict[str, Any]) -> str:
     """The README's results section: one Markdown table per (problem, dtype, shape)."""
     ceilings = doc.get("ceilings") or {}

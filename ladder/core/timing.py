@@ -22,8 +22,11 @@ In the simulator, steps 4 and 5 use a host clock and every result is marked ``si
 
 from __future__ import annotations
 
+import contextlib
+import functools
 import time
 import warnings
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -142,6 +145,35 @@ class Measurement:
         }
 
 
+@contextlib.contextmanager
+def nvtx_range(name: str) -> Iterator[None]:
+    """An NVTX range (``ladder:<problem>/<rung>``) around GPU work, so Nsight Systems and
+    Nsight Compute name it after the rung; a no-op where CuPy's NVTX is unavailable."""
+    nvtx = _nvtx()
+    if nvtx is None:
+        yield
+        return
+    nvtx.RangePush(f"ladder:{name}")
+    try:
+        yield
+    finally:
+        nvtx.RangePop()
+
+
+@functools.cache
+def _nvtx() -> Any:
+    if not device.gpu_available():
+        return None
+    try:
+        from cupy.cuda import nvtx
+
+        nvtx.RangePush("ladder:probe")
+        nvtx.RangePop()
+        return nvtx
+    except Exception:
+        return None
+
+
 class _Scratch:
     """The L2 flush buffer (twice the L2 size) and the head-start kernel, made once."""
 
@@ -239,8 +271,11 @@ def measure(
     args = case.inputs if rung.on_cpu else case.device_inputs()
     out = _new_output(case, rung)
 
+    label = f"{problem.name}/{rung.name}"
+
     def launch() -> None:
-        rung.launch(*args, out)
+        with nvtx_range(label):
+            rung.launch(*args, out)
 
     poison(out)
     try:

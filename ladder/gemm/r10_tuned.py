@@ -48,6 +48,11 @@ CONFIGS = [
 TUNED = Config(bm=128, bn=128, bk=16, wm=64, wn=64, wniter=4, tm=8, tn=4, threads=128)
 
 
+# the kernels the rung launches (rung 9's factory, TUNED's sizes), named for `ladder check`
+wide_kernel = make_kernel(TUNED, wide_global=True)
+scalar_kernel = make_kernel(TUNED, wide_global=False)
+
+
 def launch_config(config: Config, A: Any, B: Any, C: Any = None) -> Any:
     """Rung 9's kernel built for ``config``: C = A @ B."""
     A, B, C, m, n, _ = check_operands(A, B, C)

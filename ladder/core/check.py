@@ -1,0 +1,220 @@
+"""``ladder check``: compile every rung without a GPU and read the compiler's report.
+
+For each rung and each of its dtypes, for sm_80 and sm_90:
+
+- Numba rungs: every ``@cuda.jit`` kernel defined at the top level of the rung's module (or
+  listed in its ``KERNELS``) is compiled to PTX with ``numba.cuda.compile_ptx`` for the argument
+  types of the problem's inputs and output, then assembled by nvJitLink with ``-verbose``;
+- CUDA C++ rungs: their ``.cu`` file is compiled by NVRTC for each architecture it targets,
+  with ``--ptxas-options=-v``.
+
+From ptxas's report it takes registers per thread, the stack frame (local memory per thread:
+register arrays that did not fit, and spills) and the spill stores and loads; static shared
+memory comes from ptxas for C++ and from the ``.shared`` declarations of Numba's PTX. A rung
+that does not compile is reported with the compiler's message and makes the command fail.
+
+Numba compiles kernels only outside its simulator, so without a GPU ``ladder check`` runs
+itself in a child process with ``NUMBA_ENABLE_CUDASIM=0``; ``compile_ptx`` needs no GPU.
+"""
+
+from __future__ import annotations
+
+import re
+import sys
+from dataclasses import asdict, dataclass
+from typing import Any
+
+import numpy as np
+
+from ladder.core import cuda_cpp
+from ladder.core.rung import Rung, get_problem
+
+ARCHS = ("sm_80", "sm_90")
+
+
+@dataclass
+class KernelReport:
+    """The compiler's figures for one kernel of one rung, for one dtype and architecture."""
+
+    problem: str
+    rung: str
+    number: int
+    kernel: str
+    dtype: str
+    arch: str
+    registers: int | None = None
+    smem_bytes: int | None = None  # static shared memory per block (dynamic is set at launch)
+    stack_bytes: int | None = None  # local memory per thread
+    spill_stores: int | None = None
+    spill_loads: int | None = None
+    error: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+_PTXAS_FUNC = re.compile(r"Function properties for '?([\w$.]+)'?\s*$")
+_STACK = re.compile(r"(\d+) bytes stack frame, (\d+) bytes spill stores, (\d+) bytes spill loads")
+_USED = re.compile(r"Used (\d+) registers(?:.*?(\d+) bytes smem)?")
+
+
+def parse_ptxas(log: str) -> dict[str, dict[str, int]]:
+    """Per-function figures from ``ptxas -v`` output (also as nvJitLink relays it)."""
+    found: dict[str, dict[str, int]] = {}
+    current: str | None = None
+    for line in log.splitlines():
+        if line.startswith("info"):  # nvJitLink's own summary repeats the figures; skip it
+            current = None
+            continue
+        match = _PTXAS_FUNC.search(line)
+        if match:
+            current = match.group(1)
+            found.setdefault(current, {})
+            continue
+        if current is None:
+            continue
+        match = _STACK.search(line)
+        if match:
+            stack, stores, loads = (int(x) for x in match.groups())
+            found[current].update(stack_bytes=stack, spill_stores=stores, spill_loads=loads)
+        match = _USED.search(line)
+        if match:
+            found[current]["registers"] = int(match.group(1))
+            found[current]["smem_bytes"] = int(match.group(2) or 0)
+    return found
+
+
+_SHARED_DECL = re.compile(
+    r"^\s*(?:\.visible\s+|\.weak\s+)?\.shared\s+(?:\.align\s+\d+\s+)?\.\w+\s+[\w$]+\[(\d+)\]", re.M
+)
+
+
+def ptx_static_smem(ptx: str) -> int:
+    """Bytes of statically sized ``.shared`` arrays declared in a PTX module (one kernel)."""
+    return sum(int(n) for n in _SHARED_DECL.findall(ptx))
+
+
+def _nvjitlink_report(ptx: str, arch: str) -> dict[str, dict[str, int]]:
+    """Assemble PTX for ``arch`` with nvJitLink and return ptxas's per-function figures."""
+    from cuda.bindings import nvjitlink
+
+    options = [f"-arch={arch}", "-verbose"]
+    handle = nvjitlink.create(len(options), options)
+    try:
+        data = ptx.encode()
+        nvjitlink.add_data(handle, nvjitlink.InputType.PTX, data, len(data), "kernel.ptx")
+        try:
+            nvjitlink.complete(handle)
+        except Exception as err:
+            log = bytearray(nvjitlink.get_error_log_size(handle))
+            nvjitlink.get_error_log(handle, log)
+            message = log.decode(errors="replace").strip("\x00 \n")
+            raise RuntimeError(f"nvJitLink failed for {arch}: {message or err}") from err
+        info = bytearray(nvjitlink.get_info_log_size(handle))
+        nvjitlink.get_info_log(handle, info)
+    finally:
+        nvjitlink.destroy(handle)
+    return parse_ptxas(info.decode(errors="replace"))
+
+
+def numba_kernels(module: Any) -> dict[str, Any]:
+    """The ``@cuda.jit`` kernels of a rung module: its ``KERNELS`` dict, or every kernel
+    dispatcher defined at its top level (device functions excluded)."""
+    from numba.cuda.dispatcher import CUDADispatcher
+
+    listed = getattr(module, "KERNELS", None)
+    if listed is not None:
+        return dict(listed)
+    return {
+        name: obj
+        for name, obj in vars(module).items()
+        if isinstance(obj, CUDADispatcher) and not obj.targetoptions.get("device")
+    }
+
+
+def _numba_signature(rung: Rung, dtype: str) -> tuple[Any, ...]:
+    """Argument types of a kernel that takes the problem's inputs and output, C-contiguous."""
+    import numba
+
+    problem = get_problem(rung.problem)
+    size = problem.simulator_sizes(dtype)[0]
+    inputs = problem.make_inputs(size, dtype, 0)
+    out = np.empty(problem.output_shape(size), dtype=inputs[0].dtype)
+    return tuple(numba.typeof(x) for x in (*inputs, out))
+
+
+def check_numba(rung: Rung, module: Any, archs: tuple[str, ...] = ARCHS) -> list[KernelReport]:
+    from numba import cuda
+
+    kernels = numba_kernels(module)
+    reports = []
+    if not kernels:
+        return [
+            KernelReport(
+                rung.problem, rung.name, rung.number, "—", ",".join(rung.dtypes), "—",
+                error="no @cuda.jit kernel found in the module (define one or list KERNELS)",
+            )
+        ]  # fmt: skip
+    for dtype in rung.dtypes:
+        signature = _numba_signature(rung, dtype)
+        for name, kernel in kernels.items():
+            for arch in archs:
+                report = KernelReport(rung.problem, rung.name, rung.number, name, dtype, arch)
+                cc = (int(arch[3]), int(arch[4]))
+                try:
+                    ptx, _ = cuda.compile_ptx(
+                        kernel.py_func,
+                        signature,
+                        cc=cc,
+                        fastmath=bool(kernel.targetoptions.get("fastmath")),
+                    )
+                    figures = _nvjitlink_report(ptx, arch)
+                    if len(figures) != 1:
+                        raise RuntimeError(f"expected one kernel in the PTX, found {len(figures)}")
+                    (values,) = figures.values()
+                    values["smem_bytes"] = ptx_static_smem(ptx)
+                    for key, value in values.items():
+                        setattr(report, key, value)
+                except Exception as err:  # reported per kernel; the command fails at the end
+                    report.error = f"{type(err).__name__}: {str(err).strip().splitlines()[-1]}"
+                reports.append(report)
+    return reports
+
+
+def check_cuda(rung: Rung, source: cuda_cpp.CudaSource) -> list[KernelReport]:
+    reports = []
+    dtypes = ",".join(rung.dtypes)
+    for arch in source.archs:
+        try:
+            build = cuda_cpp.compile_source(
+                source.text(), source.name, arch, [*source.options, "--ptxas-options=-v"],
+                cache=False,
+            )  # fmt: skip
+        except Exception as err:
+            reports.append(
+                KernelReport(
+                    rung.problem, rung.name, rung.number, source.name, dtypes, arch,
+                    error=f"{type(err).__name__}: {err}",
+                )
+            )  # fmt: skip
+            continue
+        for kernel, values in sorted(parse_ptxas(build.log).items()):
+            reports.append(
+                KernelReport(rung.problem, rung.name, rung.number, kernel, dtypes, arch, **values)
+            )
+    return reports
+
+
+def check(rungs_to_check: list[Rung], archs: tuple[str, ...] = ARCHS) -> list[KernelReport]:
+    """Compile each rung's kernels and collect the reports (CPU rungs and libraries skipped)."""
+    reports: list[KernelReport] = []
+    for rung in rungs_to_check:
+        if rung.on_cpu or rung.reference:
+            continue
+        module = sys.modules[rung.launch.__module__]
+        source = getattr(module, "SOURCE", None)
+        if isinstance(source, cuda_cpp.CudaSource):
+            reports += check_cuda(rung, source)
+        else:
+            reports += check_numba(rung, module, archs)
+    return reports

@@ -1,0 +1,142 @@
+"""ladder check, profile and sanitize: the parts that run without a GPU.
+
+The compile report runs for real (Numba's compile_ptx and NVRTC need no GPU). Nsight Compute
+and compute-sanitizer need a GPU; their output formats are tested here on samples copied from
+a run on an H200, and the commands themselves were run there (results/nvidia-h200-*.json).
+"""
+
+import json
+
+import pytest
+
+from ladder import cli
+from ladder.core import check, cuda_cpp, tools
+from ladder.core.rung import Rung
+
+NVRTC_LOG = """\
+ptxas info    : 72 bytes gmem
+ptxas info    : Compiling entry function 'mma_sync_gemm' for 'sm_90'
+ptxas info    : Function properties for mma_sync_gemm
+ptxas         .     0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads
+ptxas info    : Used 236 registers, used 1 barriers
+ptxas info    : Compiling entry function 'wmma_naive' for 'sm_90'
+ptxas info    : Function properties for wmma_naive
+ptxas         .     16 bytes stack frame, 8 bytes spill stores, 4 bytes spill loads
+ptxas info    : Used 63 registers, used 0 barriers, 4096 bytes smem
+"""
+NVJITLINK_LOG = """\
+ptxas info    : Function properties for _ZN6ladder4gemm5k
+ptxas         .     0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads
+ptxas info    : Used 127 registers, used 1 barriers
+info    : Function properties for '_ZN6ladder4gemm5k':
+info    : used 127 registers, used 1 barriers, 0 stack, 9472 bytes smem, 0 bytes lmem
+"""
+
+
+def test_parse_ptxas_reads_registers_spills_and_shared_memory():
+    found = check.parse_ptxas(NVRTC_LOG)
+    assert found["mma_sync_gemm"] == {
+        "stack_bytes": 0, "spill_stores": 0, "spill_loads": 0, "registers": 236, "smem_bytes": 0,
+    }  # fmt: skip
+    assert found["wmma_naive"]["smem_bytes"] == 4096
+    assert found["wmma_naive"]["spill_stores"] == 8 and found["wmma_naive"]["stack_bytes"] == 16
+    linked = check.parse_ptxas(NVJITLINK_LOG)
+    assert list(linked) == ["_ZN6ladder4gemm5k"] and linked["_ZN6ladder4gemm5k"]["registers"] == 127
+
+
+def test_static_shared_memory_is_read_from_numba_ptx():
+    ptx = (
+        ".visible .shared .align 2 .b8 _cudapy_smem_1[4352];\n"
+        ".shared .align 4 .b8 _cudapy_smem_2[4096];\n"
+        ".extern .shared .align 16 .b8 dynamic[];\n"
+        "\tst.shared.u16 [%rd13], %rs115;\n"
+    )
+    assert check.ptx_static_smem(ptx) == 8448
+
+
+def test_ladder_check_compiles_numba_and_cuda_rungs(tmp_path):
+    out = tmp_path / "check.json"
+    assert cli.main(["check", "gemm", "--rungs", "r06", "r12", "--json", str(out)]) == 0
+    reports = json.loads(out.read_text())
+    numba = [r for r in reports if r["rung"] == "transposed-tiles"]
+    assert {r["arch"] for r in numba} == {"sm_80", "sm_90"}
+    assert all(r["registers"] and r["spill_stores"] == 0 and not r["error"] for r in numba)
+    assert all(r["smem_bytes"] == 8 * (132 + 128) * 4 for r in numba)  # rung 6's two tiles
+    wmma = [r for r in reports if r["rung"] == "wmma"]
+    assert wmma and all(r["kernel"] == "wmma_naive" and r["registers"] for r in wmma)
+
+
+def test_a_source_that_does_not_compile_is_reported(tmp_path):
+    broken = tmp_path / "r98_broken.cu"
+    broken.write_text('extern "C" __global__ void k() { undefined_name(); }\n')
+    source = cuda_cpp.CudaSource(broken, ("sm_80",))
+    fake = Rung("gemm", 98, "broken", "test double", ("float16",), lambda *a: None, doc="x")
+    (report,) = check.check_cuda(fake, source)
+    assert report.error and "undefined_name" in report.error
+
+
+NCU_CSV = """\
+==PROF== Connected to process 987 (/usr/bin/python3.12)
+==PROF== Disconnected from process 987
+"ID","Kernel Name","gpu__time_duration.sum","dram__throughput.avg.pct_of_peak_sustained_elapsed",\
+"l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_ld.sum","lts__t_sector_hit_rate.pct"
+"","","ns","%","","%"
+"0","wgmma_tma","12,736","1.73","0","76.4"
+"1","pad_kernel","1,000","50","3","10"
+"""
+
+
+def test_parse_ncu_csv_reads_kernels_and_units():
+    kernels = tools.parse_ncu_csv(NCU_CSV)
+    assert [k.kernel for k in kernels] == ["wgmma_tma", "pad_kernel"]
+    first = kernels[0].values
+    assert first["duration_us"] == pytest.approx(12.736)
+    assert first["dram_pct"] == pytest.approx(1.73) and first["bank_conflicts_ld"] == 0
+    assert first["sm_pct"] is None  # not in this sample: reported as missing, never as zero
+    profile = tools.RungProfile("gemm", "wgmma", 16, "float16", [8, 8, 8], kernels)
+    assert profile.duration_us == pytest.approx(13.736)
+    assert profile.main_kernel().kernel == "wgmma_tma"
+
+
+SANITIZER_OUT = """\
+========= COMPUTE-SANITIZER
+@@ladder start gemm naive 1 float32
+@@ladder ok
+@@ladder start gemm wmma 12 float16
+========= Invalid __global__ write of size 4 bytes
+=========     at wmma_naive+0x120
+========= Error: Race reported between Write access at k+0x100
+@@ladder ok
+@@ladder start planted planted-race 0 float32
+========= Error: Race reported between Write access at planted_race+0x100
+@@ladder ok
+========= RACECHECK SUMMARY: 1 hazard displayed (1 error, 0 warnings)
+========= ERROR SUMMARY: 2 errors
+"""
+
+
+def test_parse_sanitizer_charges_reports_to_the_rung_that_ran():
+    naive, wmma, planted = tools.parse_sanitizer(SANITIZER_OUT, "racecheck")
+    assert (naive.rung, naive.errors, naive.checked) == ("naive", 0, True)
+    assert (wmma.rung, wmma.errors) == ("wmma", 2)
+    assert wmma.messages[0].startswith("Invalid __global__ write")
+    assert (planted.problem, planted.errors) == ("planted", 1)  # the summaries are not reports
+
+
+def test_missing_tools_say_how_to_get_them(monkeypatch, capsys):
+    monkeypatch.setattr(tools.shutil, "which", lambda name: None)
+    monkeypatch.setattr(tools, "_tool_dirs", lambda: [])
+    with pytest.raises(FileNotFoundError, match="Nsight Compute"):
+        tools.find_tool("ncu")
+    assert cli.main(["profile", "gemm", "wgmma", "--dtype", "float16"]) == 2
+    assert "ncu was not found" in capsys.readouterr().err
+    assert cli.main(["sanitize", "gemm"]) == 2
+    assert "compute-sanitizer was not found" in capsys.readouterr().err
+
+
+def test_the_rung_below_takes_the_same_dtype():
+    from ladder.core.rung import get_rung
+
+    assert tools.rung_below(get_rung("gemm", "wgmma"), "float16").name == "mma-sync"
+    assert tools.rung_below(get_rung("gemm", "fp16-staging"), "float16") is None
+    assert tools.rung_below(get_rung("gemm", "naive"), "float32") is None
