@@ -66,7 +66,10 @@ def cmd_info(args: argparse.Namespace) -> int:
         return 0
     console.print(f"[bold]ceilings[/] (measured {found['measured']}; --remeasure to redo)")
     for key, value in found.items():
-        if key not in ("gpu", "measured"):
+        if isinstance(value, dict):
+            for name, figure in value.items():
+                console.print(f"  {key} [{name}]: {figure:.2f}")
+        elif key not in ("gpu", "measured"):
             console.print(f"  {key}: {'—' if value is None else f'{value:.2f}'}")
     return 0
 

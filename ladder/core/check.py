@@ -4,7 +4,8 @@ For each rung and each of its dtypes, for sm_80 and sm_90:
 
 - Numba rungs: every ``@cuda.jit`` kernel defined at the top level of the rung's module (or
   listed in its ``KERNELS``) is compiled to PTX with ``numba.cuda.compile_ptx`` for the argument
-  types of the problem's inputs and output, then assembled by nvJitLink with ``-verbose``;
+  types of the problem's inputs and output (or those its ``KERNEL_ARGS`` gives), then
+  assembled by nvJitLink with ``-verbose``;
 - CUDA C++ rungs: their ``.cu`` file is compiled by NVRTC for each architecture it targets,
   with ``--ptxas-options=-v``.
 
@@ -132,15 +133,19 @@ def numba_kernels(module: Any) -> dict[str, Any]:
     }
 
 
-def _numba_signature(rung: Rung, dtype: str) -> tuple[Any, ...]:
-    """Argument types of a kernel that takes the problem's inputs and output, C-contiguous."""
+def _numba_signature(rung: Rung, dtype: str, module: Any, kernel: str) -> tuple[Any, ...]:
+    """Argument types of a kernel: by default the problem's inputs then its output, all
+    C-contiguous; a module whose kernels take other arguments maps the example arrays to them
+    in ``KERNEL_ARGS = {kernel name: function(*inputs, out) -> example arguments}``."""
     import numba
 
     problem = get_problem(rung.problem)
     size = problem.simulator_sizes(dtype)[0]
     inputs = problem.make_inputs(size, dtype, 0)
     out = np.empty(problem.output_shape(size), dtype=inputs[0].dtype)
-    return tuple(numba.typeof(x) for x in (*inputs, out))
+    arrange = getattr(module, "KERNEL_ARGS", {}).get(kernel)
+    arguments = arrange(*inputs, out) if arrange else (*inputs, out)
+    return tuple(numba.typeof(x) for x in arguments)
 
 
 def check_numba(rung: Rung, module: Any, archs: tuple[str, ...] = ARCHS) -> list[KernelReport]:
@@ -156,8 +161,8 @@ def check_numba(rung: Rung, module: Any, archs: tuple[str, ...] = ARCHS) -> list
             )
         ]  # fmt: skip
     for dtype in rung.dtypes:
-        signature = _numba_signature(rung, dtype)
         for name, kernel in kernels.items():
+            signature = _numba_signature(rung, dtype, module, name)
             for arch in archs:
                 report = KernelReport(rung.problem, rung.name, rung.number, name, dtype, arch)
                 cc = (int(arch[3]), int(arch[4]))

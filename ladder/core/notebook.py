@@ -38,10 +38,17 @@ def walk(case: timing.Case, rung: Rung, show_code: bool = True) -> timing.Measur
     m = timing.measure(case, rung)
     if m.ok:
         note = " (simulator: not a GPU time)" if m.simulated else ""
+        if m.tflops:
+            rate = f"{m.tflops:.3f} TFLOP/s"
+        else:  # memory-bound: the bytes it moves, and the problem's fewest bytes, over time
+            rate = (
+                f"{(m.bytes_moved or m.min_bytes) / 1e9:.3f} GB moved, {m.tbps_moved:.3f} TB/s "
+                f"achieved, {m.tbps:.3f} TB/s effective"
+            )
         print(
             f"{rung.name}: rel err {m.rel_err:.1e} before timing, {m.rel_err_after:.1e} after; "
             f"median {m.median_ms:.3f} ms (min {m.min_ms:.3f}, max {m.max_ms:.3f}, "
-            f"{len(m.samples_ms)} repeats){note}; {m.tflops:.3f} TFLOP/s"
+            f"{len(m.samples_ms)} repeats){note}; {rate}"
         )
     elif m.error and m.error.startswith("needs"):
         print(f"{rung.name}: skipped here, {m.error}")

@@ -67,13 +67,18 @@ def rows(group: list[dict[str, Any]], ceilings: dict[str, Any] | None) -> list[d
     # % of the FP32 peak only means something for FP32 arithmetic; the tensor-core dtypes are
     # placed by their ratio to the library instead
     fp32 = all(r["dtype"] == "float32" for r in group)
-    peak = (ceilings or {}).get("fp32_peak_tflops") if fp32 else None
+    memory = not any(r.get("flops") for r in group)  # memory-bound: % of the copy bandwidth
+    if memory:
+        peak = (ceilings or {}).get("copy_tbps")
+    else:
+        peak = (ceilings or {}).get("fp32_peak_tflops") if fp32 else None
     out = []
     below = None
     for run in group:
         ms = run.get("median_ms") if run.get("ok") else None
         row = dict(run)
-        row["pct_peak"] = roofline.percent_of(run.get("tflops"), peak) if ms else None
+        figure = run.get("tbps") if memory else run.get("tflops")
+        row["pct_peak"] = roofline.percent_of(figure, peak) if ms else None
         row["speedup"] = below / ms if (ms and below and not run["reference"]) else None
         row["vs_reference"] = reference["median_ms"] / ms if (ms and reference) else None
         if ms and not run["reference"]:
@@ -98,32 +103,53 @@ def _status(row: dict[str, Any]) -> str:
     return row.get("error") or "failed"
 
 
+def _is_memory(group: list[dict[str, Any]]) -> bool:
+    return not any(r.get("flops") for r in group)
+
+
+def _moved_gb(row: dict[str, Any]) -> float | None:
+    moved = row.get("bytes_moved") or row.get("min_bytes")
+    return moved / 1e9 if moved else None
+
+
 def rich_table(group: list[dict[str, Any]], ceilings: dict[str, Any] | None, title: str):
-    """A terminal table for one (problem, dtype, shape) group."""
+    """A terminal table for one (problem, dtype, shape) group.
+
+    Compute-bound groups show TFLOP/s and % of the FP32 peak (FP32 only); memory-bound groups
+    show the bytes each rung moves, its achieved TB/s (bytes moved over time), its effective
+    TB/s (the problem's fewest bytes over time) and that as % of the measured copy bandwidth.
+    """
     from rich.table import Table
 
+    memory = _is_memory(group)
     table = Table(title=title, title_justify="left")
-    for col in (
-        "#",
-        "rung",
-        "median ms (min–max)",
-        "TFLOP/s",
-        "TB/s",
-        "% FP32 peak",
-        "× below",
-        "× library",
-        "rel err",
-        "status",
-    ):
-        table.add_column(col, justify="left" if col in ("rung", "status") else "right")
+    if memory:
+        middle = ("GB moved", "TB/s moved", "TB/s eff.", "% of copy")
+    else:
+        middle = ("TFLOP/s", "TB/s", "% FP32 peak")
+    for col in ("#", "rung", "median ms (min–max)", *middle, "× below", "× library"):
+        table.add_column(col, justify="left" if col == "rung" else "right")
+    table.add_column("rel err", justify="right")
+    table.add_column("status", justify="left")
     for row in rows(group, ceilings):
+        if memory:
+            cells = (
+                _fmt(_moved_gb(row), ".3f"),
+                _fmt(row.get("tbps_moved"), ".3f"),
+                _fmt(row.get("tbps"), ".3f"),
+                _fmt(row.get("pct_peak"), ".1f"),
+            )
+        else:
+            cells = (
+                _fmt(row.get("tflops"), ".2f"),
+                _fmt(row.get("tbps"), ".3f"),
+                _fmt(row.get("pct_peak"), ".1f"),
+            )
         table.add_row(
             "ref" if row["reference"] else str(row["number"]),
             row["rung"],
             _time_cell(row),
-            _fmt(row.get("tflops"), ".2f"),
-            _fmt(row.get("tbps"), ".3f"),
-            _fmt(row.get("pct_peak"), ".1f"),
+            *cells,
             _fmt(row.get("speedup"), ".2f"),
             _fmt(row.get("vs_reference"), ".3f"),
             _fmt(row.get("rel_err"), ".1e"),
@@ -229,18 +255,29 @@ def markdown(doc: dict[str, Any]) -> str:
         "",
     ]
     for (problem, dtype, shape), group in groups(doc["runs"]).items():
+        memory = _is_memory(group)
+        if memory:
+            head = "| # | rung | median ms | GB moved | TB/s moved | TB/s eff. | % of copy |"
+        else:
+            head = "| # | rung | median ms | TFLOP/s | % FP32 peak |"
         lines += [
             f"**{problem}** {dtype} {' × '.join(map(str, shape))}",
             "",
-            "| # | rung | median ms | TFLOP/s | % FP32 peak | × rung below | × library |",
-            "|---:|---|---:|---:|---:|---:|---:|",
+            head + " × rung below | × library |",
+            "|---:|---|---:|---:|---:|" + ("---:|---:|" if memory else "") + "---:|---:|",
         ]
         for row in rows(group, doc.get("ceilings")):
+            if memory:
+                figures = (
+                    f"{_fmt(_moved_gb(row), '.3f')} | {_fmt(row.get('tbps_moved'), '.3f')} | "
+                    f"{_fmt(row.get('tbps'), '.3f')} | {_fmt(row.get('pct_peak'), '.1f')}"
+                )
+            else:
+                figures = f"{_fmt(row.get('tflops'), '.2f')} | {_fmt(row.get('pct_peak'), '.1f')}"
             lines.append(
                 f"| {'ref' if row['reference'] else row['number']} | {row['rung']} | "
-                f"{_fmt(row.get('median_ms'), '.3f')} | {_fmt(row.get('tflops'), '.2f')} | "
-                f"{_fmt(row.get('pct_peak'), '.1f')} | {_fmt(row.get('speedup'), '.2f')} | "
-                f"{_fmt(row.get('vs_reference'), '.3f')} |"
+                f"{_fmt(row.get('median_ms'), '.3f')} | {figures} | "
+                f"{_fmt(row.get('speedup'), '.2f')} | {_fmt(row.get('vs_reference'), '.3f')} |"
             )
         lines.append("")
     return "\n".join(lines).rstrip() + "\n"

@@ -19,7 +19,7 @@ import numpy as np
 
 from ladder.core import device
 
-PROBLEM_PACKAGES = ("ladder.gemm",)
+PROBLEM_PACKAGES = ("ladder.gemm", "ladder.fused")
 
 Launcher = Callable[..., Any]
 
@@ -39,6 +39,9 @@ class Rung:
     max_cc: tuple[int, int] | None = None  # arch-specific code (sm_90a) runs on one arch only
     reference: bool = False
     doc: str = ""
+    # bytes this rung reads and writes in device memory for (size, dtype), when it moves more
+    # than the problem's minimum (several kernels, intermediates); None: the minimum
+    bytes_moved: Callable[[tuple[int, ...], str], float] | None = None
 
     @property
     def key(self) -> str:
@@ -120,6 +123,7 @@ def rung(
     min_cc: tuple[int, int] | None = None,
     max_cc: tuple[int, int] | None = None,
     reference: bool = False,
+    bytes_moved: Callable[[tuple[int, ...], str], float] | None = None,
 ) -> Callable[[Launcher], Launcher]:
     """Register the decorated launcher as a rung; its module docstring is the rung's story."""
 
@@ -139,6 +143,7 @@ def rung(
             max_cc=max_cc,
             reference=reference,
             doc=doc,
+            bytes_moved=bytes_moved,
         )
         if entry.key in _RUNGS and _RUNGS[entry.key].launch is not launch:
             raise ValueError(f"rung {entry.key} is registered twice")

@@ -97,6 +97,7 @@ class Measurement:
     min_bytes: float
     simulated: bool
     error: str | None = None
+    bytes_moved: float | None = None  # what the rung actually reads and writes, if declared
 
     @property
     def median_ms(self) -> float | None:
@@ -117,8 +118,16 @@ class Measurement:
 
     @property
     def tbps(self) -> float | None:
+        """Effective bandwidth: the problem's fewest bytes over the time."""
         ms = self.median_ms
         return self.min_bytes / (ms * 1e-3) / 1e12 if ms and self.min_bytes else None
+
+    @property
+    def tbps_moved(self) -> float | None:
+        """Achieved bandwidth: the bytes the rung really moves over the time."""
+        ms = self.median_ms
+        moved = self.bytes_moved or self.min_bytes
+        return moved / (ms * 1e-3) / 1e12 if ms and moved else None
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -134,8 +143,10 @@ class Measurement:
             "max_ms": self.max_ms,
             "tflops": self.tflops,
             "tbps": self.tbps,
+            "tbps_moved": self.tbps_moved,
             "flops": self.flops,
             "min_bytes": self.min_bytes,
+            "bytes_moved": self.bytes_moved or self.min_bytes,
             "rel_err": self.rel_err,
             "rel_err_after": self.rel_err_after,
             "tolerance": self.tolerance,
@@ -259,6 +270,7 @@ def measure(
         flops=problem.flops(case.size),
         min_bytes=problem.min_bytes(case.size, case.dtype),
         simulated=simulated,
+        bytes_moved=rung.bytes_moved(case.size, case.dtype) if rung.bytes_moved else None,
     )
     reason = rung.unavailable_reason()
     if reason is not None:

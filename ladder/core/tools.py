@@ -40,7 +40,13 @@ NCU_METRICS = {
     "bank_conflicts_ld": "l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_ld.sum",
     "bank_conflicts_st": "l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_st.sum",
 }
-SANITIZE_SIZES = {"gemm": [(33, 65, 17), (130, 258, 70)]}
+SANITIZE_SIZES = {
+    "gemm": [(33, 65, 17), (130, 258, 70)],
+    "gemm-epilogue": [(33, 65, 17), (130, 258, 70)],
+    "elementwise": [(33, 65), (5, 1030)],
+    "softmax": [(33, 65), (5, 1030)],
+    "layernorm": [(33, 65), (5, 1030)],
+}
 MARK = "@@ladder"
 PLANTED = {
     "planted-oob": "memcheck",
@@ -290,7 +296,7 @@ def child(argv: list[str]) -> int:
             for dtype in rung.dtypes:
                 print(f"{MARK} start {problem.name} {rung.name} {rung.number} {dtype}", flush=True)
                 ok = True
-                for i, size in enumerate(SANITIZE_SIZES.get(problem.name, [])):
+                for i, size in enumerate(SANITIZE_SIZES[problem.name]):
                     case = timing.prepare(problem, size, dtype, seed=i)
                     result = timing.measure(case, rung, repeats=1, warmup=0)
                     ok = ok and result.ok

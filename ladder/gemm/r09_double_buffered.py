@@ -43,21 +43,26 @@ STAGES = 2
 
 
 @functools.cache
-def make_kernel(config: Config, wide_global: bool) -> Any:
-    """The double-buffered kernel for ``config``, with 16-byte (``wide_global``) or scalar I/O."""
+def make_mainloop(config: Config, wide_global: bool) -> tuple[Any, int]:
+    """The double-buffered main loop as an inlined device function, and its accumulator count.
+
+    ``mainloop(A, B, acc)`` fills ``acc`` with this thread's part of the block's tile of A @ B
+    and returns the row and column in C of its first output. The kernels below (and the fused
+    GEMM epilogue of ``ladder.fused``) differ only in what they do with ``acc`` afterwards.
+    """
     bad = config.problems(stages=STAGES)
     if bad:
         raise ValueError(f"{config} cannot be double-buffered: " + "; ".join(bad))
     p = make_parts(config, wide_global)
-    place, zero, compute, store_c = p.place, p.zero, p.compute, p.store_c
+    place, zero, compute = p.place, p.zero, p.compute
     load_a, load_b, store_a, store_b = p.load_a, p.load_b, p.store_a, p.store_b
     stage_rows, bn, as_row = STAGES * config.bk, config.bn, p.as_row  # plain ints for shapes
-    n_acc, n_m, n_n, n_a, n_b = p.n_acc, p.n_m, p.n_n, p.n_a, p.n_b
+    n_m, n_n, n_a, n_b = p.n_m, p.n_n, p.n_a, p.n_b
     u_bm, u_bn, u_bk = np.uint32(config.bm), np.uint32(config.bn), np.uint32(config.bk)
     u_zero = np.uint32(0)
 
-    @cuda.jit
-    def double_buffered_kernel(A, B, C):
+    @cuda.jit(device=True, inline="always")
+    def mainloop(A, B, acc):
         # stage s of each tile is rows s * bk .. s * bk + bk - 1
         As = cuda.shared.array((stage_rows, as_row), float32, alignment=VECTOR_ALIGN)
         Bs = cuda.shared.array((stage_rows, bn), float32, alignment=VECTOR_ALIGN)
@@ -65,7 +70,6 @@ def make_kernel(config: Config, wide_global: bool) -> Any:
         row0 = uint32(cuda.blockIdx.y) * u_bm
         col0 = uint32(cuda.blockIdx.x) * u_bn
         a_row, a_col, b_row, b_col, m_base, n_base = place(uint32(cuda.threadIdx.x))
-        acc = cuda.local.array(n_acc, float32)
         reg_m = cuda.local.array(n_m, float32)
         reg_n = cuda.local.array(n_n, float32)
         a_regs = cuda.local.array(n_a, float32)
@@ -89,7 +93,22 @@ def make_kernel(config: Config, wide_global: bool) -> Any:
                 store_a(As, stage + a_col, a_row, a_regs)
                 store_b(Bs, stage + b_row, b_col, b_regs)
             cuda.syncthreads()
-        store_c(C, row0 + m_base, col0 + n_base, acc)
+        return row0 + m_base, col0 + n_base
+
+    return mainloop, p.n_acc
+
+
+@functools.cache
+def make_kernel(config: Config, wide_global: bool) -> Any:
+    """The double-buffered kernel for ``config``, with 16-byte (``wide_global``) or scalar I/O."""
+    mainloop, n_acc = make_mainloop(config, wide_global)
+    store_c = make_parts(config, wide_global).store_c
+
+    @cuda.jit
+    def double_buffered_kernel(A, B, C):
+        acc = cuda.local.array(n_acc, float32)
+        row, col = mainloop(A, B, acc)
+        store_c(C, row, col, acc)
 
     return double_buffered_kernel
 

@@ -1,0 +1,242 @@
+"""Memory-bound problems where fusion pays: an elementwise chain, row softmax, layer norm, and
+a GEMM with a bias + GELU epilogue.
+
+The first three move each byte of their input and output once at best and do a few operations
+per element, far below any GPU's balance point: they are bound by memory, and the figure that
+matters is bytes per second against the measured device-to-device copy bandwidth. A rung that
+runs several kernels moves more than the minimum: its launcher declares the bytes it actually
+moves (``bytes_moved``), and reports show both.
+
+Every launcher takes device arrays (inputs first, then an optional output) and returns the
+output; ``check_arrays`` validates them the same way for every rung.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+
+from ladder.core import device
+from ladder.core.dtypes import name_of, resolve
+from ladder.core.rung import register_problem
+
+LAYERNORM_EPS = 1e-5
+TEST_SHAPES = [(1, 1), (1, 257), (257, 1), (1000, 33), (3, 50000), (65, 1030)]
+
+
+class _RowwiseProblem:
+    """Shared parts of the problems over a rows x cols matrix."""
+
+    name = ""
+    bound = "memory"
+    dtypes: tuple[str, ...] = ("float32", "float16")
+
+    def standard_sizes(self, dtype: str = "float32") -> list[tuple[int, ...]]:
+        return [(8192, 8192)]
+
+    def simulator_sizes(self, dtype: str = "float32") -> list[tuple[int, ...]]:
+        return [(33, 65)]
+
+    def test_sizes(self, dtype: str = "float32") -> list[tuple[int, ...]]:
+        return list(TEST_SHAPES)
+
+    def output_shape(self, size: tuple[int, ...]) -> tuple[int, ...]:
+        return tuple(size[:2])
+
+    def output_dtype(self, dtype: str) -> str:
+        return dtype
+
+    def flops(self, size: tuple[int, ...]) -> float:
+        return 0.0  # memory-bound: reported in TB/s
+
+    def tolerance(self, dtype: str) -> float:
+        return {"float32": 1e-5, "float16": 2e-3}[dtype]
+
+    def ceiling_key(self, dtype: str) -> str:
+        return "copy_tbps"
+
+    def _x(self, size: tuple[int, ...], dtype: str, rng: np.random.Generator) -> np.ndarray:
+        rows, cols = size
+        return rng.uniform(-4.0, 4.0, size=(rows, cols)).astype(resolve(dtype))
+
+
+class ElementwiseProblem(_RowwiseProblem):
+    """y = relu(a * x + b): x is rows x cols, a and b are per-column vectors (length cols)."""
+
+    name = "elementwise"
+
+    def make_inputs(self, size: tuple[int, ...], dtype: str = "float32", seed: int = 0):
+        rng = np.random.default_rng(seed)
+        x = self._x(size, dtype, rng)
+        a = rng.uniform(0.5, 1.5, size=size[1]).astype(resolve(dtype))
+        b = rng.uniform(-0.5, 0.5, size=size[1]).astype(resolve(dtype))
+        return x, a, b
+
+    def reference(self, inputs: tuple[np.ndarray, ...]) -> np.ndarray:
+        x, a, b = (v.astype(np.float64) for v in inputs)
+        return np.maximum(a * x + b, 0.0)
+
+    def min_bytes(self, size: tuple[int, ...], dtype: str) -> float:
+        rows, cols = size
+        return float((2 * rows * cols + 2 * cols) * resolve(dtype).itemsize)
+
+
+class SoftmaxProblem(_RowwiseProblem):
+    """y = softmax(x) along each row of a rows x cols matrix."""
+
+    name = "softmax"
+
+    def make_inputs(self, size: tuple[int, ...], dtype: str = "float32", seed: int = 0):
+        return (self._x(size, dtype, np.random.default_rng(seed)),)
+
+    def reference(self, inputs: tuple[np.ndarray, ...]) -> np.ndarray:
+        x = inputs[0].astype(np.float64)
+        e = np.exp(x - x.max(axis=1, keepdims=True))
+        return e / e.sum(axis=1, keepdims=True)
+
+    def min_bytes(self, size: tuple[int, ...], dtype: str) -> float:
+        rows, cols = size
+        return float(2 * rows * cols * resolve(dtype).itemsize)
+
+
+class LayerNormProblem(_RowwiseProblem):
+    """y = (x - mean) / sqrt(var + eps) * gamma + beta along each row (biased variance)."""
+
+    name = "layernorm"
+    dtypes = ("float32",)
+
+    def make_inputs(self, size: tuple[int, ...], dtype: str = "float32", seed: int = 0):
+        rng = np.random.default_rng(seed)
+        x = (self._x(size, dtype, rng) + 3.0).astype(resolve(dtype))  # a mean far from 0
+        gamma = rng.uniform(0.5, 1.5, size=size[1]).astype(resolve(dtype))
+        beta = rng.uniform(-0.5, 0.5, size=size[1]).astype(resolve(dtype))
+        return x, gamma, beta
+
+    def reference(self, inputs: tuple[np.ndarray, ...]) -> np.ndarray:
+        x, gamma, beta = (v.astype(np.float64) for v in inputs)
+        mean = x.mean(axis=1, keepdims=True)
+        var = ((x - mean) ** 2).mean(axis=1, keepdims=True)
+        return (x - mean) / np.sqrt(var + LAYERNORM_EPS) * gamma + beta
+
+    def min_bytes(self, size: tuple[int, ...], dtype: str) -> float:
+        rows, cols = size
+        return float((2 * rows * cols + 2 * cols) * resolve(dtype).itemsize)
+
+
+def gelu64(x: np.ndarray) -> np.ndarray:
+    """GELU, the erf form, in float64."""
+    erf = np.vectorize(math.erf, otypes=[np.float64])
+    return 0.5 * x * (1.0 + erf(x / math.sqrt(2.0)))
+
+
+class GemmEpilogueProblem:
+    """C = gelu(A @ B + bias) for row-major float32 A (M x K), B (K x N), bias (N)."""
+
+    name = "gemm-epilogue"
+    bound = "compute"
+    dtypes = ("float32",)
+
+    def standard_sizes(self, dtype: str = "float32") -> list[tuple[int, ...]]:
+        return [(4096, 4096, 4096)]
+
+    def simulator_sizes(self, dtype: str = "float32") -> list[tuple[int, ...]]:
+        return [(17, 33, 65)]
+
+    def test_sizes(self, dtype: str = "float32") -> list[tuple[int, ...]]:
+        return [(1, 1, 1), (17, 33, 65), (20, 36, 68), (1, 130, 7)]
+
+    def make_inputs(self, size: tuple[int, ...], dtype: str = "float32", seed: int = 0):
+        m, n, k = size
+        rng = np.random.default_rng(seed)
+        a = rng.uniform(-1.0, 1.0, size=(m, k)).astype(dtype)
+        b = rng.uniform(-1.0, 1.0, size=(k, n)).astype(dtype)
+        bias = rng.uniform(-1.0, 1.0, size=n).astype(dtype)
+        return a, b, bias
+
+    def reference(self, inputs: tuple[np.ndarray, ...]) -> np.ndarray:
+        a, b, bias = (v.astype(np.float64) for v in inputs)
+        return gelu64(a @ b + bias)
+
+    def output_shape(self, size: tuple[int, ...]) -> tuple[int, ...]:
+        return (size[0], size[1])
+
+    def output_dtype(self, dtype: str) -> str:
+        return dtype
+
+    def flops(self, size: tuple[int, ...]) -> float:
+        m, n, k = size
+        return 2.0 * m * n * k
+
+    def min_bytes(self, size: tuple[int, ...], dtype: str) -> float:
+        m, n, k = size
+        return float((m * k + k * n + m * n + n) * 4)
+
+    def tolerance(self, dtype: str) -> float:
+        return 1e-5
+
+    def ceiling_key(self, dtype: str) -> str:
+        return "cublas_fp32_tflops"
+
+
+ELEMENTWISE = register_problem(ElementwiseProblem())
+SOFTMAX = register_problem(SoftmaxProblem())
+LAYERNORM = register_problem(LayerNormProblem())
+GEMM_EPILOGUE = register_problem(GemmEpilogueProblem())
+
+
+def check_arrays(
+    problem: Any, arrays: tuple[Any, ...], out: Any, dtypes: tuple[str, ...]
+) -> tuple[tuple[Any, ...], Any, str]:
+    """Validate a launcher's device arrays against ``problem``; allocate the output if None.
+
+    ``arrays`` are the inputs in the order of ``problem.make_inputs``. Returns the inputs as
+    Numba device arrays, the output, and the dtype. Every rung calls this, so every rung refuses
+    bad input with the same messages.
+    """
+    from numba import cuda
+
+    names = {
+        "elementwise": ("x", "a", "b"),
+        "softmax": ("x",),
+        "layernorm": ("x", "gamma", "beta"),
+        "gemm-epilogue": ("A", "B", "bias"),
+    }[problem.name]
+    if len(arrays) != len(names):
+        raise TypeError(f"{problem.name} takes {', '.join(names)} (and an optional output)")
+    found = tuple(device.device_array(arr, name) for arr, name in zip(arrays, names, strict=True))
+    dtype = name_of(found[0].dtype)
+    if dtype not in dtypes:
+        raise TypeError(f"{names[0]} must be {' or '.join(dtypes)}, got {dtype}")
+    for arr, name in zip(found, names, strict=True):
+        if name_of(arr.dtype) != dtype:
+            raise TypeError(f"{name} must be {dtype} like {names[0]}, got {name_of(arr.dtype)}")
+        if not device.is_c_contiguous(arr):
+            raise ValueError(f"{name} must be C-contiguous (row-major); copy it first")
+    first = found[0]
+    if first.ndim != 2:
+        raise ValueError(f"{names[0]} must be 2-D, got shape {tuple(first.shape)}")
+    if problem.name == "gemm-epilogue":
+        a, b, bias = found
+        if b.ndim != 2 or a.shape[1] != b.shape[0]:
+            raise ValueError(f"inner dimensions differ: A is {a.shape}, B is {tuple(b.shape)}")
+        shape = (a.shape[0], b.shape[1])
+        vectors = [(bias, "bias")]
+    else:
+        shape = tuple(first.shape)
+        vectors = list(zip(found[1:], names[1:], strict=True))
+    for vec, name in vectors:
+        if tuple(vec.shape) != (shape[1],):
+            raise ValueError(f"{name} must have shape ({shape[1]},), got {tuple(vec.shape)}")
+    if out is None:
+        out = cuda.device_array(shape, dtype=resolve(dtype))
+    else:
+        out = device.device_array(out, "out")
+        if tuple(out.shape) != shape:
+            raise ValueError(f"out must have shape {shape}, got {tuple(out.shape)}")
+        if name_of(out.dtype) != dtype:
+            raise TypeError(f"out must be {dtype}, got {name_of(out.dtype)}")
+        if not device.is_c_contiguous(out):
+            raise ValueError("out must be C-contiguous (row-major)")
+    return found, out, dtype

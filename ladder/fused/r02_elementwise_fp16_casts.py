@@ -1,0 +1,129 @@
+"""Elementwise, rung 2, float16 through float32: cast in, compute in float32, cast back.
+
+A pattern that profiles of real models show: the tensors are float16, but the operation only
+has a float32 kernel (or runs under a policy that computes it in float32), so the framework
+wraps it in dtype conversions, each its own kernel with its own output in device memory:
+
+    cast x to float32      read 2 bytes, write 4     (a and b too: cols values each)
+    fused float32 kernel   read 4 bytes, write 4     (rung 3's kernel, unchanged)
+    cast y to float16      read 4 bytes, write 2
+
+20 bytes per element, where a float16 kernel that converts in registers moves 4 (read 2,
+write 2): five times the traffic, for a result no more precise (the float32 result is rounded
+to float16 at the end either way, and rung 3 computes in float32 registers too). At
+8192 x 8192 that is 1.34 GB instead of 268 MB, and more than rung 3 moves in float32 (537 MB).
+The conversion itself is one instruction per value (``cvt.f32.f16``, ``cvt.rn.f16.f32``);
+what costs is materializing the float32 copies, written to memory only to be read back by the
+next kernel, and the launches: five here (x, a and b cast in, the kernel, y cast back) instead
+of one. The float32 buffers are allocated once per shape and kept, as a framework's caching
+allocator would (so no allocation is timed), but they are 2 x 268 MB of device memory the
+float16 data never needed.
+
+The cast kernels are grid-stride loops over the flattened arrays: 256 threads a block, each
+thread 8 elements per step, 256 apart (a warp on 32 consecutive elements), all 8 loads issued
+before the stores, at most 4096 blocks.
+
+ptxas reports (sm_90): 38 registers for the cast to float32, 42 for the cast back; no stack,
+no spills. The float32 kernel is rung 3's (40 registers).
+
+Prediction: about five times rung 3's float16 time, somewhat less if the casts run closer to
+the copy bandwidth than the float16 kernel does, and slower than rung 3 in float32 too (20
+bytes per element against 8).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+from numba import cuda, float32, uint32, uint64
+
+from ladder.core.rung import rung
+from ladder.fused import r03_elementwise_fused as fused
+from ladder.fused.problem import ELEMENTWISE, check_arrays
+
+DTYPES = ("float16",)
+THREADS = 256
+UNROLL = 8  # elements per thread per step, THREADS apart (a warp: 32 consecutive elements)
+MAX_BLOCKS = 4096  # grid-stride: enough blocks to fill any GPU, each then loops
+U_UNROLL = np.uint32(UNROLL)
+
+
+def make_cast():
+    """``dst[i] = src[i]`` over 1-D arrays, converting to dst's dtype."""
+
+    @cuda.jit
+    def cast_kernel(src, dst):
+        vals = cuda.local.array(UNROLL, float32)  # holds a float16 exactly
+        # flat indices in 64 bits (uint32 x uint32 is uint64 in Numba): past 2^32 elements too
+        n = uint64(src.shape[0])
+        step = uint32(cuda.gridDim.x) * uint32(cuda.blockDim.x)
+        i = uint32(cuda.blockIdx.x) * uint32(cuda.blockDim.x) * U_UNROLL + uint32(cuda.threadIdx.x)
+        while i < n:
+            for k in range(UNROLL):  # UNROLL independent loads in flight, then the stores
+                j = i + uint32(k) * uint32(cuda.blockDim.x)
+                if j < n:
+                    vals[k] = src[j]
+            for k in range(UNROLL):
+                j = i + uint32(k) * uint32(cuda.blockDim.x)
+                if j < n:
+                    dst[j] = vals[k]  # to dst's dtype (to float16: cvt.rn.f16.f32)
+            i += step * U_UNROLL
+
+    return cast_kernel
+
+
+to_float32_kernel = make_cast()  # float16 -> float32
+to_float16_kernel = make_cast()  # float32 -> float16
+
+# `ladder check` compiles each kernel for example arguments made from the problem's arrays
+KERNEL_ARGS = {
+    "to_float32_kernel": lambda x, a, b, out: (x.ravel(), x.ravel().astype(np.float32)),
+    "to_float16_kernel": lambda x, a, b, out: (x.ravel().astype(np.float32), out.ravel()),
+}
+
+_scratch: dict[str, Any] = {}
+
+
+def scratch(name: str, shape: tuple[int, ...], dtype: Any) -> Any:
+    """A device buffer kept between calls (one per name), reallocated when the shape changes."""
+    buf = _scratch.get(name)
+    if buf is None or tuple(buf.shape) != tuple(shape) or buf.dtype != dtype:
+        _scratch.pop(name, None)  # release the old buffer before allocating the new one
+        buf = _scratch[name] = cuda.device_array(shape, dtype=dtype)
+    return buf
+
+
+def cast(kernel: Any, src: Any, dst: Any) -> None:
+    per_block = THREADS * UNROLL
+    kernel[min((src.size + per_block - 1) // per_block, MAX_BLOCKS), THREADS](src, dst)
+
+
+def _bytes(size: tuple[int, ...], dtype: str) -> float:
+    rows, cols = size
+    # per element: cast in (2 + 4), float32 kernel (4 + 4), cast out (4 + 2);
+    # per column of a and b: cast in (2 + 4) and one read by the float32 kernel (4)
+    return float(20 * rows * cols + 2 * 10 * cols)
+
+
+@rung(
+    problem="elementwise",
+    number=2,
+    name="fp16-casts",
+    title="float16 around a float32 kernel: cast, compute, cast back",
+    dtypes=DTYPES,
+    bytes_moved=_bytes,
+)
+def launch(x: Any, a: Any, b: Any, out: Any = None) -> Any:
+    (x, a, b), out, _ = check_arrays(ELEMENTWISE, (x, a, b), out, DTYPES)
+    rows, cols = x.shape
+    if rows and cols:
+        f32 = np.dtype("float32")
+        x32, y32 = scratch("x", x.shape, f32), scratch("y", x.shape, f32)
+        a32, b32 = scratch("a", a.shape, f32), scratch("b", b.shape, f32)
+        cast(to_float32_kernel, x.reshape(rows * cols), x32.reshape(rows * cols))
+        cast(to_float32_kernel, a, a32)
+        cast(to_float32_kernel, b, b32)
+        fused.launch(x32, a32, b32, y32)
+        cast(to_float16_kernel, y32.reshape(rows * cols), out.reshape(rows * cols))
+    return out

@@ -1,0 +1,136 @@
+"""GEMM epilogue, rung 2: bias + GELU applied in the GEMM kernel, C stored to DRAM once.
+
+Rung 1 wrote C, then read it back to add the bias and apply GELU. Here the GEMM's main loop is
+rung 9's, unchanged (``make_mainloop`` of ``ladder.gemm.r09_double_buffered``, the very device
+function rung 9's kernel calls), and only the store differs. The second launch and the extra
+pass over C in DRAM (2 x M x N x 4 bytes) disappear.
+
+The first attempt applied GELU to the accumulators in registers, inside rung 8's store loops.
+``ladder check`` showed what the compiler did with it: a 512-byte stack frame, the 128
+accumulators moved to local memory. GELU's ``erf`` is a few dozen instructions; inlined 128
+times, the store loops grew past what the compiler unrolls, and an array indexed by a loop
+that is not unrolled cannot live in registers. (ReLU, a single ``max``, does not have this
+problem.) So the store is split in two:
+
+1. rung 8's store of ``acc + bias`` (additions only, so everything unrolls; the thread's 16
+   bias values are loaded once into registers);
+2. a plain loop over the thread's own 128 outputs, just written and still in L2, applying the
+   activation in place. Its reads and second writes stay in L2 (a block's tile is 64 KB and
+   the resident blocks' tiles fit in L2 many times over), so C still reaches DRAM once.
+
+``make_fused_kernel(config, wide_global, activation)`` builds the kernel for any rung-9 tile
+configuration and any activation device function; GELU (erf form) is the problem's, ReLU the
+cheap alternative (tested, not benchmarked). ptxas reports 0 bytes of stack for it again.
+
+Prediction: within a few percent of the plain GEMM (the issue's target is 5%): the epilogue is
+128 outputs per thread against 128 x K multiply-adds, plus an L2 round trip of the tile.
+
+Measured on an H200 by ``ladder bench`` (results/nvidia-h200.json, 4096³): 3.581 ms, against
+3.880 ms for rung 1 (GEMM, then the epilogue kernel) and 3.803 ms for the plain GEMM (rung 9
+of the GEMM ladder) in the same run: 5.8% *faster* than the GEMM without any epilogue. That
+beats the prediction, and the cause is not established: the main loop is the same device
+function, but the compiler allocates it differently in this kernel (ptxas: 202 registers on
+sm_90 against rung 9's 208); a profile of both is the next step.
+"""
+
+from __future__ import annotations
+
+import functools
+from typing import Any
+
+from numba import cuda, float32, uint32
+
+from ladder.core.intrinsics import store4
+from ladder.core.rung import rung
+from ladder.fused.problem import GEMM_EPILOGUE, check_arrays
+from ladder.fused.r01_gemm_epilogue_separate import gelu
+from ladder.gemm.problem import aligned_for_float4, grid_2d
+from ladder.gemm.r08_warp_tiling import DEFAULT, Config
+from ladder.gemm.r09_double_buffered import make_mainloop
+
+
+@functools.cache
+def make_fused_kernel(config: Config, wide_global: bool, activation: Any) -> Any:
+    """Rung 9's kernel with C = activation(acc + bias) stored instead of acc."""
+    mainloop, n_acc = make_mainloop(config, wide_global)
+    wmiter, tm, tn, wniter = config.wmiter, config.tm, config.tn, config.wniter
+    wsubm, wsubn = config.wm // wmiter, config.wn // wniter
+    n_n, tn4 = wniter * tn, tn // 4
+
+    @cuda.jit(device=True, inline="always")
+    def store_epilogue(C, bias, row, col, acc):
+        # 1. rung 8's store (r08_warp_tiling.make_parts.store_c) of acc + bias: additions only,
+        #    so the loops unroll and acc stays in registers. The thread's n_n bias values are
+        #    loaded once, not once per row.
+        M, N = uint32(C.shape[0]), uint32(C.shape[1])
+        b = cuda.local.array(n_n, float32)
+        for j_sub in range(wniter):
+            for j in range(tn):
+                c = col + uint32(j_sub * wsubn + j)
+                b[j_sub * tn + j] = bias[c] if c < N else float32(0.0)
+        for i_sub in range(wmiter):
+            for i in range(tm):
+                r = row + uint32(i_sub * wsubm + i)
+                if r < M:
+                    for j_sub in range(wniter):
+                        for q in range(tn4):
+                            c = col + uint32(j_sub * wsubn + 4 * q)
+                            a = (i_sub * tm + i) * n_n + j_sub * tn + 4 * q
+                            t = j_sub * tn + 4 * q
+                            if wide_global:
+                                if c < N:  # N is a multiple of 4: all or nothing
+                                    store4(
+                                        C, r, c,
+                                        acc[a] + b[t], acc[a + 1] + b[t + 1],
+                                        acc[a + 2] + b[t + 2], acc[a + 3] + b[t + 3],
+                                    )  # fmt: skip
+                            else:
+                                for j in range(4):
+                                    if c + uint32(j) < N:
+                                        C[r, c + uint32(j)] = acc[a + j] + b[t + j]
+        # 2. the activation, over the thread's own outputs just written (still in L2): a
+        #    loop the compiler need not unroll, so GELU's erf is not inlined 128 times
+        for i_sub in range(wmiter):
+            for i in range(tm):
+                r = row + uint32(i_sub * wsubm + i)
+                if r < M:
+                    for j_sub in range(wniter):
+                        for j in range(tn):
+                            c = col + uint32(j_sub * wsubn + j)
+                            if c < N:
+                                C[r, c] = activation(C[r, c])
+
+    @cuda.jit
+    def fused_epilogue_kernel(A, B, C, bias):
+        acc = cuda.local.array(n_acc, float32)
+        row, col = mainloop(A, B, acc)
+        store_epilogue(C, bias, row, col, acc)
+
+    return fused_epilogue_kernel
+
+
+wide_kernel = make_fused_kernel(DEFAULT, True, gelu)
+scalar_kernel = make_fused_kernel(DEFAULT, False, gelu)
+KERNEL_ARGS = {
+    name: lambda A, B, bias, out: (A, B, out, bias) for name in ("wide_kernel", "scalar_kernel")
+}
+
+
+def launch_activation(activation: Any, A: Any, B: Any, bias: Any, out: Any = None) -> Any:
+    """C = activation(A @ B + bias) with the fused kernel (any activation device function)."""
+    (A, B, bias), out, _ = check_arrays(GEMM_EPILOGUE, (A, B, bias), out, ("float32",))
+    m, n = out.shape
+    if m and n:
+        kernel = make_fused_kernel(DEFAULT, aligned_for_float4(A, B, out), activation)
+        kernel[grid_2d(n, DEFAULT.bn, m, DEFAULT.bm), DEFAULT.threads](A, B, out, bias)
+    return out
+
+
+@rung(
+    problem="gemm-epilogue",
+    number=2,
+    name="fused-epilogue",
+    title="Bias + GELU fused into rung 9's store",
+)
+def launch(A: Any, B: Any, bias: Any, out: Any = None) -> Any:
+    return launch_activation(gelu, A, B, bias, out)

@@ -1,0 +1,323 @@
+"""Rung 5, the row in registers: one read and one write of every element, the problem's minimum.
+
+Rung 4 still reads the row twice: once for the max and the sum, once more to normalize. But a
+row of 8192 float32 is 32 KB, and an SM has 256 KB of registers: a block of 256 threads can
+hold the whole row at 32 values per thread. So each thread loads its share of the row once
+into a ``cuda.local.array`` of compile-time size (``ELEMS = 32``); every loop over it is
+unrolled, so the array lives in registers (ptxas: no stack frame). Then, all from registers:
+
+1. the max over its 32 values, then over the row: xor shuffles in the warp and, when a row
+   spans several warps, one shared exchange (rung 3's scheme);
+2. ``e = exp(v - max)`` into the same registers, and their sum, reduced the same way;
+3. ``e * (1 / sum)`` written out.
+
+Bytes: ``2 * rows * cols * itemsize``, 537 MB at 8192 x 8192 float32, the problem's minimum,
+down from rung 4's 805 MB. The rest of the kernel is shaped for memory-level parallelism:
+
+- Wide loads. A thread's values come in quads, four consecutive elements in one access:
+  ``load_quad`` (below) is ``ladder.core.intrinsics.load4`` extended to float16, a 16-byte
+  ``ld.global.v4.f32`` for float32 and an 8-byte ``ld.global.v4.u16`` for float16, converted
+  to float32 in registers (``store_quad`` the same way out). Thread ``t`` of a row reads quads
+  ``t, t + G, t + 2G, ...`` (``G`` threads per row), so a warp's access covers 512
+  consecutive bytes (float32). Quads need rows of a multiple of 4 elements and arrays aligned
+  to a quad (16 bytes, float16 8); otherwise the launcher picks the same kernel compiled with
+  scalar accesses, thread ``t`` reading columns ``t, t + G, ...`` (``make_kernel``'s
+  ``wide`` flag).
+- All loads in flight at once. A slot past the end of the row must hold -inf (its ``exp`` is
+  0) and is not stored. Written as ``load if in range else -inf``, every load gets its own
+  predicate, and with 8 loads and 7 predicate registers ptxas issued the last loads only after
+  the first had returned (float16: a second memory round trip per block). So the loads are
+  unconditional, with the column clamped to the last one of the row (an L1 hit), and the
+  -inf goes in afterwards; the SASS shows the 8 ``LDG.E.128`` (float16: ``LDG.E.64``) back to
+  back before the first use. Groups past the last row (the last block of a multi-row shape)
+  read the last row the same way and store nothing.
+- Block shapes by row length. A row of ``cols`` takes the smallest group of ``G`` = 32, 64,
+  128, 256 or 512 threads with ``32 G >= cols``. 8192 columns get 256 threads per row, one
+  row per block, 8 float4 per thread; at 59 registers, 4 blocks (4 rows, 128 KB of loads)
+  per SM. Rows of up to 1024 columns get one warp each, eight rows per 256-thread block, with
+  no shared memory and no barrier; groups of 64 and 128 threads also share 256-thread blocks.
+- Rows longer than ``MAX_COLS = 512 * 32 = 16384`` do not fit: a 1024-thread group would need
+  every variant at 64 registers or fewer, with no margin, so the launcher falls back to rung
+  4's online kernel for them (two reads and a write; ``bytes_moved`` counts three passes).
+
+Prediction: at 8192 x 8192 float32, 0.9 or more of the device-to-device copy, which moves the
+same bytes with no arithmetic: each block's loads issue at once, and 4 blocks per SM overlap
+one block's reductions with another's loads. float16 halves the bytes per element and keeps
+the arithmetic (and adds the conversions), so its ratio to the copy may come out lower.
+
+ptxas reports (sm_90): 59 registers (wide, float32), 55 (wide, float16), 56 to 63 for the
+scalar variants (sm_80: up to 80, still fine for 512 threads); 128 bytes of shared memory
+(two 16-slot exchange arrays); no stack frame and no spills in any of the 10 variants, in
+either dtype.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+from numba import cuda, float32, uint32
+
+from ladder.core import device
+from ladder.core.dtypes import resolve
+from ladder.core.rung import rung
+from ladder.fused.problem import SOFTMAX, check_arrays
+from ladder.fused.r03_softmax_warp_shuffle import FULL_MASK, shfl_xor_sync
+from ladder.fused.r04_softmax_online import launch as online_launch
+
+ELEMS = 32  # values of the row per thread, in registers (a Python int: array shapes must be)
+QUADS = ELEMS // 4
+GROUPS = (32, 64, 128, 256, 512)  # threads per row, by row length
+MIN_BLOCK = 256  # groups smaller than this share a block (several rows per block)
+MAX_WARPS = GROUPS[-1] // 32  # shared slots for the per-warp partial results
+MAX_COLS = GROUPS[-1] * ELEMS  # 16384: longer rows fall back to rung 4
+
+U_FOUR = np.uint32(4)
+U_LANE_MASK = np.uint32(31)
+U_FIVE = np.uint32(5)
+U_ZERO, U_ONE = np.uint32(0), np.uint32(1)
+NEG_INF = np.float32(-np.inf)
+
+if device.simulator():
+
+    def load_quad(arr: Any, i: Any, j: Any) -> tuple[Any, Any, Any, Any]:
+        """``arr[i, j:j+4]`` as four float32."""
+        return (
+            float32(arr[i, j]),
+            float32(arr[i, j + 1]),
+            float32(arr[i, j + 2]),
+            float32(arr[i, j + 3]),
+        )
+
+    def store_quad(arr: Any, i: Any, j: Any, x0: Any, x1: Any, x2: Any, x3: Any) -> None:
+        """``arr[i, j:j+4] = x0..x3``, rounded to the array's dtype."""
+        arr[i, j] = x0
+        arr[i, j + 1] = x1
+        arr[i, j + 2] = x2
+        arr[i, j + 3] = x3
+
+else:
+    from llvmlite import ir
+    from numba.cuda import cgutils, types
+    from numba.cuda.extending import intrinsic
+
+    def _quad_pointer(context, builder, aryty, ary, i, ity, j, jty):
+        """Pointer to ``arr[i, j]`` as a pointer to a vector of 4 elements."""
+        array = context.make_array(aryty)(context, builder, ary)
+        inds = [context.cast(builder, v, t, types.intp) for v, t in ((i, ity), (j, jty))]
+        ptr = cgutils.get_item_pointer(context, builder, aryty, array, inds, wraparound=False)
+        vec = ir.VectorType(context.get_data_type(aryty.dtype), 4)
+        return builder.bitcast(ptr, vec.as_pointer(ptr.type.addrspace))
+
+    def _quad_ok(arr: Any, i: Any, j: Any) -> bool:
+        return (
+            isinstance(arr, types.Array)
+            and arr.ndim == 2
+            and arr.dtype in (types.float32, types.float16)
+            and isinstance(i, types.Integer)
+            and isinstance(j, types.Integer)
+        )
+
+    @intrinsic
+    def load_quad(typingctx, arr, i, j):
+        """``arr[i, j:j+4]`` as four float32: one 16-byte (float32) or 8-byte (float16) load.
+
+        The caller promises ``arr[i, j]`` is aligned to 4 elements and ``j + 3 < cols``."""
+        if not _quad_ok(arr, i, j):
+            return None
+        sig = types.UniTuple(types.float32, 4)(arr, i, j)
+
+        def codegen(context, builder, signature, args):
+            aryty = signature.args[0]
+            ptr = _quad_pointer(context, builder, aryty, args[0], args[1], i, args[2], j)
+            vec = builder.load(ptr, align=4 * aryty.dtype.bitwidth // 8)
+            lanes = [
+                context.cast(
+                    builder,
+                    builder.extract_element(vec, ir.Constant(ir.IntType(32), k)),
+                    aryty.dtype,
+                    types.float32,
+                )
+                for k in range(4)
+            ]
+            return context.make_tuple(builder, signature.return_type, lanes)
+
+        return sig, codegen
+
+    @intrinsic
+    def store_quad(typingctx, arr, i, j, x0, x1, x2, x3):
+        """``arr[i, j:j+4] = x0..x3`` (float32, rounded to the array's dtype), one access."""
+        if not _quad_ok(arr, i, j):
+            return None
+        sig = types.void(arr, i, j, types.float32, types.float32, types.float32, types.float32)
+
+        def codegen(context, builder, signature, args):
+            aryty = signature.args[0]
+            ptr = _quad_pointer(context, builder, aryty, args[0], args[1], i, args[2], j)
+            vec = ir.Constant(ptr.type.pointee, ir.Undefined)
+            for k, value in enumerate(args[3:]):
+                value = context.cast(builder, value, types.float32, aryty.dtype)
+                vec = builder.insert_element(vec, value, ir.Constant(ir.IntType(32), k))
+            builder.store(vec, ptr, align=4 * aryty.dtype.bitwidth // 8)
+            return context.get_dummy_value()
+
+        return sig, codegen
+
+
+def block_threads(group: int) -> int:
+    return max(group, MIN_BLOCK)
+
+
+def make_kernel(group: int, wide: bool):
+    """The kernel for rows of up to ``group * ELEMS`` columns, ``group`` threads per row,
+    with quad (``wide``) or scalar global accesses."""
+    multi_warp = group > 32  # a row spans several warps: one shared exchange per reduction
+    u_group = np.uint32(group)
+    u_rows_per_block = np.uint32(block_threads(group) // group)
+    u_warps_per_group = np.uint32(group // 32)
+
+    @cuda.jit
+    def rows_in_registers_kernel(x, out):
+        vals = cuda.local.array(ELEMS, float32)
+        warp_maxes = cuda.shared.array(MAX_WARPS, float32)
+        warp_sums = cuda.shared.array(MAX_WARPS, float32)
+        rows, cols = uint32(x.shape[0]), uint32(x.shape[1])
+        tid = uint32(cuda.threadIdx.x)
+        t = tid % u_group  # this thread's place in its row's group
+        row = uint32(cuda.blockIdx.x) * u_rows_per_block + tid // u_group
+        live = row < rows  # the last block may have fewer rows than it has groups
+        src = min(row, rows - U_ONE)  # dead groups read the last row and store nothing
+        lane, warp = tid & U_LANE_MASK, tid >> U_FIVE
+        first_warp = tid // u_group * u_warps_per_group  # the row's first warp in the block
+
+        # One read of the row. The loads are not predicated: a slot past the end of the row
+        # reads the row's last element(s) again (clamped address) and is set to -inf after,
+        # so no predicate has to live until its load returns and all loads issue at once.
+        if wide:
+            last = cols - U_FOUR  # cols % 4 == 0 here: a quad is wholly in or out
+            for k in range(QUADS):
+                c = (t + uint32(k) * u_group) * U_FOUR
+                v0, v1, v2, v3 = load_quad(x, src, min(c, last))
+                vals[4 * k] = v0
+                vals[4 * k + 1] = v1
+                vals[4 * k + 2] = v2
+                vals[4 * k + 3] = v3
+            for k in range(QUADS):
+                if (t + uint32(k) * u_group) * U_FOUR >= cols:
+                    vals[4 * k] = NEG_INF
+                    vals[4 * k + 1] = NEG_INF
+                    vals[4 * k + 2] = NEG_INF
+                    vals[4 * k + 3] = NEG_INF
+        else:
+            last = cols - U_ONE
+            for k in range(ELEMS):
+                vals[k] = float32(x[src, min(t + uint32(k) * u_group, last)])
+            for k in range(ELEMS):
+                if t + uint32(k) * u_group >= cols:
+                    vals[k] = NEG_INF
+
+        # the row max, from registers
+        m = vals[0]
+        for k in range(1, ELEMS):
+            m = max(m, vals[k])
+        for i in range(5):  # xor butterfly: every lane ends with the warp's max
+            m = max(m, shfl_xor_sync(FULL_MASK, m, 16 >> i))
+        if multi_warp:
+            if lane == U_ZERO:
+                warp_maxes[warp] = m
+            cuda.syncthreads()
+            m = warp_maxes[first_warp + lane] if lane < u_warps_per_group else NEG_INF
+            for i in range(5):
+                m = max(m, shfl_xor_sync(FULL_MASK, m, 16 >> i))
+
+        # exp(v - max) in place, and the row sum
+        s = float32(0.0)
+        for k in range(ELEMS):
+            e = math.exp(vals[k] - m)  # padding: exp(-inf) = 0
+            vals[k] = e
+            s += e
+        for i in range(5):
+            s += shfl_xor_sync(FULL_MASK, s, 16 >> i)
+        if multi_warp:
+            if lane == U_ZERO:
+                warp_sums[warp] = s
+            cuda.syncthreads()
+            s = warp_sums[first_warp + lane] if lane < u_warps_per_group else float32(0.0)
+            for i in range(5):
+                s += shfl_xor_sync(FULL_MASK, s, 16 >> i)
+        inv = float32(1.0) / s
+
+        # one write of the row
+        if live:
+            if wide:
+                for k in range(QUADS):
+                    c = (t + uint32(k) * u_group) * U_FOUR
+                    if c < cols:
+                        store_quad(
+                            out,
+                            row,
+                            c,
+                            vals[4 * k] * inv,
+                            vals[4 * k + 1] * inv,
+                            vals[4 * k + 2] * inv,
+                            vals[4 * k + 3] * inv,
+                        )
+            else:
+                for k in range(ELEMS):
+                    c = t + uint32(k) * u_group
+                    if c < cols:
+                        out[row, c] = vals[k] * inv
+
+    return rows_in_registers_kernel
+
+
+WIDE = {group: make_kernel(group, wide=True) for group in GROUPS}
+SCALAR = {group: make_kernel(group, wide=False) for group in GROUPS}
+# what ``ladder check`` compiles: every variant, named by its access width and group
+KERNELS = {f"wide_{g}": k for g, k in WIDE.items()} | {f"scalar_{g}": k for g, k in SCALAR.items()}
+
+
+def group_for(cols: int) -> int:
+    """Threads per row: the fewest whose registers hold the row (cols <= MAX_COLS)."""
+    return next(g for g in GROUPS if g * ELEMS >= cols)
+
+
+def quads_allowed(*arrays: Any) -> bool:
+    """True when every row of every array starts on a quad boundary (4 elements' bytes)."""
+    for arr in arrays:
+        if arr.shape[1] % 4 != 0:
+            return False
+        pointer = 0 if device.simulator() else arr.__cuda_array_interface__["data"][0]
+        if pointer % (4 * arr.dtype.itemsize) != 0:
+            return False
+    return True
+
+
+def _bytes_moved(size: tuple[int, ...], dtype: str) -> float:
+    rows, cols = size
+    passes = 2 if cols <= MAX_COLS else 3  # longer rows: rung 4's two reads and a write
+    return float(passes * rows * cols * resolve(dtype).itemsize)
+
+
+@rung(
+    problem="softmax",
+    number=5,
+    name="rows-in-registers",
+    title="The row in registers: one read, one write, 16-byte loads",
+    dtypes=("float32", "float16"),
+    bytes_moved=_bytes_moved,
+)
+def launch(x: Any, out: Any = None) -> Any:
+    (x,), out, _ = check_arrays(SOFTMAX, (x,), out, ("float32", "float16"))
+    rows, cols = x.shape
+    if rows == 0 or cols == 0:
+        return out
+    if cols > MAX_COLS:
+        return online_launch(x, out)
+    group = group_for(cols)
+    kernel = (WIDE if quads_allowed(x, out) else SCALAR)[group]
+    threads = block_threads(group)
+    rows_per_block = threads // group
+    kernel[(rows + rows_per_block - 1) // rows_per_block, threads](x, out)
+    return out

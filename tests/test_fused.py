@@ -1,0 +1,109 @@
+"""Every fusion rung (elementwise, softmax, layer norm, GEMM epilogue) against float64.
+
+Parametrized over the registry: a rung added to ladder/fused is tested here without edits. On a
+GPU the shapes are the problems' test sizes (one column, one row, 1000 x 33, 3 x 50000, ...);
+in the simulator, smaller shapes of the same kinds, since it runs every thread in Python.
+"""
+
+import numpy as np
+import pytest
+from conftest import ON_GPU
+
+from ladder.core import timing
+from ladder.core.dtypes import resolve, to_device, to_host
+from ladder.core.rung import get_problem, rungs
+
+FUSED = ["elementwise", "softmax", "layernorm", "gemm-epilogue"]
+SIM_SHAPES = [(1, 1), (1, 257), (257, 1), (37, 33), (3, 5003)]
+
+
+def _cases():
+    for name in FUSED:
+        problem = get_problem(name)
+        for rung in rungs(name):
+            if rung.unavailable_reason() is not None:
+                continue
+            for dtype in rung.dtypes:
+                sizes = problem.test_sizes(dtype)
+                if not ON_GPU and name != "gemm-epilogue":
+                    sizes = SIM_SHAPES
+                for size in sizes:
+                    yield pytest.param(rung, dtype, size, id=f"{rung.key}-{dtype}-{size}")
+
+
+def _run(rung, inputs, dtype):
+    problem = get_problem(rung.problem)
+    shape = problem.reference(inputs).shape
+    out = to_device(np.full(shape, np.nan, resolve(dtype)))  # poisoned: unwritten = NaN
+    returned = rung.launch(*[to_device(x) for x in inputs], out)
+    assert returned is out
+    return to_host(out)
+
+
+@pytest.mark.parametrize(("rung", "dtype", "size"), list(_cases()))
+def test_fused_rung_matches_float64_reference(rung, dtype, size):
+    problem = get_problem(rung.problem)
+    inputs = problem.make_inputs(size, dtype, seed=sum(size))
+    out = _run(rung, inputs, dtype)
+    assert out.dtype == resolve(dtype)
+    assert np.all(np.isfinite(out)), "an element was never written (still NaN) or overflowed"
+    assert timing.relative_error(out, problem.reference(inputs)) <= problem.tolerance(dtype)
+
+
+SOFTMAX = [r for r in rungs("softmax") if r.unavailable_reason() is None]
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float16"])
+@pytest.mark.parametrize("rung", SOFTMAX, ids=lambda r: r.name)
+def test_softmax_is_stable_for_large_inputs(rung, dtype):
+    problem = get_problem("softmax")
+    (x,) = problem.make_inputs((5, 300), dtype, seed=1)
+    x = (x.astype(np.float64) * 2500.0).astype(resolve(dtype))  # values up to +-1e4
+    out = _run(rung, (x,), dtype)
+    assert np.all(np.isfinite(out))
+    assert timing.relative_error(out, problem.reference((x,))) <= problem.tolerance(dtype)
+
+
+def test_fused_epilogue_takes_any_activation():
+    from ladder.fused.r01_gemm_epilogue_separate import relu
+    from ladder.fused.r02_gemm_epilogue_fused import launch_activation
+
+    problem = get_problem("gemm-epilogue")
+    a, b, bias = problem.make_inputs((19, 37, 23), "float32", seed=4)
+    out = to_host(launch_activation(relu, *[to_device(x) for x in (a, b, bias)]))
+    ref = np.maximum(a.astype(np.float64) @ b.astype(np.float64) + bias, 0.0)
+    assert timing.relative_error(out, ref) <= 1e-5
+
+
+DEVICE_RUNGS = [r for name in FUSED for r in rungs(name) if r.unavailable_reason() is None]
+
+
+def _bad(rung):
+    problem = get_problem(rung.problem)
+    size = (4, 8, 6) if rung.problem == "gemm-epilogue" else (4, 8)
+    good = problem.make_inputs(size, rung.dtypes[0], 0)
+    wrong = np.float64 if rung.dtypes[0] == "float32" else np.float32
+    yield "dtype", [good[0].astype(wrong), *good[1:]], TypeError, "must be"
+    if len(good) > 1:
+        yield "vector", [*good[:-1], good[-1][:-1]], ValueError, "must have shape"
+    yield "1-D", [good[0].ravel(), *good[1:]], ValueError, "2-D"
+
+
+@pytest.mark.parametrize(
+    "case",
+    [(r, *c) for r in DEVICE_RUNGS for c in _bad(r)],
+    ids=lambda c: f"{c[0].key}-{c[1]}",
+)
+def test_fused_bad_input_raises_clear_error(case):
+    rung, _, arrays, error, message = case
+    with pytest.raises(error, match=message):
+        rung.launch(*[to_device(np.ascontiguousarray(x)) for x in arrays])
+
+
+@pytest.mark.parametrize("rung", DEVICE_RUNGS, ids=lambda r: r.key)
+def test_fused_host_array_is_refused(rung):
+    problem = get_problem(rung.problem)
+    size = (4, 8, 6) if rung.problem == "gemm-epilogue" else (4, 8)
+    inputs = problem.make_inputs(size, rung.dtypes[0], 0)
+    with pytest.raises(TypeError, match="host array"):
+        rung.launch(inputs[0], *[to_device(x) for x in inputs[1:]])
