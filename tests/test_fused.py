@@ -14,7 +14,8 @@ from ladder.core.dtypes import resolve, to_device, to_host
 from ladder.core.rung import get_problem, rungs
 
 FUSED = ["elementwise", "softmax", "layernorm", "gemm-epilogue"]
-SIM_SHAPES = [(1, 1), (1, 257), (257, 1), (37, 33), (3, 5003)]
+# the simulator runs every thread of every block as a Python thread: few rows (blocks) only
+SIM_SHAPES = [(1, 1), (1, 257), (3, 1), (2, 33), (2, 1030)]
 
 
 def _cases():
@@ -57,7 +58,7 @@ SOFTMAX = [r for r in rungs("softmax") if r.unavailable_reason() is None]
 @pytest.mark.parametrize("rung", SOFTMAX, ids=lambda r: r.name)
 def test_softmax_is_stable_for_large_inputs(rung, dtype):
     problem = get_problem("softmax")
-    (x,) = problem.make_inputs((5, 300), dtype, seed=1)
+    (x,) = problem.make_inputs((2, 300), dtype, seed=1)
     x = (x.astype(np.float64) * 2500.0).astype(resolve(dtype))  # values up to +-1e4
     out = _run(rung, (x,), dtype)
     assert np.all(np.isfinite(out))

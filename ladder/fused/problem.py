@@ -37,7 +37,7 @@ class _RowwiseProblem:
         return [(8192, 8192)]
 
     def simulator_sizes(self, dtype: str = "float32") -> list[tuple[int, ...]]:
-        return [(33, 65)]
+        return [(3, 65)]  # few rows: the simulator runs each block's threads in Python
 
     def test_sizes(self, dtype: str = "float32") -> list[tuple[int, ...]]:
         return list(TEST_SHAPES)

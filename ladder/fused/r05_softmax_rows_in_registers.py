@@ -155,7 +155,7 @@ else:
         def codegen(context, builder, signature, args):
             aryty = signature.args[0]
             ptr = _quad_pointer(context, builder, aryty, args[0], args[1], i, args[2], j)
-            vec = ir.Constant(ptr.type.pointee, ir.Undefined)
+            vec = ir.Constant(ir.VectorType(context.get_data_type(aryty.dtype), 4), ir.Undefined)
             for k, value in enumerate(args[3:]):
                 value = context.cast(builder, value, types.float32, aryty.dtype)
                 vec = builder.insert_element(vec, value, ir.Constant(ir.IntType(32), k))
