@@ -19,7 +19,7 @@ import numpy as np
 
 from ladder.core import device
 
-PROBLEM_PACKAGES = ("ladder.gemm", "ladder.fused")
+PROBLEM_PACKAGES = ("ladder.gemm", "ladder.conv", "ladder.fused")
 
 Launcher = Callable[..., Any]
 

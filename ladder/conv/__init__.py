@@ -1,0 +1,10 @@
+"""Convolution ladder: the ECE408 CNN layers, from a direct convolution to tensor cores.
+
+Rung modules are named ``rNN_<name>.py``; ``problem.py`` defines the problem and the layer
+shapes, ``references.py`` the libraries (cuDNN through PyTorch, im2col + cuBLAS through CuPy).
+"""
+
+from ladder.conv import problem, references  # noqa: F401  (registers the problem, libraries)
+from ladder.core.rung import import_rungs
+
+import_rungs(__name__, __path__)

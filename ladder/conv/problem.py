@@ -1,0 +1,188 @@
+"""Forward convolution on the ECE408 CNN layer shapes (a modified LeNet-5 on Fashion-MNIST).
+
+NCHW input ``x`` (B x C x H x W), weights ``w`` (M x C x K x K), stride 1, no padding:
+
+    y[b, m, h, w] = sum over c, p, q of x[b, c, h + p, w + q] * w[m, c, p, q]
+
+for an output of B x M x (H - K + 1) x (W - K + 1). A size is the tuple (B, C, M, H, W, K).
+The two canonical layers, each with a batch of 10,000 images:
+
+- conv1: (10000, 1, 4, 86, 86, 7): one input channel, four filters;
+- conv2: (10000, 4, 16, 40, 40, 7): four channels in, sixteen out.
+
+Every launcher takes device arrays ``x``, ``w`` and an optional output, plus a keyword
+``stream`` (a Numba stream, or 0 for the default stream) so that the pipelines of the data
+movement ladder can run a rung on their own streams. ``check_arrays`` validates them the same
+way for every rung.
+
+The floor of a layer is the larger of its memory time (the problem's fewest bytes over the
+measured copy bandwidth) and its arithmetic time (its FLOPs over the peak of the arithmetic the
+rung uses: the FP32 peak for CUDA-core rungs, cuBLAS HGEMM's measured rate for tensor cores).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from ladder.core import device
+from ladder.core.dtypes import name_of, resolve
+from ladder.core.rung import register_problem
+
+CONV1 = (10000, 1, 4, 86, 86, 7)
+CONV2 = (10000, 4, 16, 40, 40, 7)
+LAYERS = {"conv1": CONV1, "conv2": CONV2}
+
+# odd shapes for the GPU tests: C=1, M=1, K=1, K=5, H != W, B=1, and a few canonical images
+TEST_SIZES = [
+    (1, 1, 1, 1, 1, 1),
+    (1, 1, 1, 7, 7, 7),
+    (2, 1, 4, 13, 17, 5),
+    (3, 3, 5, 11, 9, 1),
+    (1, 4, 16, 40, 33, 7),
+    (5, 2, 1, 20, 22, 3),
+    (3, 1, 4, 86, 86, 7),
+    (2, 4, 16, 40, 40, 7),
+    (7, 6, 9, 19, 23, 5),
+]
+# the simulator runs every thread of a block as a Python thread: few and small images
+SIMULATOR_SIZES = [(1, 1, 1, 1, 1, 1), (2, 1, 3, 9, 11, 5), (1, 2, 1, 6, 5, 3), (1, 3, 2, 8, 7, 7)]
+
+
+def output_hw(size: tuple[int, ...]) -> tuple[int, int]:
+    _, _, _, h, w, k = size
+    return h - k + 1, w - k + 1
+
+
+class ConvProblem:
+    """y = conv2d(x, w): NCHW, stride 1, no padding; FP32 accumulation for every dtype."""
+
+    name = "conv"
+    bound = "compute"
+    dtypes: tuple[str, ...] = ("float32", "float16")
+
+    def standard_sizes(self, dtype: str = "float32") -> list[tuple[int, ...]]:
+        return [CONV1, CONV2]
+
+    def simulator_sizes(self, dtype: str = "float32") -> list[tuple[int, ...]]:
+        return [(2, 1, 3, 9, 11, 5)]
+
+    def test_sizes(self, dtype: str = "float32") -> list[tuple[int, ...]]:
+        return list(TEST_SIZES)
+
+    def make_inputs(self, size: tuple[int, ...], dtype: str = "float32", seed: int = 0):
+        b, c, m, h, w, k = size
+        rng = np.random.default_rng(seed)
+        x = rng.uniform(-1.0, 1.0, size=(b, c, h, w)).astype(resolve(dtype))
+        wt = rng.uniform(-1.0, 1.0, size=(m, c, k, k)).astype(resolve(dtype))
+        return x, wt
+
+    def reference(self, inputs: tuple[np.ndarray, ...]) -> np.ndarray:
+        x, w = (v.astype(np.float64) for v in inputs)
+        return conv_numpy(x, w)
+
+    def output_shape(self, size: tuple[int, ...]) -> tuple[int, ...]:
+        b, _, m, _, _, _ = size
+        return (b, m, *output_hw(size))
+
+    def output_dtype(self, dtype: str) -> str:
+        return dtype
+
+    def flops(self, size: tuple[int, ...]) -> float:
+        b, c, m, _, _, k = size
+        ho, wo = output_hw(size)
+        return 2.0 * b * m * c * k * k * ho * wo
+
+    def min_bytes(self, size: tuple[int, ...], dtype: str) -> float:
+        b, c, m, h, w, k = size
+        ho, wo = output_hw(size)
+        return float((b * c * h * w + m * c * k * k + b * m * ho * wo) * resolve(dtype).itemsize)
+
+    def tolerance(self, dtype: str) -> float:
+        return {"float32": 1e-5, "float16": 2e-3}[dtype]
+
+    def ceiling_key(self, dtype: str) -> str:
+        return "fp32_peak_tflops" if dtype == "float32" else "cublas_fp16_tflops"
+
+    def floor_ms(
+        self, size: tuple[int, ...], dtype: str, ceilings: dict[str, Any], tensor_cores: bool
+    ) -> float | None:
+        """The layer's floor: max(memory time at the copy bandwidth, arithmetic time at the peak
+        of the arithmetic used), in ms; None without measured ceilings."""
+        copy = ceilings.get("copy_tbps")
+        peak = ceilings.get("cublas_fp16_tflops" if tensor_cores else "fp32_peak_tflops")
+        if not copy or not peak:
+            return None
+        memory_s = self.min_bytes(size, dtype) / (copy * 1e12)
+        return max(memory_s, self.flops(size) / (peak * 1e12)) * 1e3
+
+
+def conv_numpy(x: np.ndarray, w: np.ndarray) -> np.ndarray:
+    """The convolution in numpy, in the inputs' dtype: a sliding-window view contracted with
+    the weights over (c, p, q), one output channel block at a time to bound the memory."""
+    b, c, h, wd = x.shape
+    m, _, k, _ = w.shape
+    ho, wo = h - k + 1, wd - k + 1
+    out = np.empty((b, m, ho, wo), dtype=np.result_type(x, w))
+    if out.size == 0:
+        return out
+    windows = np.lib.stride_tricks.sliding_window_view(x, (k, k), axis=(2, 3))  # b c ho wo p q
+    step = max(1, int(2**22 // max(1, c * ho * wo * k * k)))  # images per slice
+    for start in range(0, b, step):
+        part = windows[start : start + step]
+        out[start : start + step] = np.einsum("bchwpq,mcpq->bmhw", part, w, optimize=True)
+    return out
+
+
+CONV = register_problem(ConvProblem())
+
+
+def check_arrays(x: Any, w: Any, out: Any, dtypes: tuple[str, ...]) -> tuple[Any, Any, Any, str]:
+    """Validate a launcher's device arrays; allocate the output if None.
+
+    Returns x, w and the output as Numba device arrays, and the dtype name. Every rung calls
+    this, so every rung refuses bad input with the same messages.
+    """
+    from numba import cuda
+
+    x = device.device_array(x, "x")
+    w = device.device_array(w, "w")
+    dtype = name_of(x.dtype)
+    if dtype not in dtypes:
+        raise TypeError(f"x must be {' or '.join(dtypes)} for this rung, got {dtype}")
+    if name_of(w.dtype) != dtype:
+        raise TypeError(f"w must be {dtype} like x, got {name_of(w.dtype)}")
+    if x.ndim != 4:
+        raise ValueError(f"x must be 4-D (B, C, H, W), got shape {tuple(x.shape)}")
+    if w.ndim != 4:
+        raise ValueError(f"w must be 4-D (M, C, K, K), got shape {tuple(w.shape)}")
+    b, c, h, wd = (int(v) for v in x.shape)
+    m, cw, k, k2 = (int(v) for v in w.shape)
+    if k != k2:
+        raise ValueError(f"filters must be square (M, C, K, K), got shape {tuple(w.shape)}")
+    if cw != c:
+        raise ValueError(f"w has {cw} input channels but x has {c}")
+    if k < 1 or k > min(h, wd):
+        raise ValueError(f"a {k}x{k} filter does not fit a {h}x{wd} image (stride 1, no padding)")
+    for arr, name in ((x, "x"), (w, "w")):
+        if not device.is_c_contiguous(arr):
+            raise ValueError(f"{name} must be C-contiguous (NCHW); copy it first")
+    shape = (b, m, h - k + 1, wd - k + 1)
+    if out is None:
+        out = cuda.device_array(shape, dtype=resolve(dtype))
+    else:
+        out = device.device_array(out, "out")
+        if tuple(out.shape) != shape:
+            raise ValueError(f"out must have shape {shape}, got {tuple(out.shape)}")
+        if name_of(out.dtype) != dtype:
+            raise TypeError(f"out must be {dtype}, got {name_of(out.dtype)}")
+        if not device.is_c_contiguous(out):
+            raise ValueError("out must be C-contiguous (NCHW)")
+    return x, w, out, dtype
+
+
+def size_of(x: Any, w: Any) -> tuple[int, int, int, int, int, int]:
+    """(B, C, M, H, W, K) of validated arrays."""
+    b, c, h, wd = (int(v) for v in x.shape)
+    return b, c, int(w.shape[0]), h, wd, int(w.shape[2])

@@ -1,0 +1,158 @@
+"""Rung 3, the course baseline: unroll (im2col), a tiled GEMM, and a permute, as three kernels.
+
+A convolution is a matrix multiply in disguise. Unroll the input: column j of a matrix U
+(C K² rows) holds the C x K x K window under output pixel j, for every pixel of every image.
+Then the output is one GEMM, ``Y' = W U``, with W the weights viewed as an M x (C K²) matrix;
+Y' comes out as M x (images x Ho x Wo) and a permute writes it back as NCHW. Three kernels:
+
+1. **unroll**: one thread per element of U, reading the input (coalesced along a row of U,
+   which walks output pixels);
+2. **GEMM**: the shared-memory tiled multiply of the GEMM ladder's rung 3 (16 x 16 tiles of W
+   and of U, one output per thread);
+3. **permute**: Y'[m, b, pixel] to y[b, m, pixel].
+
+The price is memory. U repeats every input element up to K² times: for conv2 it is
+196 x 11.6 M floats, 9 GB at B = 10,000, so the rung works through slices of images whose U
+fits in 256 MB, and each slice writes U once and reads it back in the GEMM. With M = 4 or 16
+rows, the GEMM's 16 x 16 tiles of W are a quarter full (conv1) or full (conv2), but its
+operand U is as large as the problem is: this GEMM is bound by reading U, not by arithmetic.
+
+Prediction: slower than rung 2 at these shapes. The arithmetic is the same and the GEMM tile
+reuses loaded values well, but U costs K² times the input's bytes to write and read again.
+This is the structure a library follows (cuDNN's "implicit precomputed GEMM" and the
+im2col + cuBLAS reference); rung 4 fuses the three steps into one kernel.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+from numba import cuda, float32
+
+from ladder.conv.problem import check_arrays, size_of
+from ladder.core.rung import rung
+
+SLICE_BYTES = 256 * 2**20  # the largest unrolled slice U
+TILE = 16
+THREADS = 256
+_workspace: dict[str, Any] = {}
+
+
+@cuda.jit
+def unroll_kernel(x, u, b0, k, ho, wo):
+    """u[(c, p, q), (b, oy, ox)] = x[b0 + b, c, oy + p, ox + q]."""
+    i = cuda.grid(1)
+    cols = u.shape[1]
+    if i >= u.shape[0] * cols:
+        return
+    row, j = i // cols, i % cols
+    q = row % k
+    p = (row // k) % k
+    c = row // (k * k)
+    ox = j % wo
+    oy = (j // wo) % ho
+    b = j // (wo * ho)
+    u[row, j] = x[b0 + b, c, oy + p, ox + q]
+
+
+@cuda.jit
+def gemm_kernel(a, u, out):
+    """out = a @ u with 16 x 16 shared-memory tiles (the GEMM ladder's rung 3)."""
+    sa = cuda.shared.array((TILE, TILE), float32)
+    su = cuda.shared.array((TILE, TILE), float32)
+    tx, ty = cuda.threadIdx.x, cuda.threadIdx.y
+    row = cuda.blockIdx.y * TILE + ty
+    col = cuda.blockIdx.x * TILE + tx
+    m, kk = a.shape
+    n = u.shape[1]
+    acc = float32(0.0)
+    for t in range(0, kk, TILE):
+        sa[ty, tx] = float32(a[row, t + tx]) if row < m and t + tx < kk else float32(0.0)
+        su[ty, tx] = float32(u[t + ty, col]) if t + ty < kk and col < n else float32(0.0)
+        cuda.syncthreads()
+        for s in range(TILE):
+            acc += sa[ty, s] * su[s, tx]
+        cuda.syncthreads()
+    if row < m and col < n:
+        out[row, col] = acc
+
+
+@cuda.jit
+def permute_kernel(prod, y, b0):
+    """y[b0 + b, m, pixel] = prod[m, (b, pixel)]."""
+    i = cuda.grid(1)
+    m_count, cols = prod.shape
+    if i >= m_count * cols:
+        return
+    pixels = y.shape[2] * y.shape[3]
+    m, j = i // cols, i % cols
+    b, pix = j // pixels, j % pixels
+    y[b0 + b, m, pix // y.shape[3], pix % y.shape[3]] = prod[m, j]
+
+
+def _buffer(name: str, shape: tuple[int, int], dtype: Any) -> Any:
+    """A cached workspace (grown when too small), so timed calls do not allocate."""
+    need = shape[0] * shape[1]
+    key = f"{name}-{dtype}"
+    buf = _workspace.get(key)
+    if buf is None or buf.size < need:
+        buf = cuda.device_array(max(need, 1), dtype=dtype)
+        _workspace[key] = buf
+    return buf[:need].reshape(shape)
+
+
+def _blocks(n: int) -> int:
+    return (n + THREADS - 1) // THREADS
+
+
+@rung(
+    problem="conv",
+    number=3,
+    name="unroll-gemm",
+    title="Unroll (im2col) + tiled GEMM + permute: three kernels",
+    dtypes=("float32", "float16"),
+    bytes_moved=lambda size, dtype: _bytes_moved(size, dtype),
+)
+def launch(x: Any, w: Any, out: Any = None, *, stream: Any = 0) -> Any:
+    x, w, out, _ = check_arrays(x, w, out, ("float32", "float16"))
+    b, c, m, _, _, k = size_of(x, w)
+    ho, wo = out.shape[2], out.shape[3]
+    if not out.size:
+        return out
+    rows = c * k * k
+    per_image = rows * ho * wo * x.dtype.itemsize
+    step = max(1, min(b, SLICE_BYTES // per_image))
+    a = w.reshape(m, rows)
+    for b0 in range(0, b, step):
+        nb = min(step, b - b0)
+        cols = nb * ho * wo
+        u = _buffer("u", (rows, cols), x.dtype)
+        prod = _buffer("prod", (m, cols), x.dtype)
+        unroll_kernel[_blocks(rows * cols), THREADS, stream](x, u, b0, k, ho, wo)
+        grid = ((cols + TILE - 1) // TILE, (m + TILE - 1) // TILE)
+        gemm_kernel[grid, (TILE, TILE), stream](a, u, prod)
+        permute_kernel[_blocks(m * cols), THREADS, stream](prod, out, b0)
+    return out
+
+
+def _example(rows: int, cols: int, like: np.ndarray) -> np.ndarray:
+    return np.empty((rows, cols), like.dtype)
+
+
+# `ladder check` compiles each kernel for example arguments made from the problem's arrays
+KERNEL_ARGS = {
+    "unroll_kernel": lambda x, w, out: (x, _example(9, 4, x), np.int64(0), 3, 2, 2),
+    "gemm_kernel": lambda x, w, out: (_example(2, 9, x), _example(9, 4, x), _example(2, 4, x)),
+    "permute_kernel": lambda x, w, out: (_example(2, 4, x), out, np.int64(0)),
+}
+
+
+def _bytes_moved(size: tuple[int, ...], dtype: str) -> float:
+    """Input read, U written and read, Y' written and read, output written (weights aside)."""
+    bsz, c, m, h, wd, k = size
+    ho, wo = h - k + 1, wd - k + 1
+    item = 2 if dtype == "float16" else 4
+    u = c * k * k * bsz * ho * wo
+    y = bsz * m * ho * wo
+    return float((bsz * c * h * wd + 2 * u + 3 * y) * item)

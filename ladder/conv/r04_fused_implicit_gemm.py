@@ -1,0 +1,82 @@
+"""Rung 4, fused unroll + GEMM + permute: an implicit GEMM, with no intermediate buffer.
+
+Rung 3's unrolled matrix U never needs to exist. The GEMM kernel loads 16 x 16 tiles of U
+into shared memory anyway; this rung computes each tile element from the input instead of
+reading it from U: row (c, p, q) and column (b, oy, ox) of U are just
+``x[b, c, oy + p, ox + q]``. Likewise its result (m, (b, oy, ox)) is written straight to
+``y[b, m, oy, ox]``, so there is no permute. One kernel, no workspace, no slices: the bytes
+drop from rung 3's (K² copies of the input, written and read) to the input (read through L1
+and L2, each element by up to K² tiles) and the output, once.
+
+Each tile load now does integer division and modulo to decode (c, p, q) and (b, oy, ox),
+which is arithmetic the GEMM did not have. And the tile shape is still the GEMM ladder's
+16 x 16 square: with M = 4 (conv1) three quarters of every W tile, and of the threads that
+compute outputs, are padding.
+
+Prediction: several times faster than rung 3, which spent most of its time writing and
+reading U; well short of the arithmetic peak, since a thread still does one multiply-add per
+pair of shared loads. Rung 5 gives each thread many outputs.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from numba import cuda, float32
+
+from ladder.conv.problem import check_arrays, size_of
+from ladder.core.rung import rung
+
+TILE = 16
+
+
+@cuda.jit
+def implicit_gemm_kernel(x, w, y):
+    sw = cuda.shared.array((TILE, TILE), float32)
+    sx = cuda.shared.array((TILE, TILE), float32)
+    tx, ty = cuda.threadIdx.x, cuda.threadIdx.y
+    m_count, c_count, k = w.shape[0], w.shape[1], w.shape[2]
+    ho, wo = y.shape[2], y.shape[3]
+    pixels = ho * wo
+    n = y.shape[0] * pixels
+    kk = c_count * k * k
+    row = cuda.blockIdx.y * TILE + ty  # output channel m
+    col = cuda.blockIdx.x * TILE + tx  # output pixel (b, oy, ox)
+    # the column this thread loads in the U tile: fixed for the whole loop
+    b, pix = col // pixels, col % pixels
+    oy, ox = pix // wo, pix % wo
+    acc = float32(0.0)
+    for t in range(0, kk, TILE):
+        r = t + tx  # W tile: row m, column r of the M x (C K K) weights
+        if row < m_count and r < kk:
+            sw[ty, tx] = float32(w[row, r // (k * k), (r // k) % k, r % k])
+        else:
+            sw[ty, tx] = float32(0.0)
+        r = t + ty  # U tile: row r = (c, p, q), column col = (b, oy, ox)
+        if r < kk and col < n:
+            sx[ty, tx] = float32(x[b, r // (k * k), oy + (r // k) % k, ox + r % k])
+        else:
+            sx[ty, tx] = float32(0.0)
+        cuda.syncthreads()
+        for s in range(TILE):
+            acc += sw[ty, s] * sx[s, tx]
+        cuda.syncthreads()
+    if row < m_count and col < n:
+        y[b, row, oy, ox] = acc
+
+
+@rung(
+    problem="conv",
+    number=4,
+    name="implicit-gemm",
+    title="Fused unroll + GEMM + permute (implicit GEMM)",
+    dtypes=("float32", "float16"),
+)
+def launch(x: Any, w: Any, out: Any = None, *, stream: Any = 0) -> Any:
+    x, w, out, _ = check_arrays(x, w, out, ("float32", "float16"))
+    b, _, m, _, _, _ = size_of(x, w)
+    n = b * out.shape[2] * out.shape[3]
+    if n:
+        grid = ((n + TILE - 1) // TILE, (m + TILE - 1) // TILE)
+        implicit_gemm_kernel[grid, (TILE, TILE), stream](x, w, out)
+    return out

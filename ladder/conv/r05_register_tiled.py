@@ -1,0 +1,257 @@
+"""Rung 5, register tiling with the filter loops unrolled: K is a compile-time constant.
+
+Rungs 2 and 4 give each thread one output, so every multiply-add needs a shared-memory load
+(or two) to feed it. Here each thread computes a small block of outputs, ``mg`` output
+channels x ``th`` rows x ``tw`` columns, in registers, and reuses every value it loads:
+
+- an input value loaded from shared memory feeds all ``mg`` channels (and up to ``th`` rows);
+- a weight loaded from shared memory (all threads of a warp read the same one, a broadcast)
+  feeds the thread's ``tw`` columns (and ``th`` rows).
+
+So one shared load serves about ``tw`` multiply-adds instead of one. The block stages a tile
+of the input (``cc`` channels at a time, all the rows and columns its outputs need) and the
+weights of its ``mg`` channels in shared memory, then runs the unrolled loops.
+
+The kernel is built by a factory for one (K, config): the filter size, the tile sizes and
+hence the loop bounds are Python constants when Numba compiles it, so the inner loops over
+channels-in-group, rows and columns are fully unrolled and the ``mg * th * tw`` accumulators
+live in registers (a ``cuda.local.array`` indexed only by unrolled loop counters; indexed by
+anything else it would be in local memory, which ``ladder check`` would report as stack).
+C and M stay run-time values: blocks loop over channel groups of ``cc`` and the grid's y
+dimension over output channel groups of ``mg``, with zero padding at the ends, so any shape
+works.
+
+Columns are assigned with a stride: thread ``tx`` of a row of ``bw`` threads owns columns
+``tx, tx + bw, ..., tx + (tw - 1) bw`` of the block's tile. Consecutive lanes then read
+consecutive shared-memory words (no bank conflicts) and write consecutive output addresses
+(coalesced stores), where ``tw`` adjacent columns per thread would have given tw-way bank
+conflicts and strided stores.
+
+Prediction: a large step over rung 4, towards the FP32 arithmetic peak: the loads per
+multiply-add fall from about 2 to about 1/tw + 1/mg. The tile sizes below are a reasoned
+guess per layer; rung 6 measures instead.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+from typing import Any
+
+import numpy as np
+from numba import cuda, float32
+from numba.types import float16
+
+from ladder.conv.problem import CONV1, CONV2, check_arrays, size_of
+from ladder.core.rung import rung
+
+SHARED_FLOATS = 12 * 1024  # 48 KB of static shared memory
+MAX_GRID_Z = 65535
+# ptxas keeps 64 accumulators in registers; at 128 (16 x 4 x 2) `ladder check` showed a
+# 512-byte stack frame: the loops were no longer fully unrolled
+MAX_OUTPUTS = 64
+
+
+@dataclasses.dataclass(frozen=True)
+class Config:
+    """Tile sizes: threads per block bw x bh, outputs per thread mg x th x tw, cc channels of
+    input staged at a time."""
+
+    bw: int = 32
+    bh: int = 4
+    tw: int = 2
+    th: int = 2
+    mg: int = 8
+    cc: int = 4
+
+    def __post_init__(self) -> None:
+        if min(self.bw, self.bh, self.tw, self.th, self.mg, self.cc) < 1:
+            raise ValueError(f"every tile size must be at least 1: {self}")
+        if self.bw * self.bh > 1024:
+            raise ValueError(f"{self.bw} x {self.bh} threads: a block has at most 1024")
+        if self.outputs > MAX_OUTPUTS:
+            raise ValueError(
+                f"{self.outputs} outputs per thread: beyond {MAX_OUTPUTS} the compiler stops "
+                "unrolling the loops and the accumulators move to local memory"
+            )
+
+    @property
+    def outputs(self) -> int:
+        return self.mg * self.th * self.tw
+
+    @property
+    def tile_w(self) -> int:
+        return self.bw * self.tw
+
+    @property
+    def tile_h(self) -> int:
+        return self.bh * self.th
+
+    def shared_floats(self, k: int, staged: int = 4) -> int:
+        """Floats of shared memory (staged: bytes per staged input element, 4 or 2)."""
+        tile = self.cc * (self.tile_h + k - 1) * (self.tile_w + k - 1)
+        return tile * staged // 4 + self.mg * self.cc * k * k
+
+    def fits(self, k: int, staged: int = 4) -> bool:
+        return self.shared_floats(k, staged) <= SHARED_FLOATS
+
+
+# reasoned guesses for the two layers (rung 6 replaces them with measured choices)
+DEFAULTS = {
+    CONV1: Config(bw=16, bh=8, tw=5, th=2, mg=4, cc=1),  # a block: 16 x 80 outputs, 4 channels
+    CONV2: Config(bw=17, bh=9, tw=2, th=2, mg=16, cc=4),  # a block: 18 x 34 outputs, 16 ch.
+}
+
+
+def choose(size: tuple[int, ...], table: dict | None = None, staged: int = 4) -> Config:
+    """The config for ``size``: the table's entry for the layer, else one sized to the shape,
+    shrunk until its tiles fit in shared memory."""
+    table = DEFAULTS if table is None else table
+    _, c, m, h, w, k = size
+    found = table.get(tuple(size)) or table.get((10000, *size[1:]))
+    if found is not None and found.fits(k, staged):
+        return found
+    ho, wo = h - k + 1, w - k + 1
+    tw = 2 if wo > 32 else 1
+    bw = min(32, -(-wo // tw))
+    th = 2 if ho > 8 else 1
+    bh = max(1, min(128 // bw, -(-ho // th), 8))
+    config = Config(bw=bw, bh=bh, tw=tw, th=th, mg=min(m, 8), cc=min(c, 4))
+    for smaller in (
+        config,
+        dataclasses.replace(config, cc=1),
+        dataclasses.replace(config, cc=1, th=1, bh=max(1, config.bh // 2)),
+        Config(bw=32, bh=1, tw=1, th=1, mg=1, cc=1),
+    ):
+        if smaller.fits(k, staged):
+            return smaller
+    raise ValueError(
+        f"a {k}x{k} filter needs more than {SHARED_FLOATS * 4} bytes of shared memory for even "
+        "the smallest tile of this rung; rungs 1, 3 and 4 take any filter size"
+    )
+
+
+@functools.cache
+def make_kernel(k: int, config: Config, staged: Any = float32) -> Any:
+    """The register-tiled kernel for filter size ``k`` and ``config``; ``staged`` is the type
+    the input tile is kept in shared memory (float32 here, float16 in rung 7)."""
+    bw, bh, tw, th, mg, cc = (
+        config.bw,
+        config.bh,
+        config.tw,
+        config.th,
+        config.mg,
+        config.cc,
+    )
+    tile_w, tile_h = bw * tw, bh * th
+    span_h, span_w = tile_h + k - 1, tile_w + k - 1
+    rows_in = th + k - 1  # input rows one thread reads for its th output rows
+    threads = bw * bh
+    staged_count = cc * span_h * span_w
+    weight_count = mg * cc * k * k
+    outputs = mg * th * tw  # accumulators per thread
+
+    @cuda.jit
+    def kernel(x, w, y, b0):
+        tile = cuda.shared.array((cc, span_h, span_w), staged)
+        ws = cuda.shared.array((mg, cc, k, k), float32)
+        acc = cuda.local.array(outputs, float32)
+        v = cuda.local.array(tw, float32)
+        for i in range(outputs):
+            acc[i] = float32(0.0)
+        c_count, m_count = x.shape[1], w.shape[0]
+        h, wd = x.shape[2], x.shape[3]
+        ho, wo = y.shape[2], y.shape[3]
+        tx, ty = cuda.threadIdx.x, cuda.threadIdx.y
+        tid = ty * bw + tx
+        tiles_w = (wo + tile_w - 1) // tile_w
+        row0 = (cuda.blockIdx.x // tiles_w) * tile_h
+        col0 = (cuda.blockIdx.x % tiles_w) * tile_w
+        m0 = cuda.blockIdx.y * mg
+        b = cuda.blockIdx.z + b0
+        for c0 in range(0, c_count, cc):
+            cuda.syncthreads()  # the previous group's tiles are no longer read
+            for i in range(tid, staged_count, threads):
+                ci = i // (span_h * span_w)
+                r = (i // span_w) % span_h
+                s = i % span_w
+                gy, gx, c = row0 + r, col0 + s, c0 + ci
+                if c < c_count and gy < h and gx < wd:
+                    tile[ci, r, s] = x[b, c, gy, gx]
+                else:
+                    tile[ci, r, s] = 0
+            for i in range(tid, weight_count, threads):
+                mi = i // (cc * k * k)
+                ci = (i // (k * k)) % cc
+                p = (i // k) % k
+                q = i % k
+                if m0 + mi < m_count and c0 + ci < c_count:
+                    ws[mi, ci, p, q] = float32(w[m0 + mi, c0 + ci, p, q])
+                else:
+                    ws[mi, ci, p, q] = float32(0.0)
+            cuda.syncthreads()
+            for ci in range(cc):
+                for r in range(rows_in):  # input row ty * th + r feeds output rows r - p
+                    for q in range(k):
+                        for j in range(tw):
+                            v[j] = float32(tile[ci, ty * th + r, tx + j * bw + q])
+                        for t in range(th):
+                            p = r - t
+                            if p >= 0 and p < k:
+                                for mi in range(mg):
+                                    wv = ws[mi, ci, p, q]
+                                    for j in range(tw):
+                                        acc[(mi * th + t) * tw + j] += v[j] * wv
+        for mi in range(mg):
+            for t in range(th):
+                for j in range(tw):
+                    oy = row0 + ty * th + t
+                    ox = col0 + tx + j * bw
+                    if m0 + mi < m_count and oy < ho and ox < wo:
+                        y[b, m0 + mi, oy, ox] = acc[(mi * th + t) * tw + j]
+
+    return kernel
+
+
+def launch_config(
+    config: Config, x: Any, w: Any, out: Any = None, *, stream: Any = 0, staged: Any = None
+) -> Any:
+    """The register-tiled kernel with ``config``; ``staged`` defaults to float32."""
+    dtypes = ("float32", "float16")
+    x, w, out, _ = check_arrays(x, w, out, dtypes)
+    b, _, m, _, _, k = size_of(x, w)
+    if not out.size:
+        return out
+    staged = float32 if staged is None else staged
+    if not config.fits(k, 2 if staged is float16 else 4):
+        raise ValueError(f"{config} needs more than {SHARED_FLOATS * 4} bytes of shared memory")
+    kernel = make_kernel(k, config, staged)
+    ho, wo = out.shape[2], out.shape[3]
+    tiles = (-(-ho // config.tile_h)) * (-(-wo // config.tile_w))
+    groups = -(-m // config.mg)
+    for b0 in range(0, b, MAX_GRID_Z):
+        grid = (tiles, groups, min(MAX_GRID_Z, b - b0))
+        kernel[grid, (config.bw, config.bh), stream](x, w, out, b0)
+    return out
+
+
+@rung(
+    problem="conv",
+    number=5,
+    name="register-tiled",
+    title="Register tiling, filter loops unrolled (K constant)",
+    dtypes=("float32",),
+)
+def launch(x: Any, w: Any, out: Any = None, *, stream: Any = 0) -> Any:
+    x, w, out, _ = check_arrays(x, w, out, ("float32",))
+    return launch_config(choose(size_of(x, w)), x, w, out, stream=stream)
+
+
+# the kernels at the layers' configs, named for `ladder check`
+conv1_kernel = make_kernel(CONV1[5], DEFAULTS[CONV1])
+conv2_kernel = make_kernel(CONV2[5], DEFAULTS[CONV2])
+
+# `ladder check` compiles each kernel for example arguments made from the problem's arrays
+KERNEL_ARGS = {
+    name: lambda x, w, out: (x, w, out, np.int64(0)) for name in ("conv1_kernel", "conv2_kernel")
+}

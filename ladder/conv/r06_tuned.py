@@ -1,0 +1,114 @@
+"""Rung 6, tuned per layer: rung 5's kernel with tile sizes chosen by measuring each layer.
+
+Rung 5's tile sizes are reasoned: cover an output row with few idle threads, keep 40 to 64
+accumulators per thread. But the two layers pull in different directions. conv1 has one input
+channel and four filters, so a thread's outputs are mostly columns and rows, and the input
+tile is small; conv2 has sixteen filters over four channels, so a thread naturally covers all
+sixteen channels of a few pixels, and the weights (12.5 KB) and the four-channel input tile
+fill shared memory, which caps the blocks per SM. Occupancy, the waste at tile edges (a 34 x
+34 output does not divide into tiles of 32), and the balance of shared loads to multiply-adds
+trade off in ways that are quicker to measure than to predict.
+
+``sweep(size, dtype)`` times every candidate in ``CANDIDATES[layer]`` with the harness's own
+recipe (checked output, flushed L2, CUDA events, median), and ``TUNED`` holds the winners the
+sweep found on the GPU named below; ``ladder`` records the sweep in
+``results/<gpu>-conv-sweep.json``. Any other shape uses rung 5's choice. Nothing else
+changes: same kernel factory, same correctness at every shape.
+
+Prediction: a few to a few tens of percent over rung 5 per layer.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+from typing import Any
+
+import numpy as np
+
+from ladder.conv.problem import CONV1, CONV2, check_arrays, size_of
+from ladder.conv.r05_register_tiled import DEFAULTS, Config, choose, launch_config, make_kernel
+from ladder.core import timing
+from ladder.core.rung import Rung, get_problem, rung
+
+CANDIDATES = {
+    CONV1: [
+        DEFAULTS[CONV1],  # 16 x 8 threads, 2 x 5 outputs each: 16 x 80 per block
+        Config(bw=16, bh=10, tw=5, th=2, mg=4, cc=1),  # 20 rows: four tiles per image
+        Config(bw=16, bh=16, tw=5, th=1, mg=4, cc=1),
+        Config(bw=16, bh=4, tw=5, th=4, mg=2, cc=1),  # two filter groups
+        Config(bw=20, bh=8, tw=4, th=2, mg=4, cc=1),
+        Config(bw=32, bh=4, tw=3, th=4, mg=4, cc=1),  # 96 columns: 1/6 idle
+        Config(bw=40, bh=4, tw=2, th=5, mg=4, cc=1),
+        Config(bw=16, bh=8, tw=5, th=2, mg=2, cc=1),
+    ],
+    CONV2: [
+        DEFAULTS[CONV2],  # 17 x 9 threads, 16 x 2 x 2 outputs each: 18 x 34 per block
+        Config(bw=17, bh=17, tw=2, th=2, mg=16, cc=4),  # a whole 34 x 34 image per block
+        Config(bw=17, bh=9, tw=2, th=4, mg=8, cc=4),
+        Config(bw=17, bh=9, tw=2, th=2, mg=8, cc=4),
+        Config(bw=17, bh=6, tw=2, th=3, mg=8, cc=4),
+        Config(bw=17, bh=17, tw=2, th=1, mg=16, cc=4),
+        Config(bw=17, bh=9, tw=2, th=2, mg=16, cc=2),  # half the shared memory per block
+        Config(bw=34, bh=9, tw=1, th=4, mg=16, cc=4),
+    ],
+}
+
+# Winners per layer and dtype from `sweep` on the GPU named in the results file; until a sweep
+# has run, rung 5's defaults.
+TUNED: dict[str, dict[tuple[int, ...], Config]] = {
+    "float32": dict(DEFAULTS),
+    "float16": dict(DEFAULTS),
+}
+
+
+def sweep(size: tuple[int, ...], dtype: str = "float32") -> list[dict[str, Any]]:
+    """Time every candidate for ``size`` (a layer of CANDIDATES); fastest first.
+
+    Each entry (JSON-ready): ``config`` (``Config(**entry["config"])`` rebuilds it), ``ok``,
+    ``median_ms``, ``tflops``, ``error``. float16 sweeps rung 7 (half-precision staging).
+    """
+    from ladder.conv.r07_fp16_staging import launch_config as launch_half
+
+    size = tuple(size)
+    problem = get_problem("conv")
+    case = timing.prepare(problem, size, dtype)
+    results = []
+    for config in CANDIDATES.get(size, [choose(size)]):
+        target = launch_half if dtype == "float16" else launch_config
+        candidate = Rung(
+            problem="conv",
+            number=6,
+            name=f"tuned-candidate-{len(results)}",
+            title=str(config),
+            dtypes=(dtype,),
+            launch=functools.partial(target, config),
+        )
+        measured = timing.measure(case, candidate)
+        results.append(
+            {
+                "config": dataclasses.asdict(config),
+                "ok": measured.ok,
+                "median_ms": measured.median_ms,
+                "tflops": measured.tflops,
+                "error": measured.error,
+            }
+        )
+    return sorted(results, key=lambda r: (not r["ok"], r["median_ms"] or float("inf")))
+
+
+@rung(problem="conv", number=6, name="tuned", title="Tile sizes chosen per layer by a sweep")
+def launch(x: Any, w: Any, out: Any = None, *, stream: Any = 0) -> Any:
+    x, w, out, _ = check_arrays(x, w, out, ("float32",))
+    config = choose(size_of(x, w), TUNED["float32"])
+    return launch_config(config, x, w, out, stream=stream)
+
+
+LAYERS = (CONV1, CONV2)
+
+# the kernels the rung launches for the two layers, named for `ladder check`
+KERNELS = {
+    f"{name}_kernel": make_kernel(size[5], TUNED["float32"][size])
+    for name, size in (("conv1", CONV1), ("conv2", CONV2))
+}
+KERNEL_ARGS = {name: lambda x, w, out: (x, w, out, np.int64(0)) for name in KERNELS}

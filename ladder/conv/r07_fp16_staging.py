@@ -1,0 +1,59 @@
+"""Rung 7, FP16 staging: half-precision inputs and outputs, FP32 arithmetic.
+
+The tuned rung 6 is close to the FP32 arithmetic peak on conv2 and moves 4 bytes per element
+of input and output. This rung takes float16 input, weights and output (the problem's
+float16 dtype) and keeps the input tile in shared memory as half: half the bytes from DRAM
+and in shared memory, so a block's tile costs half the shared memory and more blocks fit on
+an SM. Each value is converted to FP32 when it is loaded into a register and every
+multiply-add and the accumulation stay FP32; only the stored output is rounded to half
+(relative error about 1e-4, against the float16 tolerance of 2e-3).
+
+Same kernel factory as rungs 5 and 6 (``make_kernel(k, config, staged=float16)``), with tile
+sizes from the same sweep run on float16 inputs (``r06_tuned.TUNED["float16"]``).
+
+Prediction: little change where the kernel is bound by arithmetic (conv2, and conv1 once its
+loads are cheap): the multiply-adds are the same FP32 instructions. The gain is in bytes:
+conv1 reads 296 MB and writes 256 MB in FP32, half that in FP16, which matters only when
+the kernel is near the memory floor. To go faster, the arithmetic itself must get cheaper:
+rung 8 moves it to the tensor cores.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+from numba.types import float16
+
+from ladder.conv.problem import CONV1, CONV2, check_arrays, size_of
+from ladder.conv.r05_register_tiled import Config, choose, make_kernel
+from ladder.conv.r05_register_tiled import launch_config as launch_staged
+from ladder.conv.r06_tuned import TUNED
+from ladder.core.rung import rung
+
+
+def launch_config(config: Config, x: Any, w: Any, out: Any = None, *, stream: Any = 0) -> Any:
+    """Rung 5's kernel with ``config`` and the input tile staged as half."""
+    x, w, out, _ = check_arrays(x, w, out, ("float16",))
+    return launch_staged(config, x, w, out, stream=stream, staged=float16)
+
+
+@rung(
+    problem="conv",
+    number=7,
+    name="fp16-staging",
+    title="FP16 inputs and outputs staged as half, FP32 arithmetic",
+    dtypes=("float16",),
+)
+def launch(x: Any, w: Any, out: Any = None, *, stream: Any = 0) -> Any:
+    x, w, out, _ = check_arrays(x, w, out, ("float16",))
+    config = choose(size_of(x, w), TUNED["float16"], staged=2)
+    return launch_config(config, x, w, out, stream=stream)
+
+
+# the kernels the rung launches for the two layers, named for `ladder check`
+KERNELS = {
+    f"{name}_kernel": make_kernel(size[5], TUNED["float16"][size], float16)
+    for name, size in (("conv1", CONV1), ("conv2", CONV2))
+}
+KERNEL_ARGS = {name: lambda x, w, out: (x, w, out, np.int64(0)) for name in KERNELS}
