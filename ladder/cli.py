@@ -1,4 +1,5 @@
-"""The ``ladder`` command: list | info | run | bench | plot.
+"""The ``ladder`` command: list | info | run | bench | plot | check | profile | sanitize |
+transfer.
 
 ``python -m ladder`` is the same command.
 """
@@ -288,6 +289,12 @@ def cmd_sanitize(args: argparse.Namespace) -> int:
     return 1 if bad or missed else 0
 
 
+def cmd_transfer(args: argparse.Namespace) -> int:
+    from ladder.transfer import bench
+
+    return bench.main(args.rest)
+
+
 def cmd_child(args: argparse.Namespace) -> int:
     from ladder.core import tools
 
@@ -354,6 +361,13 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--tools", nargs="+", default=["memcheck", "racecheck"])
     p.add_argument("--json", help="also write the results to this file")
     p.set_defaults(func=cmd_sanitize)
+
+    p = sub.add_parser(
+        "transfer",
+        help="data movement: transfers, overlap, launch costs -> results/<gpu>-transfer.json",
+    )
+    p.add_argument("rest", nargs=argparse.REMAINDER, help="options of python -m ladder.transfer")
+    p.set_defaults(func=cmd_transfer)
 
     p = sub.add_parser("_child")  # what profile and sanitize run under the NVIDIA tools
     p.add_argument("rest", nargs=argparse.REMAINDER)

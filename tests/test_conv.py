@@ -103,7 +103,7 @@ def test_cpu_rung_refuses_device_arrays_and_mixed_dtypes():
     x, w = PROBLEM.make_inputs((1, 1, 2, 5, 5, 3), "float32")
     with pytest.raises(TypeError, match="NumPy"):
         cpu.launch(to_device(x), w)
-    with pytest.raises(TypeError, match="float32 or float16"):
+    with pytest.raises(TypeError, match="must both be float32"):
         cpu.launch(x, w.astype(np.float16))
 
 
@@ -158,3 +158,44 @@ def test_more_images_than_one_grid_launch(rung):
     inputs = PROBLEM.make_inputs(size, dtype, seed=7)
     out = _run(rung, inputs, dtype)
     assert timing.relative_error(out, PROBLEM.reference(inputs)) <= PROBLEM.tolerance(dtype)
+
+
+@gpu_only
+def test_float64_reference_on_the_gpu_matches_numpy():
+    from ladder.conv.problem import conv_float64_gpu
+
+    rng = np.random.default_rng(5)
+    x = rng.standard_normal((7, 3, 20, 17))
+    w = rng.standard_normal((5, 3, 5, 5))
+    np.testing.assert_allclose(conv_float64_gpu(x, w), conv_numpy(x, w), rtol=1e-12, atol=1e-12)
+
+
+def test_layer_table_sums_layers_and_compares_with_cudnn(tmp_path):
+    from ladder.conv import summary
+
+    def run(rung, shape, ms, dtype="float32", reference=False):
+        return {
+            "problem": "conv", "rung": rung, "number": 99 if reference else 5, "dtype": dtype,
+            "shape": list(shape), "ok": True, "median_ms": ms, "reference": reference,
+        }  # fmt: skip
+
+    runs = [
+        run("register-tiled", CONV1, 1.0),
+        run("register-tiled", CONV2, 2.0),
+        run("cudnn", CONV1, 10.0, reference=True),
+        run("cudnn", CONV2, 8.0, reference=True),
+        run("naive", CONV1, 5.0),  # one layer only: no row
+    ]
+    ceilings = {"copy_tbps": 4.0, "fp32_peak_tflops": 60.0, "cublas_fp16_tflops": 700.0}
+    rows = summary.layer_table(runs, ceilings)
+    assert [r["rung"] for r in rows] == ["register-tiled", "cudnn"]
+    tiled = rows[0]
+    assert tiled["sum_ms"] == 3.0 and tiled["x_cudnn_fp32"] == pytest.approx(6.0)
+    assert tiled["conv1_x_floor"] == pytest.approx(
+        1.0 / PROBLEM.floor_ms(CONV1, "float32", ceilings, False)
+    )
+    assert "| 5 | register-tiled | float32 | 1.000 | 2.000 | 3.000 | 6.00 |" in summary.markdown(
+        rows
+    )
+    summary.plot(rows, str(tmp_path / "layers.png"))
+    assert (tmp_path / "layers.png").stat().st_size > 0

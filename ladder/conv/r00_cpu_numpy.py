@@ -22,7 +22,7 @@ from ladder.core.rung import rung
     number=0,
     name="cpu-numpy",
     title="CPU: NumPy sliding windows + einsum",
-    dtypes=("float32", "float16"),
+    dtypes=("float32",),
     needs=("cpu",),
 )
 def launch(x: np.ndarray, w: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
@@ -31,14 +31,13 @@ def launch(x: np.ndarray, w: np.ndarray, out: np.ndarray | None = None) -> np.nd
             raise TypeError(f"{name} must be a NumPy array for the CPU rung")
         if arr.ndim != 4:
             raise ValueError(f"{name} must be 4-D, got shape {arr.shape}")
-    if x.dtype != w.dtype or x.dtype not in (np.float32, np.float16):
-        raise TypeError(f"x and w must both be float32 or float16, got {x.dtype} and {w.dtype}")
+    if x.dtype != np.float32 or w.dtype != np.float32:
+        raise TypeError(f"x and w must both be float32, got {x.dtype} and {w.dtype}")
     if w.shape[1] != x.shape[1] or w.shape[2] != w.shape[3] or w.shape[2] > min(x.shape[2:]):
         raise ValueError(f"weights {w.shape} do not fit input {x.shape}")
-    # float16 is accumulated in float32, like the GPU rungs, and rounded once at the end
-    y = conv_numpy(x.astype(np.float32, copy=False), w.astype(np.float32, copy=False))
+    y = conv_numpy(x, w)
     if out is None:
-        return y.astype(x.dtype, copy=False)
+        return y
     if out.shape != y.shape or out.dtype != x.dtype:
         raise ValueError(f"out must be {x.dtype} of shape {y.shape}")
     out[...] = y

@@ -39,7 +39,7 @@ import functools
 from typing import Any
 
 import numpy as np
-from numba import cuda, float32
+from numba import cuda, float32, uint32
 from numba.types import float16
 
 from ladder.conv.problem import CONV1, CONV2, check_arrays, size_of
@@ -145,11 +145,14 @@ def make_kernel(k: int, config: Config, staged: Any = float32) -> Any:
     )
     tile_w, tile_h = bw * tw, bh * th
     span_h, span_w = tile_h + k - 1, tile_w + k - 1
-    rows_in = th + k - 1  # input rows one thread reads for its th output rows
     threads = bw * bh
     staged_count = cc * span_h * span_w
     weight_count = mg * cc * k * k
     outputs = mg * th * tw  # accumulators per thread
+    # the loop bounds and strides of the inner loops as unsigned numbers: Numba adds a
+    # wrap-around check (for negative values) to every signed index (see the GEMM rung 6)
+    u_cc, u_k, u_th, u_tw, u_mg = (np.uint32(n) for n in (cc, k, th, tw, mg))
+    u_bw, u_th1 = np.uint32(bw), np.uint32(th)
 
     @cuda.jit
     def kernel(x, w, y, b0):
@@ -157,6 +160,7 @@ def make_kernel(k: int, config: Config, staged: Any = float32) -> Any:
         ws = cuda.shared.array((mg, cc, k, k), float32)
         acc = cuda.local.array(outputs, float32)
         v = cuda.local.array(tw, float32)
+        wv = cuda.local.array(mg, float32)
         for i in range(outputs):
             acc[i] = float32(0.0)
         c_count, m_count = x.shape[1], w.shape[0]
@@ -190,18 +194,18 @@ def make_kernel(k: int, config: Config, staged: Any = float32) -> Any:
                 else:
                     ws[mi, ci, p, q] = float32(0.0)
             cuda.syncthreads()
-            for ci in range(cc):
-                for r in range(rows_in):  # input row ty * th + r feeds output rows r - p
-                    for q in range(k):
-                        for j in range(tw):
-                            v[j] = float32(tile[ci, ty * th + r, tx + j * bw + q])
-                        for t in range(th):
-                            p = r - t
-                            if p >= 0 and p < k:
-                                for mi in range(mg):
-                                    wv = ws[mi, ci, p, q]
-                                    for j in range(tw):
-                                        acc[(mi * th + t) * tw + j] += v[j] * wv
+            utx, uty = uint32(tx), uint32(ty)
+            for ci in range(u_cc):
+                for p in range(u_k):
+                    for q in range(u_k):
+                        for mi in range(u_mg):  # the group's weights at (ci, p, q): broadcasts
+                            wv[mi] = ws[mi, ci, p, q]
+                        for t in range(u_th):
+                            for j in range(u_tw):
+                                v[j] = float32(tile[ci, uty * u_th1 + t + p, utx + j * u_bw + q])
+                            for mi in range(mg):
+                                for j in range(tw):
+                                    acc[(mi * th + t) * tw + j] += v[j] * wv[mi]
         for mi in range(mg):
             for t in range(th):
                 for j in range(tw):

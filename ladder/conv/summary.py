@@ -1,0 +1,136 @@
+"""The convolution ladder layer by layer, as the course reports it: op time per layer and their
+sum, against cuDNN in FP32 and against each layer's floor.
+
+Works on run records (``Measurement.to_dict()`` or a results file's ``runs``), so the notebook
+and the README draw the same figures from the same file.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ladder.conv.problem import CONV, LAYERS
+
+TENSOR_CORE_RUNGS = {"tensor-core"}  # rungs whose arithmetic runs on the tensor cores
+
+
+def layer_of(
+    shape: list[int] | tuple[int, ...], layers: dict[str, tuple[int, ...]] | None = None
+) -> str | None:
+    """'conv1' or 'conv2' for a run at one of the layers' shapes (any batch), else None."""
+    for name, size in (layers or LAYERS).items():
+        if tuple(shape[1:]) == size[1:]:
+            return name
+    return None
+
+
+def _tensor(run: dict[str, Any]) -> bool:
+    return run["rung"] in TENSOR_CORE_RUNGS or (run["reference"] and run["dtype"] != "float32")
+
+
+def layer_table(
+    runs: list[dict[str, Any]],
+    ceilings: dict[str, Any] | None,
+    layers: dict[str, tuple[int, ...]] | None = None,
+) -> list[dict[str, Any]]:
+    """One row per (rung, dtype) measured on both layers at the same batch: ms per layer, the
+    sum, the speedup over cuDNN FP32 on the sum, and each layer's time over its floor.
+    ``layers`` maps 'conv1' and 'conv2' to other shapes (the simulator's small stand-ins)."""
+    found: dict[tuple[str, str, int], dict[str, Any]] = {}
+    for run in runs:
+        layer = layer_of(run["shape"], layers)
+        if run["problem"] != "conv" or layer is None:
+            continue
+        key = (run["rung"], run["dtype"], run["shape"][0])
+        row = found.setdefault(
+            key,
+            {
+                "rung": run["rung"],
+                "number": run["number"],
+                "reference": run["reference"],
+                "dtype": run["dtype"],
+                "batch": run["shape"][0],
+            },
+        )
+        ms = run["median_ms"] if run.get("ok") else None
+        row[f"{layer}_ms"] = ms
+        floor = CONV.floor_ms(tuple(run["shape"]), run["dtype"], ceilings or {}, _tensor(run))
+        row[f"{layer}_floor_ms"] = floor
+        row[f"{layer}_x_floor"] = ms / floor if ms and floor else None
+    rows = [r for r in found.values() if "conv1_ms" in r and "conv2_ms" in r]
+    for row in rows:
+        both = row["conv1_ms"] is not None and row["conv2_ms"] is not None
+        row["sum_ms"] = row["conv1_ms"] + row["conv2_ms"] if both else None
+    for row in rows:
+        cudnn = next(
+            (
+                r
+                for r in rows
+                if r["rung"] == "cudnn" and r["dtype"] == "float32" and r["batch"] == row["batch"]
+            ),
+            None,
+        )
+        ok = cudnn and cudnn["sum_ms"] and row["sum_ms"]
+        row["x_cudnn_fp32"] = cudnn["sum_ms"] / row["sum_ms"] if ok else None
+    return sorted(rows, key=lambda r: (r["batch"], r["reference"], r["number"], r["dtype"]))
+
+
+def markdown(rows: list[dict[str, Any]]) -> str:
+    """The layer table in Markdown."""
+
+    def cell(value: float | None, spec: str) -> str:
+        return "—" if value is None else format(value, spec)
+
+    lines = [
+        "| # | Rung | dtype | conv1 ms | conv2 ms | sum ms | × cuDNN FP32 | conv1 / floor "
+        "| conv2 / floor |",
+        "|---|---|---|---:|---:|---:|---:|---:|---:|",
+    ]
+    for r in rows:
+        lines.append(
+            f"| {_number(r)} | {r['rung']} | {r['dtype']} | {cell(r['conv1_ms'], '.3f')} | "
+            f"{cell(r['conv2_ms'], '.3f')} | {cell(r['sum_ms'], '.3f')} | "
+            f"{cell(r['x_cudnn_fp32'], '.2f')} | {cell(r['conv1_x_floor'], '.2f')} | "
+            f"{cell(r['conv2_x_floor'], '.2f')} |"
+        )
+    return "\n".join(lines)
+
+
+def _number(row: dict[str, Any]) -> str:
+    return "ref" if row["reference"] else str(row["number"])
+
+
+def plot(rows: list[dict[str, Any]], path: str | None = None, title: str = "") -> Any:
+    """Horizontal bars: ms per layer for every rung (log scale), cuDNN FP32 and the floors
+    marked. Returns the matplotlib figure."""
+    import matplotlib
+
+    if path is not None:
+        matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    rows = [r for r in rows if r["sum_ms"] is not None]
+    fig, axes = plt.subplots(1, 2, figsize=(12, 0.4 * len(rows) + 1.6), sharey=True)
+    labels = [f"{_number(r)} {r['rung']} ({r['dtype']})" for r in rows]
+    for ax, layer in zip(axes, ("conv1", "conv2"), strict=True):
+        values = [r[f"{layer}_ms"] for r in rows]
+        colors = ["tab:gray" if r["reference"] else "tab:blue" for r in rows]
+        ax.barh(range(len(rows)), values, color=colors)
+        cudnn = next((r for r in rows if r["rung"] == "cudnn" and r["dtype"] == "float32"), None)
+        if cudnn:
+            ax.axvline(cudnn[f"{layer}_ms"], color="tab:red", ls="--", label="cuDNN FP32")
+        floors = [r[f"{layer}_floor_ms"] for r in rows if r[f"{layer}_floor_ms"]]
+        if floors:
+            ax.axvline(min(floors), color="tab:green", ls=":", label="floor (lowest)")
+        ax.set_xscale("log")
+        ax.set_xlabel("ms (log scale)")
+        ax.set_title(layer)
+        ax.legend(loc="lower right", fontsize=8)
+    axes[0].set_yticks(range(len(rows)), labels)
+    axes[0].invert_yaxis()
+    if title:
+        fig.suptitle(title)
+    fig.tight_layout()
+    if path is not None:
+        fig.savefig(path, dpi=110)
+    return fig

@@ -1,0 +1,266 @@
+"""Data movement: transfers, the pipelined convolution, graph capture and replay, launch costs.
+
+In the simulator, streams, events, pinned and mapped arrays all run synchronously: these tests
+check the answers, the bookkeeping and the figures there, and check them again on a GPU, where
+the GPU-only tests also check that the copies and kernels really overlap and that capture
+refuses what it must refuse.
+"""
+
+import json
+
+import numpy as np
+import pytest
+from conftest import ON_GPU, gpu_only
+from numba import cuda
+
+from ladder.conv.problem import CONV, conv_numpy
+from ladder.core.rung import get_rung
+from ladder.core.timing import relative_error
+from ladder.transfer import bench, graphs, launch, pipeline, plot, transfers
+
+NAIVE = get_rung("conv", "naive")
+# the simulator runs every thread as a Python thread: three tiny images there
+SIZE = (37, 4, 16, 40, 40, 7) if ON_GPU else (3, 1, 2, 9, 8, 3)
+
+
+def _layer(size=SIZE, seed=3):
+    x, w = CONV.make_inputs(size, "float32", seed)
+    out_shape = CONV.output_shape(size)
+    return x, w, out_shape
+
+
+def test_transfer_sweep_gives_a_record_per_kind_direction_and_size():
+    sizes = [4096, 8192]
+    records = transfers.sweep(sizes, repeats=2)
+    assert len(records) == len(transfers.KINDS) * len(transfers.DIRECTIONS) * len(sizes)
+    for r in records:
+        assert r.bytes in sizes and len(r.samples_ms) == 2
+        assert r.median_ms > 0 and r.gbps > 0
+        timed_by_events = ON_GPU and r.kind != "pageable"
+        assert r.clock == ("events" if timed_by_events else "host")
+        assert r.simulated == (not ON_GPU)
+    peak = transfers.peak(records)
+    assert set(peak) == {"h2d", "d2h"}
+    assert peak["h2d"]["gbps"] == max(r.gbps for r in records if r.direction == "h2d")
+    json.dumps([r.to_dict() for r in records])
+
+
+def test_transfer_sweep_refuses_sizes_that_are_not_whole_words():
+    with pytest.raises(ValueError, match="multiples of 8"):
+        transfers.sweep([4100])
+
+
+@pytest.mark.parametrize("host_memory", pipeline.HOST_MEMORIES)
+def test_pipelined_layer_is_identical_to_the_sequential_one(host_memory, tmp_path):
+    x, w, out_shape = _layer()
+    expected = np.full(out_shape, np.nan, dtype=np.float32)
+    sequential = pipeline.Sequential(x.shape, w, NAIVE.launch).run(x, expected)
+    ref = conv_numpy(x.astype(np.float64), w.astype(np.float64))
+    assert relative_error(expected, ref) <= CONV.tolerance("float32")
+
+    pinned = host_memory == "pinned"
+    xs, out = x, np.full(out_shape, np.nan, dtype=np.float32)
+    if pinned:
+        xs, out = pipeline.pinned_copy(xs), pipeline.pinned_copy(out)
+    chunks, streams = 3, 2
+    with pipeline.Pipelined(
+        x.shape,
+        w,
+        NAIVE.launch,
+        chunks=chunks,
+        streams=streams,
+        copy_threads=2,
+        host_memory=host_memory,
+    ) as pipelined:
+        runs = [pipelined.run(xs, out) for _ in range(2)]  # buffers are reused between runs
+    assert np.array_equal(out, expected)
+
+    run = runs[-1]
+    assert (run.mode, run.host_memory, run.chunks, run.streams) == (
+        "pipelined",
+        host_memory,
+        chunks,
+        streams,
+    )
+    device_ops = [op for op in run.ops if op.lane.startswith("stream")]
+    assert sorted((op.chunk, op.kind) for op in device_ops) == sorted(
+        (i, kind) for i in range(chunks) for kind in pipeline.STAGES
+    )
+    assert {op.lane for op in device_ops} == {f"stream {s}" for s in range(streams)}
+    host_ops = [op for op in run.ops if op.lane.startswith("host")]
+    assert len(host_ops) == (0 if pinned else 2 * chunks)
+    assert all(0 <= op.start_ms <= op.end_ms <= run.wall_ms for op in run.ops)
+    stages = run.stage_ms()
+    assert set(stages) == set(pipeline.STAGES) | (set() if pinned else {pipeline.HOST_STAGE})
+    assert 0 < run.efficiency <= 1.0
+    assert sequential.efficiency <= 1.0 and sequential.ops[0].lane == "default stream"
+
+    drawn = plot.timeline([sequential.to_dict(), run.to_dict()], tmp_path / "timeline.png")
+    assert drawn.stat().st_size > 0
+
+
+def test_chunks_need_not_divide_the_batch():
+    x, w, out_shape = _layer()
+    baseline = np.empty(out_shape, dtype=np.float32)
+    pipeline.Sequential(x.shape, w, NAIVE.launch).run(x, baseline)
+    out = np.full(out_shape, np.nan, dtype=np.float32)
+    with pipeline.Pipelined(x.shape, w, NAIVE.launch, chunks=2, streams=3) as pipelined:
+        assert pipelined.chunks == 2
+        pipelined.run(x, out)
+    assert np.array_equal(out, baseline)
+    with pipeline.Pipelined(x.shape, w, NAIVE.launch, chunks=100, streams=1) as pipelined:
+        assert pipelined.chunks == x.shape[0]  # never more chunks than images
+
+
+def test_pipeline_refuses_arrays_of_the_wrong_shape():
+    x, w, out_shape = _layer()
+    with pipeline.Pipelined(x.shape, w, NAIVE.launch, chunks=2, streams=2) as pipelined:
+        with pytest.raises(ValueError, match="out must be"):
+            pipelined.run(x, np.empty((1, *out_shape[1:]), dtype=np.float32))
+        with pytest.raises(TypeError, match="host"):
+            pipelined.run(cuda.to_device(x), np.empty(out_shape, dtype=np.float32))
+    with pytest.raises(ValueError, match="host_memory"):
+        pipeline.Pipelined(x.shape, w, NAIVE.launch, host_memory="mapped")
+
+
+def test_default_rung_is_a_float32_gpu_rung():
+    chosen = pipeline.default_rung()
+    assert not chosen.on_cpu and not chosen.reference and "float32" in chosen.dtypes
+
+
+def _chain(x, y, length):
+    def issue(stream):
+        for step in range(length):
+            src, dst = (x, y) if step % 2 == 0 else (y, x)
+            launch.add_one[1, launch.THREADS, stream](src, dst)
+
+    return issue
+
+
+def test_graph_replay_gives_the_same_results_as_direct_launches():
+    start = np.arange(launch.THREADS, dtype=np.float32)
+    x = cuda.to_device(start)
+    y = cuda.device_array(launch.THREADS, dtype=np.float32)
+    stream = cuda.stream()
+    issue = _chain(x, y, 6)
+    issue(stream)
+    stream.synchronize()
+    direct = x.copy_to_host()
+    assert np.array_equal(direct, start + 6)
+
+    x.copy_to_device(start)
+    with graphs.capture(issue, stream, warm_up=False) as graph:
+        stream.synchronize()
+        assert np.array_equal(x.copy_to_host(), start), "capture must record, not run"
+        if ON_GPU:
+            assert graph.nodes == 6 and not graph.simulated
+        graph.replay()
+        stream.synchronize()
+        assert np.array_equal(x.copy_to_host(), direct)
+        graph.replay()  # the same launches again, on the arrays as they are now
+        stream.synchronize()
+        assert np.array_equal(x.copy_to_host(), start + 12)
+    with pytest.raises(graphs.CaptureError, match="closed"):
+        graph.replay()
+
+
+def test_graph_of_a_convolution_rung_matches_the_rung():
+    x, w, out_shape = _layer()
+    dx, dw = cuda.to_device(x), cuda.to_device(w)
+    direct = NAIVE.launch(dx, dw).copy_to_host()
+    out = cuda.to_device(np.full(out_shape, np.nan, dtype=np.float32))
+    stream = cuda.stream()
+    graph = graphs.capture(lambda s: NAIVE.launch(dx, dw, out, stream=s), stream)
+    out.copy_to_device(np.full(out_shape, np.nan, dtype=np.float32))
+    graph.replay()
+    stream.synchronize()
+    assert np.array_equal(out.copy_to_host(), direct)
+    graph.close()
+
+
+def test_graphs_need_a_stream_of_their_own():
+    with pytest.raises(ValueError, match="stream"):
+        graphs.capture(lambda s: None, 0)
+
+
+@gpu_only
+def test_capture_reports_a_launch_on_the_default_stream():
+    x = cuda.to_device(np.zeros(launch.THREADS, dtype=np.float32))
+    y = cuda.device_array(launch.THREADS, dtype=np.float32)
+    launch.add_one[1, launch.THREADS](x, y)  # compiled before capture
+    cuda.synchronize()
+
+    def stray(stream):
+        launch.add_one[1, launch.THREADS](x, y)  # no stream: the default stream
+
+    with pytest.raises(graphs.CaptureError):
+        graphs.capture(stray, cuda.stream(), warm_up=False)
+    launch.add_one[1, launch.THREADS](x, y)  # the context is still usable
+    cuda.synchronize()
+
+
+@gpu_only
+@pytest.mark.parametrize("host_memory", pipeline.HOST_MEMORIES)
+def test_copies_and_kernels_overlap_on_the_gpu(host_memory):
+    x, w, out_shape = _layer((2000, 4, 16, 40, 40, 7))
+    xs, out = x, np.empty(out_shape, dtype=np.float32)
+    if host_memory == "pinned":
+        xs, out = pipeline.pinned_copy(xs), pipeline.pinned_copy(out)
+    with pipeline.Pipelined(
+        x.shape, w, NAIVE.launch, chunks=8, streams=3, host_memory=host_memory
+    ) as pipelined:
+        pipelined.run(xs, out)
+        run = pipelined.run(xs, out)
+
+    def overlaps(kind_a, kind_b):
+        a = [op for op in run.ops if op.kind == kind_a]
+        b = [op for op in run.ops if op.kind == kind_b]
+        return any(p.start_ms < q.end_ms and q.start_ms < p.end_ms for p in a for q in b)
+
+    assert overlaps("h2d", "kernel") and overlaps("kernel", "d2h")
+    assert run.wall_ms < sum(run.stage_ms().values())
+
+
+@gpu_only
+def test_pinned_pipeline_refuses_pageable_arrays():
+    x, w, out_shape = _layer()
+    with pipeline.Pipelined(x.shape, w, NAIVE.launch, host_memory="pinned") as pipelined:
+        with pytest.raises(ValueError, match="pinned"):
+            pipelined.run(x, np.empty(out_shape, dtype=np.float32))
+
+
+def test_launch_costs_are_measured_every_way(tmp_path):
+    found = launch.measure(launches=3, repeats=1, chain=3, replays=2)
+    costs = {c["name"]: c for c in found["costs"]}
+    assert set(costs) == {
+        "numba-device-arrays",
+        "numba-cupy-arrays",
+        "numba-wrapped-once",
+        "cupy-rawkernel",
+        "numba-chain-direct",
+        "graph-replay",
+    }
+    for name in ("numba-device-arrays", "numba-chain-direct", "graph-replay"):
+        assert costs[name]["median_us"] > 0
+    if ON_GPU:
+        assert found["graph"]["nodes"] == 3
+        assert found["graph"]["replay_gpu_us_per_kernel"] > 0
+    if not ON_GPU:
+        assert costs["cupy-rawkernel"]["error"] and costs["cupy-rawkernel"]["median_us"] is None
+    json.dumps(found)
+    assert plot.launch_costs(found, tmp_path / "launch.png").stat().st_size > 0
+
+
+@pytest.mark.skipif(ON_GPU, reason="on a GPU the benchmark is python -m ladder.transfer")
+def test_benchmark_writes_results_and_figures(tmp_path):
+    out = tmp_path / "sim-transfer.json"
+    code = bench.main(["--out", str(out), "--rung", "naive", "--layers", "conv1"])
+    assert code == 0  # the time targets are not judged in the simulator
+    doc = json.loads(out.read_text())
+    assert doc["kind"] == "transfer" and doc["simulated"] and doc["gpu"]
+    assert doc["overlap"]["conv1"]["identical"]
+    assert set(doc["overlap"]["conv1"]["best"]) == set(pipeline.HOST_MEMORIES)
+    assert {c["met"] for name, c in doc["checks"].items() if "target" in c} == {None}
+    for suffix in ("bandwidth", "timeline-conv1", "launch"):
+        assert (tmp_path / f"sim-transfer-{suffix}.png").stat().st_size > 0
+    assert any(line.startswith("check:") for line in bench.summary(doc))
