@@ -19,7 +19,7 @@ import numpy as np
 
 from ladder.core import device
 
-PROBLEM_PACKAGES = ("ladder.gemm", "ladder.conv", "ladder.fused")
+PROBLEM_PACKAGES = ("ladder.gemm", "ladder.conv", "ladder.fused", "ladder.attention")
 
 Launcher = Callable[..., Any]
 

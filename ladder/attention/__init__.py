@@ -1,0 +1,11 @@
+"""Attention ladder: softmax(Q·Kᵀ/√d)·V, from three kernels over an N x N buffer to
+tensor-core flash attention, for multi-head, grouped-query and multi-query attention.
+
+``problem`` registers two problems, ``attention`` and ``attention-causal``; every rung module
+``rNN_<name>.py`` registers its launcher for both. ``memory`` tracks what the rungs allocate.
+"""
+
+from ladder.attention import problem, references  # noqa: F401  (registers problems, libraries)
+from ladder.core.rung import import_rungs
+
+import_rungs(__name__, __path__)

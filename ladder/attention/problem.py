@@ -1,0 +1,270 @@
+"""Attention: O = softmax(Q·Kᵀ/√d)·V for batch × heads × N × d, with an optional causal mask.
+
+Two problems share this definition, ``attention`` and ``attention-causal`` (key j is seen by
+query i only when j <= i, the top-left convention of PyTorch's ``is_causal``). They are two
+problems rather than a flag because the harness hands a launcher its arrays and nothing else;
+every rung registers a launcher for each (``attention_rung``) and takes ``causal=`` when called
+directly.
+
+A size is the tuple (B, H, HKV, N, d): batch, query heads, key/value heads, sequence length
+(queries and keys alike) and head dimension. HKV divides H: HKV = H is ordinary multi-head
+attention, 1 < HKV < H grouped-query attention (GQA), HKV = 1 multi-query attention (MQA);
+query head h reads key/value head h // (H / HKV). Inputs are C-contiguous device arrays
+q (B, H, N, d) and k, v (B, HKV, N, d) in float32 or float16; the output has q's shape and
+dtype. Every rung accumulates in float32. The float64 reference works on the rounded inputs,
+so only a kernel's own rounding is measured.
+
+Work: QKᵀ and PV are 2·N²·d operations each per head, 4·B·H·N²·d in all. Causal attention
+skips about half of the (query, key) pairs and is counted as half of that, 2·B·H·N²·d: the
+convention of the FlashAttention papers and of PyTorch's benchmarks, so TFLOP/s compare.
+Fewest bytes: read q, k and v once and write the output once. At the SDPA shape (B = 4,
+H = 16, N = 4096, d = 64, float16) that is 275 GFLOP over 134 MB, 2048 FLOP per byte: bound
+by arithmetic, and the figure that leads is TFLOP/s.
+
+``check_arrays`` validates a launcher's arrays the same way for every rung.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+from collections.abc import Callable, Iterable
+from typing import Any, NamedTuple
+
+import numpy as np
+
+from ladder.core import device
+from ladder.core.dtypes import name_of, resolve
+from ladder.core.rung import Launcher, register_problem, rung
+
+LOG2E = math.log2(math.e)
+SDPA_SHAPE = (4, 16, 16, 4096, 64)  # the issue's comparison point against SDPA
+# odd shapes for the GPU tests: N = 1, N = 17, d = 16/17/64/80/128, GQA and MQA, N past a tile
+TEST_SIZES = [
+    (1, 1, 1, 1, 16),
+    (1, 1, 1, 1, 64),
+    (1, 2, 2, 17, 16),
+    (2, 2, 1, 17, 64),
+    (1, 2, 2, 17, 128),
+    (1, 2, 1, 33, 17),
+    (1, 1, 1, 64, 64),
+    (1, 4, 2, 130, 64),
+    (2, 2, 2, 200, 80),
+    (1, 4, 1, 257, 128),
+    (1, 2, 2, 1000, 64),
+]
+# the simulator runs every thread of a block as a Python thread: one or two heads, N <= 17
+SIMULATOR_SIZES = [(1, 1, 1, 1, 16), (1, 2, 1, 17, 16)]
+MAX_GRID_YZ = 65535  # kernels put heads in gridDim.y and the batch in gridDim.z
+REFERENCE_CHUNK = 1 << 22  # float64 scores per reference step (32 MB), whatever N is
+
+
+class Shape(NamedTuple):
+    """The dimensions of one attention call, as read from its arrays."""
+
+    batch: int
+    heads: int
+    kv_heads: int
+    n: int
+    d: int
+
+    @property
+    def group(self) -> int:
+        """Query heads per key/value head (1: multi-head, H: multi-query)."""
+        return self.heads // self.kv_heads
+
+    @property
+    def scale(self) -> float:
+        return 1.0 / math.sqrt(self.d)
+
+
+class AttentionProblem:
+    """softmax(Q·Kᵀ/√d)·V, causal or not; sizes (B, H, HKV, N, d)."""
+
+    bound = "compute"
+    dtypes = ("float32", "float16")
+
+    def __init__(self, name: str, causal: bool) -> None:
+        self.name = name
+        self.causal = causal
+
+    def standard_sizes(self, dtype: str = "float16") -> list[tuple[int, ...]]:
+        batch, heads, _, n, d = SDPA_SHAPE
+        return [SDPA_SHAPE, (batch, heads, heads // 4, n, d)]  # MHA, and GQA with 4 groups
+
+    def simulator_sizes(self, dtype: str = "float16") -> list[tuple[int, ...]]:
+        return [SIMULATOR_SIZES[-1]]
+
+    def test_sizes(self, dtype: str = "float16") -> list[tuple[int, ...]]:
+        return list(TEST_SIZES)
+
+    def make_inputs(
+        self, size: tuple[int, ...], dtype: str = "float16", seed: int = 0
+    ) -> tuple[np.ndarray, ...]:
+        batch, heads, kv_heads, n, d = size
+        rng = np.random.default_rng(seed)
+        # standard normal q and k give scores of standard deviation 1 after the 1/√d scale:
+        # a softmax that is neither flat nor one-hot, so its errors show
+        q = rng.standard_normal((batch, heads, n, d), dtype=np.float32).astype(resolve(dtype))
+        k = rng.standard_normal((batch, kv_heads, n, d), dtype=np.float32).astype(resolve(dtype))
+        v = rng.standard_normal((batch, kv_heads, n, d), dtype=np.float32).astype(resolve(dtype))
+        return q, k, v
+
+    def reference(self, inputs: tuple[np.ndarray, ...]) -> np.ndarray:
+        return attention_numpy(*inputs, causal=self.causal)
+
+    def output_shape(self, size: tuple[int, ...]) -> tuple[int, ...]:
+        batch, heads, _, n, d = size
+        return (batch, heads, n, d)
+
+    def output_dtype(self, dtype: str) -> str:
+        return dtype
+
+    def flops(self, size: tuple[int, ...]) -> float:
+        batch, heads, _, n, d = size
+        full = 4.0 * batch * heads * n * n * d
+        return full / 2 if self.causal else full
+
+    def min_bytes(self, size: tuple[int, ...], dtype: str) -> float:
+        batch, heads, kv_heads, n, d = size
+        return float((2 * batch * heads + 2 * batch * kv_heads) * n * d * resolve(dtype).itemsize)
+
+    def tolerance(self, dtype: str) -> float:
+        # float16: the output's own rounding is ~3e-4 relative, P rounded to half for the
+        # tensor cores adds about as much
+        return {"float32": 1e-5, "float16": 2e-3}[dtype]
+
+    def ceiling_key(self, dtype: str) -> str:
+        return {"float32": "cublas_fp32_tflops"}.get(dtype, "cublas_fp16_tflops")
+
+
+def attention_numpy(
+    q: np.ndarray, k: np.ndarray, v: np.ndarray, causal: bool = False
+) -> np.ndarray:
+    """The float64 definition, a block of query rows at a time (N x N never held at once)."""
+    batch, heads, n, d = q.shape
+    group = heads // k.shape[1]
+    out = np.empty(q.shape, np.float64)
+    rows = max(1, REFERENCE_CHUNK // max(n, 1))
+    keys = np.arange(n)
+    for b in range(batch):
+        for h in range(heads):
+            kh = k[b, h // group].astype(np.float64)
+            vh = v[b, h // group].astype(np.float64)
+            for i0 in range(0, n, rows):
+                s = q[b, h, i0 : i0 + rows].astype(np.float64) @ kh.T / math.sqrt(d)
+                if causal:
+                    s[keys[None, :] > np.arange(i0, i0 + s.shape[0])[:, None]] = -np.inf
+                s -= s.max(axis=1, keepdims=True)
+                np.exp(s, out=s)
+                s /= s.sum(axis=1, keepdims=True)
+                out[b, h, i0 : i0 + s.shape[0]] = s @ vh
+    return out
+
+
+ATTENTION = register_problem(AttentionProblem("attention", causal=False))
+CAUSAL = register_problem(AttentionProblem("attention-causal", causal=True))
+PROBLEMS = (ATTENTION, CAUSAL)
+
+
+def get_problem_for(causal: bool) -> AttentionProblem:
+    return CAUSAL if causal else ATTENTION
+
+
+def _bind(launch: Callable[..., Any], causal: bool) -> Launcher:
+    """``launch`` with ``causal`` fixed, named and documented as ``launch`` (same module)."""
+
+    @functools.wraps(launch)
+    def bound(q: Any, k: Any, v: Any, out: Any = None) -> Any:
+        return launch(q, k, v, out, causal=causal)
+
+    bound.__name__ = bound.__qualname__ = launch.__name__ + ("_causal" if causal else "")
+    return bound
+
+
+def attention_rung(
+    *,
+    number: int,
+    name: str,
+    title: str,
+    dtypes: Iterable[str] = ("float32", "float16"),
+    needs: Iterable[str] = ("numba",),
+    min_cc: tuple[int, int] | None = None,
+    reference: bool = False,
+    bytes_moved: Callable[[tuple[int, ...], str], float] | None = None,
+) -> Callable[[Launcher], Launcher]:
+    """Register ``launch(q, k, v, out=None, causal=False)`` as a rung of both problems."""
+
+    def decorate(launch: Launcher) -> Launcher:
+        for problem in PROBLEMS:
+            rung(
+                problem=problem.name,
+                number=number,
+                name=name,
+                title=title,
+                dtypes=dtypes,
+                needs=needs,
+                min_cc=min_cc,
+                reference=reference,
+                bytes_moved=bytes_moved,
+            )(_bind(launch, problem.causal))
+        return launch
+
+    return decorate
+
+
+_NAMES = ("q", "k", "v")
+
+
+def check_arrays(
+    q: Any, k: Any, v: Any, out: Any, dtypes: tuple[str, ...]
+) -> tuple[Any, Any, Any, Any, Shape]:
+    """Validate a launcher's arrays; allocate the output if it is None.
+
+    Returns q, k, v and the output as Numba device arrays, and the shape. Every rung calls
+    this, so every rung refuses bad input with the same messages.
+    """
+    from ladder.attention import memory
+
+    found = tuple(device.device_array(a, name) for a, name in zip((q, k, v), _NAMES, strict=True))
+    dtype = name_of(found[0].dtype)
+    if dtype not in dtypes:
+        raise TypeError(f"q must be {' or '.join(dtypes)} for this rung, got {dtype}")
+    for arr, name in zip(found, _NAMES, strict=True):
+        if name_of(arr.dtype) != dtype:
+            raise TypeError(f"{name} must be {dtype} like q, got {name_of(arr.dtype)}")
+        if arr.ndim != 4:
+            what = "heads" if name == "q" else "kv_heads"
+            raise ValueError(
+                f"{name} must be 4-D (batch, {what}, N, d), got shape {tuple(arr.shape)}"
+            )
+        if not device.is_c_contiguous(arr):
+            raise ValueError(f"{name} must be C-contiguous; copy it first")
+    q, k, v = found
+    batch, heads, n, d = (int(x) for x in q.shape)
+    if tuple(k.shape) != tuple(v.shape):
+        raise ValueError(f"k and v must have the same shape, got {tuple(k.shape)} and "
+                         f"{tuple(v.shape)}")  # fmt: skip
+    kv_batch, kv_heads, kv_n, kv_d = (int(x) for x in k.shape)
+    if (kv_batch, kv_n, kv_d) != (batch, n, d):
+        raise ValueError(
+            f"k and v must have q's batch, N and d: q is {tuple(q.shape)}, k is {tuple(k.shape)}"
+        )
+    if kv_heads == 0 or heads % kv_heads != 0:
+        raise ValueError(
+            f"the query heads ({heads}) must be a multiple of the key/value heads ({kv_heads})"
+        )
+    if max(batch, heads) > MAX_GRID_YZ:
+        raise ValueError(f"at most {MAX_GRID_YZ} batches and heads (grid limit), got "
+                         f"{batch} x {heads}")  # fmt: skip
+    if out is None:
+        out = memory.empty(q.shape, resolve(dtype), "the output")
+    else:
+        out = device.device_array(out, "out")
+        if tuple(out.shape) != tuple(q.shape):
+            raise ValueError(f"out must have q's shape {tuple(q.shape)}, got {tuple(out.shape)}")
+        if name_of(out.dtype) != dtype:
+            raise TypeError(f"out must be {dtype}, got {name_of(out.dtype)}")
+        if not device.is_c_contiguous(out):
+            raise ValueError("out must be C-contiguous")
+    return q, k, v, out, Shape(batch, heads, kv_heads, n, d)

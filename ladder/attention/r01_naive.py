@@ -1,0 +1,150 @@
+"""Rung 1, naive: the scores and the probabilities materialized in global memory, three kernels.
+
+Attention written the way its formula reads, one kernel per step, each the obvious loop:
+
+1. ``scores_kernel``: one thread per (query i, key j) writes ``S[i, j] = q_i · k_j / √d`` (or
+   -inf above the diagonal when causal) into an N x N float32 buffer per head;
+2. ``softmax_kernel``: one thread per row of S walks it three times, for the max, the sum of
+   ``exp(S - max)`` and the probabilities ``P = exp(S - max) / sum``, which overwrite the
+   scores in place (rung 1 of the softmax ladder, in one kernel);
+3. ``pv_kernel``: one thread per output element computes ``O[i, c] = Σ_j P[i, j] · V[j, c]``
+   over all N keys (masked keys hold P = 0 and are multiplied all the same).
+
+Memory: besides its inputs and output, the rung holds one float32 score buffer for every
+head of every batch, B·H·N²·4 bytes: 4.3 GB at the SDPA shape (B = 4, H = 16, N = 4096),
+69 GB at N = 16384 and 275 GB at N = 32768. It asks for that before anything else
+(``memory.empty``), so a buffer that cannot fit raises ``AttentionMemoryError`` naming the
+bytes it needed and the bytes free, rather than failing inside the driver. The probabilities
+overwrite the scores, so the buffer is needed once, not twice.
+
+Bytes: kernel 1 writes S, the softmax reads it three times (max, sum, normalize) and writes
+it, kernel 3 reads it: six passes over B·H·N² floats, 26 GB at the SDPA shape against the
+problem's 134 MB (float16), and the softmax's warps read 32 rows N·4 bytes apart, one sector
+per thread per load. Worse than the bytes is how kernels 1 and 3 fetch their operands: a warp
+of kernel 1 holds 16 consecutive keys, whose rows of k lie d·itemsize bytes apart, so each
+load instruction touches 16 rows; every (i, j) pair reads its two length-d rows on its own,
+2·d loads for d multiply-adds, served by L1 and L2 but never reused from registers or shared
+memory. This is rung 1 of the GEMM ladder twice over, plus the softmax.
+
+Prediction: bound by the load instructions of kernels 1 and 3, like the naive GEMM (about
+0.5 TFLOP/s on an H200), with the softmax's 26 GB of traffic a few milliseconds on top: a
+few hundred milliseconds at the SDPA shape, the rung every later one is measured against.
+The causal problem counts half the FLOPs but this rung does all the work, so its TFLOP/s
+halve.
+
+ptxas reports (sm_90, float32 and float16 alike): 40 registers for ``scores_kernel``, 40 for
+``softmax_kernel``, 48 for ``pv_kernel`` (sm_80: 37 to 39); no shared memory, no spills.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+from numba import cuda, float32
+
+from ladder.attention import memory
+from ladder.attention.problem import attention_rung, check_arrays
+from ladder.core.dtypes import resolve
+
+TILE = 16  # kernels 1 and 3: 16 x 16 threads per block
+ROW_THREADS = 128  # kernel 2: one thread per row of S
+NEG_INF = np.float32(-np.inf)
+
+
+@cuda.jit
+def scores_kernel(q, k, scores, scale, causal):
+    n, d = q.shape[2], q.shape[3]
+    tiles_j = (n + TILE - 1) // TILE
+    i = cuda.blockIdx.x // tiles_j * TILE + cuda.threadIdx.y
+    j = cuda.blockIdx.x % tiles_j * TILE + cuda.threadIdx.x
+    h, b = cuda.blockIdx.y, cuda.blockIdx.z
+    kv = h // (q.shape[1] // k.shape[1])
+    if i < n and j < n:
+        if causal and j > i:
+            scores[b, h, i, j] = NEG_INF
+        else:
+            s = float32(0.0)
+            for c in range(d):
+                s += float32(q[b, h, i, c]) * float32(k[b, kv, j, c])
+            scores[b, h, i, j] = s * scale
+
+
+@cuda.jit
+def softmax_kernel(scores):
+    heads, n = scores.shape[1], scores.shape[2]
+    row = cuda.blockIdx.x * ROW_THREADS + cuda.threadIdx.x
+    if row < scores.shape[0] * heads * n:
+        b, h, i = row // (heads * n), row // n % heads, row % n
+        m = NEG_INF
+        for j in range(n):
+            m = max(m, scores[b, h, i, j])
+        s = float32(0.0)
+        for j in range(n):
+            s += math.exp(scores[b, h, i, j] - m)
+        inv = float32(1.0) / s
+        for j in range(n):
+            scores[b, h, i, j] = math.exp(scores[b, h, i, j] - m) * inv
+
+
+@cuda.jit
+def pv_kernel(probs, v, out):
+    n, d = out.shape[2], out.shape[3]
+    tiles_c = (d + TILE - 1) // TILE
+    i = cuda.blockIdx.x // tiles_c * TILE + cuda.threadIdx.y
+    c = cuda.blockIdx.x % tiles_c * TILE + cuda.threadIdx.x
+    h, b = cuda.blockIdx.y, cuda.blockIdx.z
+    kv = h // (out.shape[1] // v.shape[1])
+    if i < n and c < d:
+        acc = float32(0.0)
+        for j in range(n):
+            acc += probs[b, h, i, j] * float32(v[b, kv, j, c])
+        out[b, h, i, c] = acc
+
+
+def _example_scores(q: np.ndarray) -> np.ndarray:
+    batch, heads, n, _ = q.shape
+    return np.empty((batch, heads, n, n), np.float32)
+
+
+# `ladder check` compiles each kernel for example arguments made from the problem's arrays
+KERNEL_ARGS = {
+    "scores_kernel": lambda q, k, v, out: (q, k, _example_scores(q), np.float32(1), False),
+    "softmax_kernel": lambda q, k, v, out: (_example_scores(q),),
+    "pv_kernel": lambda q, k, v, out: (_example_scores(q), v, out),
+}
+
+
+def _bytes_moved(size: tuple[int, ...], dtype: str) -> float:
+    batch, heads, kv_heads, n, d = size
+    io = (2 * batch * heads + 2 * batch * kv_heads) * n * d * resolve(dtype).itemsize
+    return float(io + 6 * batch * heads * n * n * 4)  # S: written, read 3x, written, read
+
+
+def scores_buffer(batch: int, heads: int, n: int, rung: str) -> Any:
+    """The float32 B x H x N x N buffer, or a clear error saying what it would have needed."""
+    what = f"{rung}'s score matrix ({batch} x {heads} x {n} x {n} float32)"
+    return memory.empty((batch, heads, n, n), np.float32, what)
+
+
+@attention_rung(
+    number=1,
+    name="naive",
+    title="Three kernels: scores, softmax, P·V (N x N in global memory)",
+    bytes_moved=_bytes_moved,
+)
+def launch(q: Any, k: Any, v: Any, out: Any = None, causal: bool = False) -> Any:
+    q, k, v, out, shape = check_arrays(q, k, v, out, ("float32", "float16"))
+    batch, heads, _, n, d = shape
+    if out.size == 0:
+        return out
+    scores = scores_buffer(batch, heads, n, "rung 1")
+    tiles = (n + TILE - 1) // TILE
+    scores_kernel[(tiles * tiles, heads, batch), (TILE, TILE)](
+        q, k, scores, np.float32(shape.scale), bool(causal)
+    )
+    rows = batch * heads * n
+    softmax_kernel[(rows + ROW_THREADS - 1) // ROW_THREADS, ROW_THREADS](scores)
+    pv_kernel[(tiles * ((d + TILE - 1) // TILE), heads, batch), (TILE, TILE)](scores, v, out)
+    return out

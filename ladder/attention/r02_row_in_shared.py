@@ -1,0 +1,134 @@
+"""Rung 2, one block per query row: the row of scores in shared memory, one kernel.
+
+Rung 1 wrote every score to global memory and read it back five times, in three kernels. Here
+one block of 128 threads owns one query row ``i`` of one head and does all three steps on chip:
+
+1. each thread computes the scores of keys ``j = tid, tid + 128, ...`` (``q_i · k_j / √d``) into
+   a shared array of N floats, keeping its own running max; causal rows stop at key ``i``, so
+   the masked half is never computed;
+2. the 128 partial maxima go through a shared array and every thread reads all of them (one
+   barrier, then broadcast reads), then each thread turns its scores into ``exp(s - max)`` in
+   place and the partial sums are combined the same way;
+3. ``P·V``: warp ``w`` sums the keys ``j ≡ w (mod 4)``, lane ``l`` holding output column
+   ``c0 + l`` (a warp reads 32 consecutive values of a row of v: coalesced), and the four
+   warps' partial sums meet in shared memory; the result is scaled by ``1 / sum`` once.
+
+Memory: no N x N buffer anywhere, so the device memory is the inputs and the output, linear in
+N. The row of scores lives in shared memory, N x 4 bytes per block, and that is this rung's
+limit: a block gets 48 KB without opting in, so N is capped at 12,160 (``MAX_N``). Past it the
+launcher raises ``AttentionMemoryError`` naming the shared memory the row would need rather
+than tiling the row, since tiling the keys with a running max and sum is exactly what the
+flash rungs do.
+
+What it costs: every block reads all of k and v of its head, 2·N·d·itemsize bytes, and there
+are B·H·N blocks: 550 GB per call at the SDPA shape in float32, served by L2 (a head's k and v
+are 2 MB, and the blocks of one head run together), but still two loads (q, which every
+thread of the block reads at once, and k) per multiply-add in step 1. The 262,144 blocks
+(16 KB of scores each at N = 4096) fill the SMs, 7 at a time per SM, a limit set by the
+registers (70 x 128 threads), not by shared memory.
+
+Prediction: faster than rung 1 by the five passes over S and two of its three launches, a
+gain of 1.5 to 3x; still far from the tensor cores, since each score costs about as many load
+instructions as rung 1's.
+
+ptxas reports (sm_90, float32 and float16 alike): 70 registers (sm_80: 77), 512 bytes of
+static shared memory (the partials; the scores are dynamic, set at launch), no spills.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+from numba import cuda, float32
+
+from ladder.attention.memory import AttentionMemoryError
+from ladder.attention.problem import attention_rung, check_arrays
+
+THREADS = 128  # one block per query row
+WARPS = THREADS // 32
+BLOCK_SHARED = 48 * 1024  # shared memory a block gets without opting in to more
+STATIC_SHARED = THREADS * 4  # the partials
+MAX_N = (BLOCK_SHARED - STATIC_SHARED) // 4  # scores of one row in the rest
+NEG_INF = np.float32(-np.inf)
+
+
+@cuda.jit
+def row_kernel(q, k, v, out, scale, causal):
+    scores = cuda.shared.array(0, float32)  # N floats, sized at launch
+    partial = cuda.shared.array(THREADS, float32)
+    heads, n, d = q.shape[1], q.shape[2], q.shape[3]
+    i, h, b = cuda.blockIdx.x, cuda.blockIdx.y, cuda.blockIdx.z
+    kv = h // (heads // k.shape[1])
+    tid = cuda.threadIdx.x
+    lane, warp = tid % 32, tid // 32
+    keys = i + 1 if causal else n  # causal: keys after i have probability 0, skip them
+
+    # 1. scores into shared memory, and this thread's max
+    m = NEG_INF
+    for j in range(tid, keys, THREADS):
+        s = float32(0.0)
+        for c in range(d):
+            s += float32(q[b, h, i, c]) * float32(k[b, kv, j, c])
+        s *= scale
+        scores[j] = s
+        m = max(m, s)
+    partial[tid] = m
+    cuda.syncthreads()
+
+    # 2. the row max and sum: every thread reads the 128 partials (broadcast reads)
+    for t in range(THREADS):
+        m = max(m, partial[t])
+    cuda.syncthreads()  # all have read the maxima before the sums overwrite them
+    total = float32(0.0)
+    for j in range(tid, keys, THREADS):
+        p = math.exp(scores[j] - m)
+        scores[j] = p
+        total += p
+    partial[tid] = total
+    cuda.syncthreads()
+    total = float32(0.0)
+    for t in range(THREADS):
+        total += partial[t]
+    inv = float32(1.0) / total
+
+    # 3. P·V: warp w takes keys w, w + 4, ...; lane l one column of a 32-column chunk
+    for c0 in range(0, d, 32):
+        c = c0 + lane
+        acc = float32(0.0)
+        if c < d:
+            for j in range(warp, keys, WARPS):
+                acc += scores[j] * float32(v[b, kv, j, c])
+        cuda.syncthreads()  # the partials of the previous step (or the sums) are read
+        partial[tid] = acc
+        cuda.syncthreads()
+        if warp == 0 and c < d:
+            acc = partial[lane]
+            for w in range(1, WARPS):
+                acc += partial[w * 32 + lane]
+            out[b, h, i, c] = acc * inv
+
+
+# `ladder check` compiles the kernel for example arguments made from the problem's arrays
+KERNEL_ARGS = {"row_kernel": lambda q, k, v, out: (q, k, v, out, np.float32(1), False)}
+
+
+@attention_rung(
+    number=2,
+    name="row-in-shared",
+    title="One block per query row, the scores in shared memory",
+)
+def launch(q: Any, k: Any, v: Any, out: Any = None, causal: bool = False) -> Any:
+    q, k, v, out, shape = check_arrays(q, k, v, out, ("float32", "float16"))
+    batch, heads, _, n, _ = shape
+    if n > MAX_N:
+        raise AttentionMemoryError(
+            f"rung 2's row of {n} float32 scores", n * 4 + STATIC_SHARED,
+            BLOCK_SHARED, "shared memory per block",
+        )  # fmt: skip
+    if out.size:
+        row_kernel[(n, heads, batch), THREADS, 0, n * 4](
+            q, k, v, out, np.float32(shape.scale), bool(causal)
+        )
+    return out

@@ -1,0 +1,412 @@
+// Rung 8 (conv): fused implicit-GEMM convolution on tensor cores, mma.sync in inline PTX.
+// y = conv2d(x, w): x (B, C, H, W) and w (M, C, K, K) half, y (B, M, Ho, Wo) half, FP32
+// accumulation. The GEMM is out[pixel][filter] = sum over k of X[pixel][k] * W[k][filter]:
+// pixels on the M side of mma.m16n8k16 (A), filters on the N side (B), no im2col in memory.
+//
+// Work: an item is one band of output rows of one image (the whole image for the ECE408
+// layers). Blocks are persistent (grid = resident blocks, items strided over them); a block
+// stages an item's input rows (a chunk of channels at a time, usually all of them) in shared
+// memory and its warps take jobs, round after round. A job is 8 "columns" x 2T output rows x 8 NT
+// filters: T m16 tiles stacked down the image, each 8 columns x 2 rows (A row g: row 2i, column g;
+// A row g + 8: row 2i + 1, column g). A column is one output column of one sub-band of 2T rows;
+// columns are numbered sub-band by sub-band, n = sub_band * Wo + w, so that 8 consecutive
+// columns can wrap from the end of one sub-band to the start of the next and no lane idles
+// when Wo is not a multiple of 8.
+//
+// k ordering. A k16 step is two filter rows (p, p + 1) of one channel, 8 filter columns each
+// (q = 8 qc + 0..7; taps with q >= K or p >= K have zero weights). For pixel (h, w) the lane
+// (g, t) needs X[pixel][k = 2t, 2t+1] = x[c][h + p][w + q], x[c][h + p][w + q + 1]: two
+// neighbours of one input row, whatever the parity of w. Shared memory therefore holds the
+// input "pair-expanded" and transposed: word (c, col, r), at ((c * cols + col) * row_stride + r),
+// holds halves col and col + 1 of input row r, so every fragment register is one aligned 32-bit
+// load, and the rows a lane walks down are consecutive words (immediate offsets; row_stride is
+// odd, so the 14 columns a fragment load touches fall in 14 different banks). The four A
+// registers of tile i at k16 step j (filter rows p = 8 pb + 2j, p + 1; tile rows 2i, 2i + 1) are
+//   a0 = F(2i + p),  a1 = F(2i + 1 + p),  a2 = F(2i + p + 1),  a3 = F(2i + 1 + p + 1)
+// with F(r) = word (c, w + q + 2t, r): rows (2k, 2k + 1, 2k + 1, 2k + 2) with k = i + j. The quad
+// depends only on k, so the loop runs over k (the diagonals of the tile x step grid): each quad
+// is built once, from two new row loads, and feeds every (i, j = k - i): 2T + 7 row loads per 8
+// filter rows, not 4 per mma. When the 8-row block has an odd number of filter rows left
+// (K = 7: p = 6), the last step is an m16n8k8 on (rows 2k, 2k + 1).
+//
+// Weights: every B fragment the block needs (k16 x n8, 32 lanes x 2 registers = 256 bytes) is
+// built once in shared memory in fragment order, so a lane fetches its (b0, b1) with one 64-bit
+// load: entry ((((c * QC + qc) * PB + pb) * PAIRS + pair) * NTP + tile) * 32 + lane holds
+//   b0 = (w[8 tile + g][c][p][q], w[..][p][q + 1]),  b1 = the same at p + 1,
+//   p = 8 pb + 2 pair, q = 8 qc + 2t.
+//
+// Input staging: each channel's band (min(RIN, H - h0) rows x W, contiguous in NCHW) is copied
+// with 16-byte cp.async from the aligned chunk at or below its first element (the last chunk
+// of x reads only its valid bytes: src-size zero-fills the rest) into a raw slot, then the warps
+// rewrite it pair-expanded, zeros past the image. One raw buffer: the next load is issued right
+// after the rewrite, so it lands while the warps compute.
+//
+// Output: the accumulator of lane (g, t) holds pixel g (and g + 8: the next row) at filters
+// 2t, 2t + 1. Rounded to half, each 8 x 8 (pixels x filters) half of a tile is transposed in
+// registers by movmatrix, after which the lane holds two adjacent pixels of one filter: one
+// half2 store when they are contiguous and 4-byte aligned (else two halves). When a filter
+// group has at most 4 live filters (conv1), the second pixel row is first shuffled into the
+// lanes of the dead filters, so one transpose and one store cover both rows of a tile.
+//
+// Barriers: the raw slots, the input words and the B fragments are each written between the
+// two barriers of a staging step and read only after the second; the first barrier of the next
+// step is also where every warp has finished reading them. cp.async.wait_group 0 before the
+// first barrier completes this thread's copies, the barrier everyone's.
+#include <cuda_fp16.h>
+
+constexpr int NWARPS = 8;                 // warps per block
+constexpr int THREADS = 32 * NWARPS;      // 256
+constexpr int P_BLOCK = 8;                // filter rows per window: 4 row pairs (k16 steps)
+constexpr int PAIRS = P_BLOCK / 2;        // B fragment slots per window
+constexpr int Q_CHUNK = 8;                // filter columns per k8 half of a k16 step
+constexpr int FRAG_BYTES = 256;           // one B fragment: 32 lanes x (b0, b1)
+constexpr int PAD = 4;                    // words after the input that a window may load
+constexpr int MIN_BLOCKS = 2;             // blocks per SM the register budget is fitted for
+static_assert(FRAG_BYTES == 32 * sizeof(uint2), "a B fragment is one uint2 per lane");
+static_assert(PAD >= 1, "a window with an odd TAPS reads one row past its column's last");
+
+__device__ __forceinline__ void cp_async16(unsigned dst, const void* src, int bytes) {
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(src), "r"(bytes)
+               : "memory");
+}
+__device__ __forceinline__ void cp_async_commit() {
+  asm volatile("cp.async.commit_group;\n" ::: "memory");
+}
+__device__ __forceinline__ void cp_async_wait_all() {
+  asm volatile("cp.async.wait_group 0;\n" ::: "memory");
+}
+// d += a (16 x 16, row) * b (16 x 8, col). With g = lane / 4, t = lane % 4:
+//   a0 = A[g][2t, 2t+1], a1 = A[g+8][2t, 2t+1], a2 = A[g][2t+8, 2t+9], a3 = A[g+8][2t+8, 2t+9]
+//   b0 = B[2t, 2t+1][g], b1 = B[2t+8, 2t+9][g]
+//   d0, d1 = D[g][2t, 2t+1], d2, d3 = D[g+8][2t, 2t+1]          (low half = first element)
+__device__ __forceinline__ void mma_16816(float (&d)[4], unsigned a0, unsigned a1, unsigned a2,
+                                          unsigned a3, unsigned b0, unsigned b1) {
+  asm("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 "
+      "{%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};\n"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+      : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
+}
+// d += a (16 x 8, row) * b (8 x 8, col): a0 = A[g][2t, 2t+1], a1 = A[g+8][2t, 2t+1],
+// b0 = B[2t, 2t+1][g]; d as for m16n8k16 (the first k8 half of it).
+__device__ __forceinline__ void mma_1688(float (&d)[4], unsigned a0, unsigned a1, unsigned b0) {
+  asm("mma.sync.aligned.m16n8k8.row.col.f32.f16.f16.f32 "
+      "{%0, %1, %2, %3}, {%4, %5}, {%6}, {%0, %1, %2, %3};\n"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+      : "r"(a0), "r"(a1), "r"(b0));
+}
+
+// One window: TAPS filter rows (8, or fewer in the last 8-row block of a filter) of one channel
+// and one 8-column chunk, for the warp's T tiles and NT n8 tiles. src points at this lane's
+// column at the window's first input row (F(r) = src[r]), frag at its B fragment of slot 0.
+// Quad k = (F(2k), F(2k + 1), F(2k + 1), F(2k + 2)) is the A fragment of tile i at step
+// j = k - i, so each quad is built once (two new loads) and used by every tile it serves.
+template <int T, int NT, int TAPS>
+__device__ __forceinline__ void window(float (&acc)[T][NT][4], const unsigned* src,
+                                       const uint2* frag, int frag_stride) {
+  constexpr int STEPS = TAPS / 2;        // k16 steps: filter rows (2j, 2j + 1)
+  constexpr int USED = STEPS + TAPS % 2;  // plus one k8 step on the odd last row
+  constexpr int QUADS = T + USED - 1;
+  uint2 bw[USED][NT];
+#pragma unroll
+  for (int j = 0; j < USED; ++j)
+#pragma unroll
+    for (int nt = 0; nt < NT; ++nt) bw[j][nt] = frag[(j * frag_stride + nt) * 32];
+  unsigned r0 = src[0], r1 = src[1], r2 = src[2];
+#pragma unroll
+  for (int k = 0; k < QUADS; ++k) {
+#pragma unroll
+    for (int j = 0; j < USED; ++j) {
+      const int i = k - j;
+      if (i < 0 || i >= T) continue;
+#pragma unroll
+      for (int nt = 0; nt < NT; ++nt) {
+        if (j < STEPS)
+          mma_16816(acc[i][nt], r0, r1, r1, r2, bw[j][nt].x, bw[j][nt].y);
+        else
+          mma_1688(acc[i][nt], r0, r1, bw[j][nt].x);
+      }
+    }
+    if (k + 1 < QUADS) {
+      r0 = r2;
+      r1 = src[2 * k + 3];
+      r2 = src[2 * k + 4];
+    }
+  }
+}
+
+// (lo, hi) rounded to half, lo in the low 16 bits.
+__device__ __forceinline__ unsigned pack_half2(float lo, float hi) {
+  const __half2 h = __floats2half2_rn(lo, hi);
+  return *reinterpret_cast<const unsigned*>(&h);
+}
+// The transpose of an 8 x 8 b16 matrix in fragment layout (lane (g, t) holds row g, columns
+// 2t, 2t + 1): afterwards lane (g, t) holds rows 2t, 2t + 1 of column g.
+__device__ __forceinline__ unsigned transpose_8x8(unsigned a) {
+  unsigned d;
+  asm("movmatrix.sync.aligned.m8n8.trans.b16 %0, %1;\n" : "=r"(d) : "r"(a));
+  return d;
+}
+
+// The launch parameters; the derived ones are computed by the launcher (r08_tensor_core.py,
+// Plan), so that they stay in the constant bank instead of taking registers.
+struct Conv {
+  const unsigned short* x;  // half bits; 16-byte aligned (the launcher copies it otherwise)
+  const unsigned short* w;
+  unsigned short* y;
+  long long x_halves;  // B * C * H * W: the last chunk of x reads only this far
+  int B, C, M, H, W, K, Ho, Wo;
+  int QC;              // ceil(K / Q_CHUNK): 8-column chunks of a filter row
+  int PB;              // ceil(K / P_BLOCK): 8-row blocks of a filter
+  int NFG, NTP;        // filter groups of NT n8 tiles; NTP = NFG * NT
+  int band_rows;       // output rows per item, a multiple of 2T
+  int RIN;             // input rows per item: band_rows + K - 1
+  int bands, items;    // bands per image; B * bands
+  int chunk_channels;  // channels staged at once
+  int chunks;          // ceil(C / chunk_channels)
+  int cols;            // pair-expanded columns per channel, >= Wo + 8 QC - 2
+  int row_stride;      // words per column: odd, >= RIN
+  int slot_chunks;     // 16-byte chunks per channel's raw slot, >= (RIN * W + 14) / 8
+  int words_at, raw_at;  // byte offsets of the input words and the raw slots in shared memory
+};
+
+// CHUNKED: the channels do not fit in shared memory at once; they are staged in chunks inside
+// each round (accumulators live across the staging). Otherwise a band is staged once, with
+// all of its channels and weights, and every round reads it.
+template <int T, int NT, bool CHUNKED>
+__device__ __forceinline__ void conv_tc(const Conv& p) {
+  constexpr int ROWS = 2 * T;            // output rows of a job (a sub-band)
+  extern __shared__ __align__(16) unsigned char smem[];
+  const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32, g = lane / 4, t = lane % 4;
+
+  const int Ho = p.Ho, Wo = p.Wo, QC = p.QC, PB = p.PB, NTP = p.NTP, NFG = p.NFG, RIN = p.RIN;
+  const int bands = p.bands, items = p.items;
+
+  // shared memory: B fragments | pair-expanded input (+ PAD words: with an odd TAPS a window
+  // loads row RIN of its column, never used, which for the last column lies past the input)
+  // | raw input slots
+  uint2* frags = reinterpret_cast<uint2*>(smem);
+  unsigned* words = reinterpret_cast<unsigned*>(smem + p.words_at);
+  unsigned short* raw = reinterpret_cast<unsigned short*>(smem + p.raw_at);
+  const unsigned raw_shared = (unsigned)__cvta_generic_to_shared(raw);
+
+  // The first element of channel c's band (rows from h0) of image b in x, in halves.
+  auto band_start = [&](int b, int c, int h0) {
+    return (((long long)b * p.C + c) * p.H + h0) * p.W;
+  };
+
+  // Global -> raw slots, 16-byte chunks; one commit group per call.
+  auto issue_raw = [&](int item, int chunk) {
+    const int b = item / bands, h0 = item % bands * p.band_rows;
+    const int c0 = chunk * p.chunk_channels, cc = min(p.chunk_channels, p.C - c0);
+    const int length = min(RIN, p.H - h0) * p.W;
+    for (int i = tid; i < cc * p.slot_chunks; i += THREADS) {
+      const int cl = i / p.slot_chunks, k = i - cl * p.slot_chunks;
+      const long long start = band_start(b, c0 + cl, h0), first = start & ~7LL;
+      if (k * 8 < (int)(start - first) + length) {
+        const long long at = first + (long long)k * 8;
+        const int bytes = (int)min(16LL, 2 * (p.x_halves - at));
+        cp_async16(raw_shared + (cl * p.slot_chunks + k) * 16, p.x + at, bytes);
+      }
+    }
+    cp_async_commit();
+  };
+
+  // Raw slots -> pair-expanded columns: word (cl, col, r) holds x[c0 + cl][h0 + r][col] and
+  // [col + 1], zero past the image. A warp per input row: lanes read consecutive halves and
+  // write words row_stride (odd) apart, so neither side has bank conflicts.
+  auto relayout = [&](int item, int chunk) {
+    const int b = item / bands, h0 = item % bands * p.band_rows;
+    const int c0 = chunk * p.chunk_channels, cc = min(p.chunk_channels, p.C - c0);
+    const int rows = min(RIN, p.H - h0);
+    for (int row = warp; row < cc * RIN; row += NWARPS) {
+      const int cl = row / RIN, r = row - cl * RIN;
+      const int skew = (int)(band_start(b, c0 + cl, h0) & 7);
+      const unsigned short* src = raw + cl * p.slot_chunks * 8 + skew + r * p.W;
+      unsigned* dst = words + cl * p.cols * p.row_stride + r;
+      const bool live = r < rows;
+      for (int col = lane; col < p.cols; col += 32) {
+        const unsigned lo = live && col < p.W ? src[col] : 0u;
+        const unsigned hi = live && col + 1 < p.W ? src[col + 1] : 0u;
+        dst[col * p.row_stride] = lo | hi << 16;
+      }
+    }
+  };
+
+  // Weights -> B fragments for channels [c0, c0 + cc) and every filter, zero past M and K.
+  auto stage_weights = [&](int chunk) {
+    const int c0 = chunk * p.chunk_channels, cc = min(p.chunk_channels, p.C - c0);
+    const int count = cc * QC * PB * PAIRS * NTP;
+    for (int e = warp; e < count; e += NWARPS) {
+      int rest = e;
+      const int tile = rest % NTP;
+      rest /= NTP;
+      const int pair = rest % PAIRS;
+      rest /= PAIRS;
+      const int pb = rest % PB;
+      rest /= PB;
+      const int qc = rest % QC, cl = rest / QC;
+      const int f = tile * 8 + g, ph = pb * P_BLOCK + 2 * pair, q = qc * Q_CHUNK + 2 * t;
+      auto tap = [&](int pp, int qq) -> unsigned {
+        if (f >= p.M || pp >= p.K || qq >= p.K) return 0u;
+        return p.w[(((long long)f * p.C + c0 + cl) * p.K + pp) * p.K + qq];
+      };
+      frags[e * 32 + lane] = make_uint2(tap(ph, q) | tap(ph, q + 1) << 16,
+                                        tap(ph + 1, q) | tap(ph + 1, q + 1) << 16);
+    }
+  };
+
+  // Accumulate channels [chunk * chunk_channels, + cc) of a warp's job into acc.
+  auto accumulate = [&](float (&acc)[T][NT][4], const unsigned* lane_words, int fg, int chunk) {
+    const int cc = min(p.chunk_channels, p.C - chunk * p.chunk_channels);
+    for (int cl = 0; cl < cc; ++cl) {
+      for (int qc = 0; qc < QC; ++qc) {
+        for (int pb = 0; pb < PB; ++pb) {
+          const int taps = min(P_BLOCK, p.K - pb * P_BLOCK);  // filter rows in this block
+          // this lane's column at the sub-band's top row + 8 pb: F(r) = src[r]
+          const unsigned* src =
+              lane_words + (cl * p.cols + qc * Q_CHUNK) * p.row_stride + pb * P_BLOCK;
+          const uint2* frag =
+              frags + (((cl * QC + qc) * PB + pb) * PAIRS * NTP + fg * NT) * 32 + lane;
+          switch (taps) {
+            case 8: window<T, NT, 8>(acc, src, frag, NTP); break;
+            case 7: window<T, NT, 7>(acc, src, frag, NTP); break;
+            case 6: window<T, NT, 6>(acc, src, frag, NTP); break;
+            case 5: window<T, NT, 5>(acc, src, frag, NTP); break;
+            case 4: window<T, NT, 4>(acc, src, frag, NTP); break;
+            case 3: window<T, NT, 3>(acc, src, frag, NTP); break;
+            case 2: window<T, NT, 2>(acc, src, frag, NTP); break;
+            default: window<T, NT, 1>(acc, src, frag, NTP); break;
+          }
+        }
+      }
+    }
+  };
+
+  // Only one commit group is ever pending: the load of (item, chunk). The first barrier makes
+  // it visible and retires every warp's reads of the previous words and fragments; after the
+  // second the raw slots are free, and the load that follows is issued at once.
+  auto stage = [&](int item, int chunk, int next_item, int next_chunk) {
+    cp_async_wait_all();
+    __syncthreads();
+    relayout(item, chunk);
+    if (CHUNKED) stage_weights(chunk);
+    __syncthreads();
+    if (next_item < items) issue_raw(next_item, next_chunk);
+  };
+
+  if (!CHUNKED) stage_weights(0);  // published by the first item's barriers
+  if ((int)blockIdx.x < items) issue_raw(blockIdx.x, 0);
+
+  for (int item = blockIdx.x; item < items; item += gridDim.x) {
+    const int b = item / bands, h0 = item % bands * p.band_rows;
+    const int sub_bands = (min(p.band_rows, Ho - h0) + ROWS - 1) / ROWS;
+    const int columns = sub_bands * Wo, groups = (columns + 7) / 8;
+    const int jobs = groups * NFG, rounds = (jobs + NWARPS - 1) / NWARPS;
+    if (!CHUNKED) stage(item, 0, item + gridDim.x, 0);
+    for (int round = 0; round < rounds; ++round) {
+      const int job = round * NWARPS + warp;
+      const bool active = job < jobs;  // warp-uniform
+      const int fg = job / groups, group = job - fg * groups;
+
+      // This lane's column (A rows g and g + 8 of every tile); a dead lane reads column 0.
+      const int n = group * 8 + g;
+      const bool n_live = n < columns;
+      const int sb = n_live ? n / Wo : 0, col = n_live ? n - sb * Wo : 0;
+      const unsigned* lane_words = words + (col + 2 * t) * p.row_stride + sb * ROWS;
+
+      float acc[T][NT][4] = {};
+      if (CHUNKED) {
+        // Channels in chunks: every round restages them all (the slow, general path).
+        for (int chunk = 0; chunk < p.chunks; ++chunk) {
+          const bool last = chunk + 1 == p.chunks;
+          const int next_item = !last || round + 1 < rounds ? item : item + gridDim.x;
+          stage(item, chunk, next_item, last ? 0 : chunk + 1);
+          if (active) accumulate(acc, lane_words, fg, chunk);
+        }
+      } else if (active) {
+        accumulate(acc, lane_words, fg, 0);
+      }
+      if (!active) continue;
+
+      // Epilogue: an 8 x 8 (pixels x filters) half of a tile goes out as one movmatrix
+      // transpose, after which lane (g, t) holds one filter at columns (na, na + 1) = 2t, 2t + 1
+      // of the group: one half2 store when the two are adjacent in a row and 4-byte aligned.
+      // With at most 4 live filters in the group (conv1: M = 4), lanes t >= 2 hold padding, so
+      // the tile's second pixel row (d2, d3) is moved into them first (one shuffle) and one
+      // transpose and store serve both rows: lane (g, t) then holds filter g % 4 of row g / 4.
+      // Rows and pointers are set per job; per tile only the row offset (2i + r) * Wo
+      // changes, and with it neither the pair's contiguity nor (for even r) its alignment.
+      const int na = group * 8 + 2 * t, nb = na + 1;
+      const bool la = na < columns, lb = nb < columns;
+      const int sba = la ? na / Wo : 0, wa = la ? na - sba * Wo : 0;
+      const int sbb = lb ? nb / Wo : 0, wb = lb ? nb - sbb * Wo : 0;
+      const int ha0 = h0 + sba * ROWS, hb0 = h0 + sbb * ROWS;  // rows of tile 0
+      const bool same_row = la && lb && sba == sbb;
+      const bool narrow = NT == 1 && p.M - fg * 8 <= 4;  // warp-uniform
+      const int step = 2 * Wo;                             // elements between tiles
+#pragma unroll
+      for (int nt = 0; nt < NT; ++nt) {
+        const int row_shift = narrow ? g / 4 : 0;  // the pixel row a lane stores, per tile
+        const int f = (fg * NT + nt) * 8 + (narrow ? g % 4 : g);
+        const bool f_live = f < p.M;
+        unsigned short* plane = p.y + ((long long)b * p.M + (f_live ? f : 0)) * Ho * Wo;
+        unsigned short* ya = plane + (ha0 + row_shift) * Wo + wa;
+        const int b_at = (hb0 - ha0) * Wo + wb - wa;  // column nb, from ya (two-halves path)
+        const bool even = (reinterpret_cast<size_t>(ya) & 3) == 0;  // at tile 0's row
+        // One store of lane (g, t)'s pair for pixel row 2i + r of the tile.
+        auto store = [&](unsigned pair, int r, int offset, bool aligned) {
+          const bool va = f_live && la && ha0 + r < Ho, vb = f_live && lb && hb0 + r < Ho;
+          if (same_row && va && aligned) {
+            *reinterpret_cast<unsigned*>(ya + offset) = pair;
+          } else {
+            if (va) ya[offset] = (unsigned short)(pair & 0xffff);
+            if (vb) ya[offset + b_at] = (unsigned short)(pair >> 16);
+          }
+        };
+        if (narrow) {
+#pragma unroll
+          for (int i = 0; i < T; ++i, ya += step) {
+            const unsigned first = pack_half2(acc[i][nt][0], acc[i][nt][1]);
+            const unsigned second = __shfl_xor_sync(0xffffffffu,
+                                                    pack_half2(acc[i][nt][2], acc[i][nt][3]), 2);
+            store(transpose_8x8(t < 2 ? first : second), 2 * i + row_shift, 0, even);
+          }
+        } else {
+#pragma unroll
+          for (int i = 0; i < T; ++i, ya += step) {
+#pragma unroll
+            for (int half_row = 0; half_row < 2; ++half_row) {
+              const unsigned pair = transpose_8x8(
+                  pack_half2(acc[i][nt][2 * half_row], acc[i][nt][2 * half_row + 1]));
+              store(pair, 2 * i + half_row, half_row * Wo, half_row && (Wo & 1) ? !even : even);
+            }
+          }
+        }
+      }
+    }
+  }
+  cp_async_wait_all();  // nothing may be in flight at exit
+}
+
+// The launcher passes the fields of Conv in order, as scalars (r08_tensor_core.py, Plan.args).
+#define CONV_TC_KERNEL(NAME, T, NT, CHUNKED)                                                  \
+  extern "C" __global__ void __launch_bounds__(THREADS, MIN_BLOCKS)                         \
+      NAME(const unsigned short* x, const unsigned short* w, unsigned short* y,             \
+           long long x_halves, int B, int C, int M, int H, int W, int K, int Ho, int Wo,    \
+           int QC, int PB, int NFG, int NTP, int band_rows, int RIN, int bands, int items,  \
+           int chunk_channels, int chunks, int cols, int row_stride, int slot_chunks,       \
+           int words_at, int raw_at) {                                                      \
+    const Conv p{x, w, y, x_halves, B, C, M, H, W, K, Ho, Wo, QC, PB, NFG, NTP, band_rows, \
+                 RIN, bands, items, chunk_channels, chunks, cols, row_stride, slot_chunks,  \
+                 words_at, raw_at};                                                         \
+    conv_tc<T, NT, CHUNKED>(p);                                                             \
+  }
+
+// (T, NT): T m16 tiles (2T output rows) and NT n8 tiles (8 NT filters) per warp job
+CONV_TC_KERNEL(conv_tc_t2_n1, 2, 1, false)
+CONV_TC_KERNEL(conv_tc_t6_n1, 6, 1, false)
+CONV_TC_KERNEL(conv_tc_t10_n1, 10, 1, false)
+CONV_TC_KERNEL(conv_tc_t2_n2, 2, 2, false)
+CONV_TC_KERNEL(conv_tc_t6_n2, 6, 2, false)
+CONV_TC_KERNEL(conv_tc_chunked_t2_n1, 2, 1, true)
+CONV_TC_KERNEL(conv_tc_chunked_t2_n2, 2, 2, true)

@@ -1,0 +1,354 @@
+"""Rung 8, tensor cores: the convolution as one fused implicit GEMM on mma.sync (FP32 sums).
+
+The rungs below compute on CUDA cores, one multiply-add per lane per instruction. Read as a
+GEMM, y[b, m, h, w] = sum over k = (c, p, q) of W[m][k] X[k][(b, h, w)], it is
+a product of a tiny matrix (M x C K K: 4 x 49 for conv1, 16 x 196 for conv2) with a huge one
+(C K K x B Ho Wo: 64 million and 11.6 million columns), and tensor cores do 2048 multiply-adds
+per warp instruction. This rung moves the arithmetic to them (``r08_tensor_core.cu``).
+
+Why the library is slow here. cuDNN's kernels and "im2col + cuBLAS" (the two references) are
+tuned for wide layers: GEMM tiles of 64 to 256 filters and deep k loops. With 4 or 16 filters and
+49 or 196 taps most of every tile is padding, and the unrolled im2col matrix repeats every
+input K K = 49 times: conv1's is 6.3 GB of half, ten times the 0.66 GB the layer must move.
+What remains of the layer is moving bytes, so the kernel has to read each input byte from DRAM
+once, build the im2col operand only in registers, and still keep the tensor cores fed.
+
+The GEMM, and which side is which. mma.m16n8k16 multiplies a 16 x 16 A by a 16 x 8 B. Filters
+on the A side would fill 4 of conv1's 16 rows; here the pixels are A (a tile is 8 output
+columns x 2 output rows) and the filters are B: 8 filter slots per n8 tile, half used by conv1,
+all by conv2 (two n8 tiles). The same orientation suits both layers (and any M, in groups of 8
+or 16 filters), so it is not chosen per shape; what is chosen per shape is how many tiles a warp
+stacks (T below) and whether it holds one or two n8 tiles (NT).
+
+The k ordering makes the im2col operand cheap. A k16 step is two filter rows (p, p + 1) of one
+channel, 8 filter columns each (an 8th column of zero weights when K = 7; the last, odd filter
+row is one m16n8k8). A lane of mma's A fragment holds two neighbouring k of one pixel, which
+are then two neighbouring input pixels of one row, x[c][h + p][w + q], x[c][h + p][w + q + 1],
+at any parity of w. The input is therefore staged in shared memory "pair-expanded": word (col,
+r) holds input columns col and col + 1 of row r, so every A register is one aligned 32-bit load,
+and stored column-major so that walking down rows is consecutive words (immediate offsets; an
+odd column stride puts the 14 columns one load touches in 14 banks). Tile i's A registers at
+k16 step j are rows (2k, 2k + 1, 2k + 1, 2k + 2) with k = i + j: they depend only on the
+diagonal k, so the loop runs over diagonals and each quad is built once (two new row loads and
+two register moves) for every (tile, step) on it. A warp with T tiles loads 2T + 7 row words per
+8 filter rows and issues 4T mma per n8 tile: for conv1 (T = 10) 27 loads and 40 mma, 117
+instructions in all.
+
+The weights live in shared memory as ready-made B fragments (256 bytes per k16 x n8 tile, one
+64-bit load per lane), built once per block: 1 KB for conv1, 8 KB for conv2.
+
+Work split. A block is persistent and takes whole images (bands of rows when an image does not
+fit, channel chunks when even a band does not): cp.async copies the image's rows in 16-byte
+chunks into a raw buffer, the warps rewrite them pair-expanded (zeros past the image), and the
+next image's copy is issued at once, landing while the warps compute. A warp job is 8 columns
+x 2T rows x 8 NT filters; columns are numbered across sub-bands of 2T rows so that a group of 8
+may wrap from one to the next (conv2's Wo = 34 wastes 2%, not 15%). The planner picks T from
+{10, 6, 2} (NT = 1) or {6, 2} (NT = 2) by padded rows and per-window overhead: conv1 runs
+``conv_tc_t10_n1`` (5 rounds of 8 jobs per image, 45.8 KB of shared memory), conv2
+``conv_tc_t6_n2`` (36 of its 34 rows, 13 jobs in 2 rounds, 49.2 KB).
+
+The epilogue rounds each 8 x 8 (pixels x filters) half of a tile to half and transposes it in
+registers with ``movmatrix``, so a lane holds two adjacent pixels of one filter: one half2 store
+per lane, a warp writing 16 contiguous bytes per filter row (the neighbouring job fills the
+other half of each 32-byte sector in L2). When a group has at most 4 live filters (conv1), the
+tile's second pixel row is first shuffled into the lanes of the dead filters, so one transpose
+and one store cover both rows.
+
+Prediction (H200: 4.2 TB/s copy bandwidth; mma.sync, not wgmma, about 450 to 500 TFLOP/s: rung
+15 of the GEMM ladder measured 450 to 463 TFLOP/s on it). conv1 moves 0.66 GB, a floor of
+0.157 ms, and issues 14.0 million k16-equivalent mma (57 GFLOP-equivalent of tensor work for 25
+GFLOP of convolution: half the filter slots and 7 of 56 k slots are padding), about 0.12 ms, so
+it should be memory- and issue-bound: 40 jobs x about 290 instructions per image, plus the
+rewrite of the input, is about 0.17 to 0.19 ms. conv2 moves 0.50 GB (0.119 ms) but needs 21.8
+million k16-equivalent mma (89.5 GFLOP-equivalent for 72.5 GFLOP, 81% useful: 49 of 56 k slots,
+1,156 of 1,248 pixels), 0.18 to 0.2 ms of tensor time: the tensor cores, not memory, set its
+time. Predicted: conv1 0.17 to 0.23 ms, conv2 0.17 to 0.21 ms, both within 2x of their floors
+and several times faster than cuDNN on these shapes (predicted, not measured).
+
+ptxas reports (NVRTC 13.5, sm_90; sm_80 in brackets), with ``__launch_bounds__(256, 2)``:
+conv_tc_t10_n1 121 registers (120), conv_tc_t6_n2 121 (119), conv_tc_t6_n1 91 (86),
+conv_tc_t2_n2 86 (77), conv_tc_t2_n1 64 (60), and the chunked kernels 90 and 96 (72, 80); no
+spill stores or loads, no stack, in any of them. Two blocks of 8 warps fit per SM.
+
+Checked without a GPU by ``tests/test_conv_tensor_core_emulation.py``: a lane-by-lane NumPy
+emulation of the kernel (the .cu index formulas, the planner's layout, the PTX fragment tables
+of m16n8k16, m16n8k8 and movmatrix) over odd shapes, every kernel variant, bands, channel
+chunks, K up to 12, C K K = 3240 and M = 70, against float64, with every output stored once.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from ladder.conv.problem import check_arrays, size_of
+from ladder.core import cuda_cpp
+from ladder.core.cuda_cpp import pointer
+from ladder.core.rung import rung
+
+SOURCE = cuda_cpp.source(__file__, "r08_tensor_core.cu", archs=("sm_80", "sm_90"))
+
+# The same constants as r08_tensor_core.cu (tests/test_conv_tensor_core_emulation.py checks)
+NWARPS = 8  # warps per block
+THREADS = 32 * NWARPS
+P_BLOCK = 8  # filter rows per window: PAIRS k16 steps (the last may be a k8 step)
+PAIRS = P_BLOCK // 2
+Q_CHUNK = 8  # filter columns per k8 half of a k16 step
+FRAG_BYTES = 256  # one B fragment (k16 x n8): 32 lanes x (b0, b1)
+PAD = 4  # words after the input: a window may load one row past its column (never used)
+ALIGN = 16  # bytes: x is read in 16-byte cp.async chunks
+
+# T (m16 tiles, 2T output rows, per warp job) compiled for each NT (n8 tiles, 8 NT filters)
+TILES = {1: (10, 6, 2), 2: (6, 2)}
+CHUNKED_TILES = 2  # the kernels that stage channels in chunks inside each round
+SMEM_TARGET = 96 * 1024  # bytes a block tries to stay under: two blocks per SM, like registers
+SMEM_LIMIT = 227 * 1024  # the opt-in maximum per block on sm_90 (sm_80: 163 KB)
+# the kernel's scalar parameters after the three pointers, in order (the .cu macro's list)
+PARAMS = (
+    "x_halves", "B", "C", "M", "H", "W", "K", "Ho", "Wo", "QC", "PB", "NFG", "NTP",
+    "band_rows", "RIN", "bands", "items", "chunk_channels", "chunks", "cols", "row_stride",
+    "slot_chunks", "words_at", "raw_at",
+)  # fmt: skip
+
+
+def _ceil(a: int, b: int) -> int:
+    return -(-a // b)
+
+
+@dataclass(frozen=True)
+class Plan:
+    """How one launch covers a shape: the kernel, the item (band x channel chunk) sizes and
+    the shared-memory layout. Everything the kernel does not compute itself is here."""
+
+    size: tuple[int, int, int, int, int, int]  # (B, C, M, H, W, K)
+    tiles: int  # T: m16 tiles stacked per warp job, 2T output rows
+    n_tiles: int  # NT: n8 tiles per warp job, 8 NT filters
+    chunked: bool  # channels staged in chunks inside each round
+    band_rows: int  # output rows per item, a multiple of 2T
+    chunk_channels: int  # channels staged at once
+
+    # shapes derived from the size
+    @property
+    def Ho(self) -> int:
+        return self.size[3] - self.size[5] + 1
+
+    @property
+    def Wo(self) -> int:
+        return self.size[4] - self.size[5] + 1
+
+    @property
+    def QC(self) -> int:
+        return _ceil(self.size[5], Q_CHUNK)
+
+    @property
+    def PB(self) -> int:
+        return _ceil(self.size[5], P_BLOCK)
+
+    @property
+    def NFG(self) -> int:
+        return _ceil(_ceil(self.size[2], 8), self.n_tiles)
+
+    @property
+    def NTP(self) -> int:
+        return self.NFG * self.n_tiles
+
+    @property
+    def RIN(self) -> int:
+        return self.band_rows + self.size[5] - 1
+
+    @property
+    def bands(self) -> int:
+        return _ceil(self.Ho, self.band_rows)
+
+    @property
+    def items(self) -> int:
+        return self.size[0] * self.bands
+
+    @property
+    def chunks(self) -> int:
+        return _ceil(self.size[1], self.chunk_channels)
+
+    @property
+    def x_halves(self) -> int:
+        b, c, _, h, w, _ = self.size
+        return b * c * h * w
+
+    # shared memory: B fragments | pair-expanded input | raw input slots
+    @property
+    def cols(self) -> int:
+        """Pair-expanded columns per channel: the widest a window reads, w + 8 qc + 2t + 1."""
+        return self.Wo + Q_CHUNK * self.QC - 2
+
+    @property
+    def row_stride(self) -> int:
+        """Words per column: the input rows, odd so that a fragment load's 14 columns fall in
+        14 different banks."""
+        return self.RIN | 1
+
+    @property
+    def slot_chunks(self) -> int:
+        """16-byte chunks per channel's raw slot: its rows and up to 7 halves of skew."""
+        return (self.RIN * self.size[4] + 14) // 8
+
+    @property
+    def frag_bytes(self) -> int:
+        return self.chunk_channels * self.QC * self.PB * PAIRS * self.NTP * FRAG_BYTES
+
+    @property
+    def words_at(self) -> int:
+        return self.frag_bytes
+
+    @property
+    def word_bytes(self) -> int:
+        words = self.chunk_channels * self.cols * self.row_stride + PAD
+        return _ceil(words, 4) * 16
+
+    @property
+    def raw_at(self) -> int:
+        return self.words_at + self.word_bytes
+
+    @property
+    def smem_bytes(self) -> int:
+        return self.raw_at + self.chunk_channels * self.slot_chunks * 16
+
+    @property
+    def kernel_name(self) -> str:
+        chunked = "chunked_" if self.chunked else ""
+        return f"conv_tc_{chunked}t{self.tiles}_n{self.n_tiles}"
+
+    @property
+    def rounds(self) -> int:
+        """Rounds of warp jobs in a full band."""
+        sub_bands = _ceil(min(self.band_rows, self.Ho), 2 * self.tiles)
+        return _ceil(_ceil(sub_bands * self.Wo, 8) * self.NFG, NWARPS)
+
+    def params(self) -> dict[str, int]:
+        """PARAMS by name: the size, then what the launcher derives for the kernel."""
+        given = dict(zip(("B", "C", "M", "H", "W", "K"), self.size, strict=True))
+        return {name: given[name] if name in given else getattr(self, name) for name in PARAMS}
+
+    def scalars(self) -> tuple[Any, ...]:
+        """The kernel's arguments after the pointers to x, w and y: PARAMS, typed."""
+        values = list(self.params().values())
+        return (np.int64(values[0]), *(np.int32(v) for v in values[1:]))
+
+
+def _tiles(ho: int, n_tiles: int) -> int:
+    """T for a height: fewest padded rows weighted by the per-window overhead (the window's
+    2T + 7 row loads and the B fragments serve 2T rows), larger T on ties."""
+    return min(TILES[n_tiles], key=lambda t: (_ceil(ho, 2 * t) * 2 * t * (1 + 2 / t), -t))
+
+
+def plan(size: tuple[int, ...], smem_limit: int = SMEM_LIMIT) -> Plan:
+    """The launch plan for (B, C, M, H, W, K): a whole image per item when it fits in
+    SMEM_TARGET bytes, else bands of rows, else (up to smem_limit) channels in chunks."""
+    b, c, m, h, w, k = (int(v) for v in size)
+    size = (b, c, m, h, w, k)
+    ho = h - k + 1
+    n_tiles = 2 if _ceil(m, 8) % 2 == 0 else 1
+    t = _tiles(ho, n_tiles)
+    rows = 2 * t
+    for budget in dict.fromkeys((min(SMEM_TARGET, smem_limit), smem_limit)):
+        for band in range(_ceil(ho, rows) * rows, 0, -rows):
+            found = Plan(size, t, n_tiles, False, band, c)
+            if found.smem_bytes <= budget:
+                return _checked(found)
+    for budget in dict.fromkeys((min(SMEM_TARGET, smem_limit), smem_limit)):
+        for cc in range(c, 0, -1):
+            found = Plan(size, CHUNKED_TILES, n_tiles, True, 2 * CHUNKED_TILES, cc)
+            if found.smem_bytes <= budget:
+                return _checked(found)
+    raise ValueError(
+        f"conv size {size} is too large for this rung: one channel's input rows and weights "
+        f"need {Plan(size, CHUNKED_TILES, n_tiles, True, 2 * CHUNKED_TILES, 1).smem_bytes} "
+        f"bytes of shared memory, more than the {smem_limit} a block can have"
+    )
+
+
+def _checked(found: Plan) -> Plan:
+    """The kernel counts items and the elements of one output plane in int32."""
+    if found.items >= 2**31 or found.Ho * found.Wo >= 2**31:
+        raise ValueError(f"conv size {found.size} is too large for this rung's int32 indexing")
+    return found
+
+
+def _cupy_stream(stream: Any) -> Any:
+    """A context that makes CuPy launch on ``stream`` (a Numba or CuPy stream, or 0)."""
+    import cupy
+
+    if stream is None or (isinstance(stream, int) and stream == 0):
+        return contextlib.nullcontext()
+    if isinstance(stream, cupy.cuda.Stream):
+        return stream
+    from_external = getattr(cupy.cuda.Stream, "from_external", None)  # CuPy 14 and later
+    if from_external is not None:
+        return from_external(stream)
+    return cupy.cuda.ExternalStream(int(stream.__cuda_stream__()[1]))
+
+
+def _blocks_per_sm(kernel: Any, smem: int, device: Any) -> int:
+    """Resident blocks per SM for this kernel and shared memory (the driver's answer, or the
+    register and shared-memory arithmetic when the driver call is not available)."""
+    try:
+        from cupy_backends.cuda.api import driver
+
+        found = driver.occupancyMaxActiveBlocksPerMultiprocessor(kernel.kernel.ptr, THREADS, smem)
+        if found > 0:
+            return int(found)
+    except Exception:  # fall back to the arithmetic below
+        pass
+    attrs = device.attributes
+    regs = _ceil(int(kernel.num_regs), 8) * 8 * THREADS
+    by_regs = attrs["MaxRegistersPerMultiprocessor"] // max(regs, 1)
+    by_smem = attrs["MaxSharedMemoryPerMultiprocessor"] // (smem + 1024)
+    return max(1, min(by_regs, by_smem, attrs["MaxThreadsPerMultiProcessor"] // THREADS))
+
+
+@functools.lru_cache(maxsize=64)
+def _configure(size: tuple[int, ...], device_id: int) -> tuple[Plan, Any, int, tuple[Any, ...]]:
+    """The plan, the loaded kernel (opted in to its shared memory), the grid and the scalar
+    arguments for a size on a device: computed once, so that a timed launch queries nothing."""
+    import cupy
+
+    device = cupy.cuda.Device(device_id)
+    found = plan(size, int(device.attributes["MaxSharedMemoryPerBlockOptin"]))
+    kernel = SOURCE.kernel(found.kernel_name)
+    if kernel.max_dynamic_shared_size_bytes < found.smem_bytes:
+        kernel.max_dynamic_shared_size_bytes = found.smem_bytes
+    per_sm = _blocks_per_sm(kernel, found.smem_bytes, device)
+    grid = min(found.items, int(device.attributes["MultiProcessorCount"]) * per_sm)
+    return found, kernel, grid, found.scalars()
+
+
+@rung(
+    problem="conv",
+    number=8,
+    name="tensor-core",
+    title="Fused implicit GEMM on tensor cores (mma.sync, pixels x filters, FP32 sums)",
+    dtypes=("float16",),
+    needs=("cupy",),
+    min_cc=(8, 0),
+)
+def launch(x: Any, w: Any, out: Any = None, *, stream: Any = 0) -> Any:
+    import cupy
+
+    x, w, out, _ = check_arrays(x, w, out, ("float16",))
+    size = size_of(x, w)
+    if out.size == 0:
+        return out
+    with _cupy_stream(stream):
+        if size[1] == 0:  # no channels: every sum is empty
+            cupy.asarray(out).fill(0)
+            return out
+        found, kernel, grid, scalars = _configure(size, cupy.cuda.runtime.getDevice())
+        x_at = int(pointer(x))
+        if x_at % ALIGN:  # cp.async reads 16-byte chunks: copy x to aligned memory
+            aligned = cupy.asarray(x).copy()
+            x_at = int(pointer(aligned))
+        pointers = (np.uint64(x_at), pointer(w), pointer(out))
+        kernel((grid,), (THREADS,), (*pointers, *scalars), shared_mem=found.smem_bytes)
+    return out

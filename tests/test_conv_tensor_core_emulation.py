@@ -1,0 +1,442 @@
+"""The tensor-core convolution rung (conv r08), emulated lane by lane in NumPy: no GPU needed.
+
+``emulate`` runs ``r08_tensor_core.cu`` block by block, warp by warp, as vectors over the 32
+lanes, with the index formulas of the .cu file copied line for line (the comments name the
+lambda or function each part mirrors) and the launch plan of the real launcher (``plan``).
+Shared memory is one byte array with the kernel's layout, filled with NaN bit patterns first,
+so a value read from anywhere the kernel never wrote poisons the result. The mma instructions
+are emulated from the PTX ISA's fragment tables for m16n8k16 and m16n8k8, written here
+independently of the kernel: lane l = 4 g + t holds A rows g and g + 8 at columns 2t, 2t + 1
+(and 2t + 8, 2t + 9 for k16), B column g at rows 2t, 2t + 1 (and 2t + 8, 2t + 9), D rows g and
+g + 8 at columns 2t, 2t + 1. Every output element must be stored exactly once.
+
+What this cannot see: races (the barriers are argued in the .cu comments), cp.async timing,
+and the hardware's own rounding inside an mma (the emulation sums in float64, the tensor core
+in FP32; both are far inside the tolerance).
+"""
+
+import re
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from ladder.conv import r08_tensor_core as r08
+from ladder.conv.problem import CONV1, CONV2, TEST_SIZES, conv_numpy
+
+SOURCE = Path(r08.__file__).with_name("r08_tensor_core.cu").read_text()
+NAN_HALF = 0x7E00
+
+
+def test_constants_match_the_cu_file():
+    for name in ("NWARPS", "P_BLOCK", "Q_CHUNK", "FRAG_BYTES", "PAD"):
+        found = re.search(rf"constexpr int {name} = (\d+);", SOURCE)
+        assert found and int(found.group(1)) == getattr(r08, name), name
+    macro = SOURCE[SOURCE.index("#define CONV_TC_KERNEL") : SOURCE.index("const Conv p{")]
+    names = re.findall(r"(?:long long|int) (\w+)", macro)
+    assert tuple(names) == r08.PARAMS
+    compiled = set(re.findall(r"CONV_TC_KERNEL\((\w+), (\d+), (\d+), (true|false)\)", SOURCE))
+    wanted = {
+        (f"conv_tc_t{t}_n{nt}", str(t), str(nt), "false")
+        for nt, ts in r08.TILES.items()
+        for t in ts
+    }
+    wanted |= {
+        (f"conv_tc_chunked_t{r08.CHUNKED_TILES}_n{nt}", str(r08.CHUNKED_TILES), str(nt), "true")
+        for nt in r08.TILES
+    }
+    assert compiled == wanted
+
+
+# ---- the mma instructions, from the PTX ISA fragment tables --------------------------------
+
+LANE = np.arange(32)
+G, T4 = LANE // 4, LANE % 4
+
+
+def _halves(reg: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The two float16 values of 32-bit registers (low half first) as float64."""
+    lo = (reg & 0xFFFF).astype(np.uint16).view(np.float16).astype(np.float64)
+    hi = (reg >> 16).astype(np.uint16).view(np.float16).astype(np.float64)
+    return lo, hi
+
+
+def _accumulate(acc: np.ndarray, a: np.ndarray, b: np.ndarray) -> None:
+    """acc (4, 32) += A (16 x k, from a) @ B (k x 8, from b) for k = 8 * len(b)."""
+    k = 8 * len(b)
+    am = np.zeros((16, k))
+    bm = np.zeros((k, 8))
+    for reg in range(len(a)):  # a0: rows g, a1: rows g + 8, a2/a3: the same at k + 8
+        lo, hi = _halves(a[reg])
+        row, col = G + 8 * (reg % 2), 2 * T4 + 8 * (reg // 2)
+        am[row, col], am[row, col + 1] = lo, hi
+    for reg in range(len(b)):  # b0: rows 2t, 2t + 1; b1: rows 2t + 8, 2t + 9; column g
+        lo, hi = _halves(b[reg])
+        row = 2 * T4 + 8 * reg
+        bm[row, G], bm[row + 1, G] = lo, hi
+    d = am @ bm
+    for reg in range(4):  # d0, d1: row g, columns 2t, 2t + 1; d2, d3: row g + 8
+        acc[reg] += d[G + 8 * (reg // 2), 2 * T4 + reg % 2]
+
+
+# ---- the kernel ---------------------------------------------------------------------------
+
+
+class Smem:
+    """The block's dynamic shared memory, poisoned, with the kernel's three regions."""
+
+    def __init__(self, p: r08.Plan):
+        self.bytes = np.full(p.smem_bytes // 2, NAN_HALF, np.uint16).view(np.uint8)
+        self.frags = self.bytes[: p.words_at].view(np.uint32).reshape(-1, 2)  # uint2
+        self.words = self.bytes.view(np.uint32)  # indexed from words_at / 4
+        self.raw = self.bytes[p.raw_at :].view(np.uint16)
+
+
+def emulate(x: np.ndarray, w: np.ndarray, p: r08.Plan, grid: int, y_skew: int = 0):
+    """y = conv(x, w) the way the kernel computes it; y_skew halves shift the output pointer
+    off its 16-byte alignment (the epilogue then takes its two-halves path)."""
+    B, C, M, H, W, K = p.size
+    T, NT = p.tiles, p.n_tiles
+    ROWS = 2 * T
+    xb = np.ascontiguousarray(x, np.float16).reshape(-1).view(np.uint16)
+    wb = np.ascontiguousarray(w, np.float16).reshape(-1).view(np.uint16)
+    y = np.full(y_skew + B * M * p.Ho * p.Wo, NAN_HALF, np.uint16)
+    writes = np.zeros(y.size, np.int64)
+    words0 = p.words_at // 4
+
+    for block in range(grid):
+        s = Smem(p)
+
+        def band_start(b, c, h0):
+            return ((b * C + c) * H + h0) * W
+
+        def issue_raw(item, chunk, s=s):
+            b, h0 = item // p.bands, item % p.bands * p.band_rows
+            c0 = chunk * p.chunk_channels
+            cc = min(p.chunk_channels, C - c0)
+            length = min(p.RIN, H - h0) * W
+            for cl in range(cc):
+                start = band_start(b, c0 + cl, h0)
+                first = start & ~7
+                for k in range(p.slot_chunks):
+                    if k * 8 < (start - first) + length:
+                        at = first + k * 8
+                        nbytes = min(16, 2 * (p.x_halves - at))
+                        assert 0 < nbytes and nbytes % 2 == 0
+                        chunk16 = np.zeros(8, np.uint16)  # cp.async src-size: zero-fill
+                        chunk16[: nbytes // 2] = xb[at : at + nbytes // 2]
+                        slot = (cl * p.slot_chunks + k) * 8
+                        s.raw[slot : slot + 8] = chunk16
+
+        def relayout(item, chunk, s=s):
+            b, h0 = item // p.bands, item % p.bands * p.band_rows
+            c0 = chunk * p.chunk_channels
+            cc = min(p.chunk_channels, C - c0)
+            rows = min(p.RIN, H - h0)
+            for row in range(cc * p.RIN):
+                cl, r = divmod(row, p.RIN)
+                skew = band_start(b, c0 + cl, h0) & 7
+                src = cl * p.slot_chunks * 8 + skew + r * W
+                live = r < rows
+                for col in range(p.cols):
+                    lo = int(s.raw[src + col]) if live and col < W else 0
+                    hi = int(s.raw[src + col + 1]) if live and col + 1 < W else 0
+                    s.words[words0 + (cl * p.cols + col) * p.row_stride + r] = lo | hi << 16
+
+        def stage_weights(chunk, s=s):
+            c0 = chunk * p.chunk_channels
+            cc = min(p.chunk_channels, C - c0)
+            count = cc * p.QC * p.PB * r08.PAIRS * p.NTP
+            for e in range(count):
+                rest = e
+                tile, rest = rest % p.NTP, rest // p.NTP
+                pair, rest = rest % r08.PAIRS, rest // r08.PAIRS
+                pb, rest = rest % p.PB, rest // p.PB
+                qc, cl = rest % p.QC, rest // p.QC
+                f = tile * 8 + G
+                ph, q = pb * r08.P_BLOCK + 2 * pair, qc * r08.Q_CHUNK + 2 * T4
+
+                def tap(pp, qq, f=f, cl=cl, c0=c0):
+                    ok = (f < M) & (pp < K) & (qq < K)
+                    index = (((f * C + c0 + cl) * K + pp) * K + qq) * ok
+                    return np.where(ok, wb[index], 0).astype(np.uint32)
+
+                s.frags[e * 32 + LANE, 0] = tap(ph, q) | tap(ph, q + 1) << 16
+                s.frags[e * 32 + LANE, 1] = tap(ph + 1, q) | tap(ph + 1, q + 1) << 16
+
+        def window(acc, src, frag, taps, s=s):  # window<T, NT, TAPS>
+            steps = taps // 2
+            used = steps + taps % 2
+            quads = T + used - 1
+            bw = [[s.frags[frag + (j * p.NTP + nt) * 32] for nt in range(NT)] for j in range(used)]
+            # the rows a lane loads: src[0 .. 2 quads], at most row RIN of its column (PAD)
+            column_row = (src - words0) % p.row_stride
+            assert np.all(column_row + 2 * quads <= p.RIN)
+            assert np.all(src + 2 * quads < (p.words_at + p.word_bytes) // 4)
+            r0, r1, r2 = (s.words[src + u] for u in range(3))
+            for k in range(quads):
+                for j in range(used):
+                    i = k - j
+                    if i < 0 or i >= T:
+                        continue
+                    for nt in range(NT):
+                        if j < steps:
+                            b2 = bw[j][nt]
+                            _accumulate(acc[i][nt], [r0, r1, r1, r2], [b2[:, 0], b2[:, 1]])
+                        else:
+                            _accumulate(acc[i][nt], [r0, r1], [bw[j][nt][:, 0]])
+                if k + 1 < quads:
+                    r0, r1, r2 = r2, s.words[src + 2 * k + 3], s.words[src + 2 * k + 4]
+
+        def accumulate(acc, lane_words, fg, chunk):
+            cc = min(p.chunk_channels, C - chunk * p.chunk_channels)
+            for cl in range(cc):
+                for qc in range(p.QC):
+                    for pb in range(p.PB):
+                        taps = min(r08.P_BLOCK, K - pb * r08.P_BLOCK)
+                        src = (
+                            lane_words
+                            + (cl * p.cols + qc * r08.Q_CHUNK) * p.row_stride
+                            + pb * r08.P_BLOCK
+                        )
+                        frag = (((cl * p.QC + qc) * p.PB + pb) * r08.PAIRS * p.NTP + fg * NT) * 32
+                        window(acc, src, frag + LANE, taps)
+
+        def stage(item, chunk, next_item, next_chunk):
+            relayout(item, chunk)
+            if p.chunked:
+                stage_weights(chunk)
+            if next_item < p.items:
+                issue_raw(next_item, next_chunk)
+
+        if not p.chunked:
+            stage_weights(0)
+        if block < p.items:
+            issue_raw(block, 0)
+        for item in range(block, p.items, grid):
+            b, h0 = item // p.bands, item % p.bands * p.band_rows
+            sub_bands = -(-min(p.band_rows, p.Ho - h0) // ROWS)
+            columns = sub_bands * p.Wo
+            groups = -(-columns // 8)
+            jobs = groups * p.NFG
+            rounds = -(-jobs // r08.NWARPS)
+            if not p.chunked:
+                stage(item, 0, item + grid, 0)
+            accs = {}
+            for rnd in range(rounds):
+                for warp in range(r08.NWARPS):  # the warps of a round, one after another
+                    job = rnd * r08.NWARPS + warp
+                    accs[warp] = (job < jobs, np.zeros((T, NT, 4, 32)))
+                if p.chunked:
+                    for chunk in range(p.chunks):
+                        last = chunk + 1 == p.chunks
+                        nxt = item if not last or rnd + 1 < rounds else item + grid
+                        stage(item, chunk, nxt, 0 if last else chunk + 1)
+                        for warp in range(r08.NWARPS):
+                            _job_accumulate(
+                                accs, warp, rnd, groups, columns, p, chunk, accumulate, words0
+                            )
+                else:
+                    for warp in range(r08.NWARPS):
+                        _job_accumulate(accs, warp, rnd, groups, columns, p, 0, accumulate, words0)
+                for warp in range(r08.NWARPS):
+                    active, acc = accs[warp]
+                    if active:
+                        job = rnd * r08.NWARPS + warp
+                        _epilogue(acc, job, groups, columns, b, h0, p, y, writes, y_skew)
+    return y, writes
+
+
+def _job_accumulate(accs, warp, rnd, groups, columns, p, chunk, accumulate, words0):
+    active, acc = accs[warp]
+    if not active:
+        return
+    job = rnd * r08.NWARPS + warp
+    fg, group = job // groups, job % groups
+    n = group * 8 + G
+    n_live = n < columns
+    sb = np.where(n_live, n // p.Wo, 0)
+    col = np.where(n_live, n - sb * p.Wo, 0)
+    lane_words = words0 + (col + 2 * T4) * p.row_stride + sb * 2 * p.tiles
+    accumulate(acc, lane_words, fg, chunk)
+
+
+def _pack_half2(lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
+    lo16 = lo.astype(np.float16).view(np.uint16).astype(np.uint32)
+    hi16 = hi.astype(np.float16).view(np.uint16).astype(np.uint32)
+    return lo16 | hi16 << 16
+
+
+def _movmatrix_trans(a: np.ndarray) -> np.ndarray:
+    """movmatrix.sync.aligned.m8n8.trans.b16: lane (g, t) gives row g, columns 2t, 2t + 1 of an
+    8 x 8 matrix and receives rows 2t, 2t + 1 of column g (the PTX ISA's figures; ggml's
+    shuffle fallback for CUDA < 11.8 spells out the same lane mapping)."""
+    m = np.zeros((8, 8), np.uint32)
+    m[G, 2 * T4], m[G, 2 * T4 + 1] = a & 0xFFFF, a >> 16
+    return m[2 * T4, G] | m[2 * T4 + 1, G] << 16
+
+
+def _epilogue(acc, job, groups, columns, b, h0, p, y, writes, y_skew):
+    M = p.size[2]
+    ROWS = 2 * p.tiles
+    NT = p.n_tiles
+    Ho, Wo = p.Ho, p.Wo
+    fg, group = job // groups, job % groups
+    na = group * 8 + 2 * T4
+    nb = na + 1
+    la, lb = na < columns, nb < columns
+    sba = np.where(la, na // Wo, 0)
+    wa = np.where(la, na - sba * Wo, 0)
+    sbb = np.where(lb, nb // Wo, 0)
+    wb = np.where(lb, nb - sbb * Wo, 0)
+    ha0, hb0 = h0 + sba * ROWS, h0 + sbb * ROWS
+    same_row = la & lb & (sba == sbb)
+    narrow = NT == 1 and M - fg * 8 <= 4
+    step = 2 * Wo
+    for nt in range(NT):
+        row_shift = G // 4 if narrow else 0
+        f = (fg * NT + nt) * 8 + (G % 4 if narrow else G)
+        f_live = f < M
+        plane = y_skew + (b * M + np.where(f_live, f, 0)) * Ho * Wo  # y: 16-byte aligned
+        ya = plane + (ha0 + row_shift) * Wo + wa
+        b_at = (hb0 - ha0) * Wo + wb - wa  # column nb, from ya (two-halves path)
+
+        def store(pair, r, offset, aligned, ya, f_live=f_live, b_at=b_at):
+            va = f_live & la & (ha0 + r < Ho)
+            vb = f_live & lb & (hb0 + r < Ho)
+            both = same_row & va & aligned
+            for lane in range(32):
+                at_a, at_b = ya[lane] + offset, ya[lane] + offset + b_at[lane]
+                if both[lane]:  # one 32-bit store
+                    assert (2 * at_a) % 4 == 0
+                    y[at_a : at_a + 2] = [pair[lane] & 0xFFFF, pair[lane] >> 16]
+                    writes[at_a : at_a + 2] += 1
+                    continue
+                if va[lane]:
+                    y[at_a] = pair[lane] & 0xFFFF
+                    writes[at_a] += 1
+                if vb[lane]:
+                    y[at_b] = pair[lane] >> 16
+                    writes[at_b] += 1
+
+        even = (2 * ya) % 4 == 0
+        for i in range(p.tiles):
+            if narrow:
+                first = _pack_half2(acc[i][nt][0], acc[i][nt][1])
+                second = _pack_half2(acc[i][nt][2], acc[i][nt][3])[LANE ^ 2]  # shfl_xor 2
+                pair = _movmatrix_trans(np.where(T4 < 2, first, second))
+                store(pair, 2 * i + row_shift, 0, even, ya)
+            else:
+                for half_row in range(2):
+                    pair = _movmatrix_trans(
+                        _pack_half2(acc[i][nt][2 * half_row], acc[i][nt][2 * half_row + 1])
+                    )
+                    aligned = ~even if half_row and Wo & 1 else even
+                    store(pair, 2 * i + half_row, half_row * Wo, aligned, ya)
+            ya = ya + step
+
+
+# ---- the checks ---------------------------------------------------------------------------
+
+
+def _check(size, p: r08.Plan, grid: int, y_skew: int = 0, seed: int = 0):
+    b, c, m, h, w, k = size
+    rng = np.random.default_rng(seed)
+    x = rng.uniform(-1, 1, (b, c, h, w)).astype(np.float16)
+    wt = rng.uniform(-1, 1, (m, c, k, k)).astype(np.float16)
+    y, writes = emulate(x, wt, p, grid, y_skew)
+    assert np.all(writes[y_skew:] == 1), "an output element was stored twice or never"
+    assert np.all(writes[:y_skew] == 0)
+    out = y[y_skew:].view(np.float16).astype(np.float64).reshape(b, m, h - k + 1, w - k + 1)
+    ref = conv_numpy(x.astype(np.float64), wt.astype(np.float64))
+    err = np.linalg.norm(out - ref) / max(np.linalg.norm(ref), 1e-30)
+    assert err <= 2e-3, f"relative error {err:.2e} for {size} with {p}"
+
+
+def _forced(size, tiles, n_tiles):
+    """A whole-image plan for size on the kernel variant (tiles, n_tiles)."""
+    ho = size[3] - size[5] + 1
+    return r08.Plan(size, tiles, n_tiles, False, -(-ho // (2 * tiles)) * 2 * tiles, size[1])
+
+
+@pytest.mark.parametrize("size", TEST_SIZES, ids=str)
+def test_planned_launch_matches_float64(size):
+    small = (min(size[0], 2), *size[1:])  # the emulation is slow; two images show the loop
+    p = r08.plan(small)
+    _check(small, p, grid=1)
+
+
+def test_canonical_layers_pick_the_planned_kernels():
+    conv1, conv2 = r08.plan(CONV1), r08.plan(CONV2)
+    assert (conv1.kernel_name, conv1.band_rows, conv1.rounds) == ("conv_tc_t10_n1", 80, 5)
+    assert (conv2.kernel_name, conv2.band_rows, conv2.rounds) == ("conv_tc_t6_n2", 36, 2)
+    assert conv1.smem_bytes < 48 * 1024 and conv2.smem_bytes < 49 * 1024
+
+
+@pytest.mark.parametrize(
+    ("size", "tiles", "n_tiles"),
+    [
+        ((2, 1, 4, 23, 21, 7), 2, 1),
+        ((2, 1, 4, 23, 21, 7), 6, 1),
+        ((1, 1, 4, 30, 26, 7), 10, 1),
+        ((2, 3, 16, 15, 13, 5), 2, 2),
+        ((2, 3, 11, 17, 12, 3), 6, 2),
+        ((1, 2, 24, 9, 35, 1), 2, 1),
+        ((2, 2, 20, 13, 11, 3), 6, 1),  # three groups of 8 filters, the last one narrow
+        ((2, 1, 5, 12, 17, 5), 6, 1),  # five filters: not narrow
+        ((2, 1, 3, 14, 15, 7), 10, 1),  # three filters: narrow
+    ],
+    ids=str,
+)
+def test_every_kernel_variant(size, tiles, n_tiles):
+    _check(size, _forced(size, tiles, n_tiles), grid=2)
+
+
+@pytest.mark.parametrize(
+    "size",
+    [
+        (1, 3, 5, 12, 13, 9),  # K = 9: two column chunks and two row blocks (taps 8, then 1)
+        (1, 2, 3, 20, 21, 12),  # K = 12: taps 8 then 4
+        (1, 40, 9, 11, 12, 9),  # C K K = 3240
+        (3, 5, 70, 9, 10, 3),  # M = 70: several filter groups, a partial last one
+    ],
+    ids=str,
+)
+def test_large_filters_and_channel_counts(size):
+    _check(size, r08.plan(size), grid=2)
+
+
+def test_bands_and_the_persistent_loop():
+    size = (3, 2, 6, 29, 19, 5)
+    p = r08.plan(size, smem_limit=8 * 1024)
+    assert not p.chunked and p.bands == 2  # the second band is a partial sub-band
+    _check(size, p, grid=2)
+
+
+@pytest.mark.parametrize("grid", [1, 3])
+def test_channel_chunks(grid):
+    size = (2, 7, 20, 9, 40, 3)
+    p = r08.plan(size, smem_limit=15 * 1024)
+    assert p.chunked and (p.chunks, p.chunk_channels, p.rounds, p.bands) == (3, 3, 2, 2)
+    _check(size, p, grid=grid)
+
+
+def test_misaligned_output_takes_the_two_halves_path():
+    size = (2, 2, 5, 9, 12, 3)
+    _check(size, r08.plan(size), grid=1, y_skew=1)
+
+
+def test_kernel_arguments_follow_the_cu_signature():
+    p = r08.plan(CONV2)
+    scalars = p.scalars()
+    assert len(scalars) == len(r08.PARAMS)
+    assert scalars[0].dtype == np.int64 and all(v.dtype == np.int32 for v in scalars[1:])
+    named = dict(zip(r08.PARAMS, (int(v) for v in scalars), strict=True))
+    assert named["x_halves"] == 10000 * 4 * 40 * 40
+    assert (named["B"], named["C"], named["M"], named["H"], named["W"], named["K"]) == CONV2
+    assert named["raw_at"] + named["chunk_channels"] * named["slot_chunks"] * 16 == p.smem_bytes
+
+
+def test_shapes_too_large_are_refused_clearly():
+    with pytest.raises(ValueError, match="too large for this rung"):
+        r08.plan((1, 4, 8, 64, 100000, 3))
