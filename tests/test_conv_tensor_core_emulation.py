@@ -28,12 +28,24 @@ SOURCE = Path(r08.__file__).with_name("r08_tensor_core.cu").read_text()
 NAN_HALF = 0x7E00
 
 
+def fast_div(n, magic: int, shift: int):
+    """The kernel's fast_div: (umulhi(n, magic) + n) >> shift, for ints or lane vectors."""
+    wide = np.asarray(n, dtype=np.uint64)
+    return (((wide * np.uint64(magic)) >> np.uint64(32)) + wide) >> np.uint64(shift)
+
+
+def origin(item: int, p: r08.Plan) -> tuple[int, int]:
+    """The kernel's origin lambda: item -> (image, first output row)."""
+    b = int(fast_div(item, p.bands_magic, p.bands_shift))
+    return b, (item - b * p.bands) * p.band_rows
+
+
 def test_constants_match_the_cu_file():
     for name in ("NWARPS", "P_BLOCK", "Q_CHUNK", "FRAG_BYTES", "PAD"):
         found = re.search(rf"constexpr int {name} = (\d+);", SOURCE)
         assert found and int(found.group(1)) == getattr(r08, name), name
     macro = SOURCE[SOURCE.index("#define CONV_TC_KERNEL") : SOURCE.index("const Conv p{")]
-    names = re.findall(r"(?:long long|int) (\w+)", macro)
+    names = re.findall(r"(?:long long|unsigned|int) (\w+)(?=[,)])", macro)
     assert tuple(names) == r08.PARAMS
     compiled = set(re.findall(r"CONV_TC_KERNEL\((\w+), (\d+), (\d+), (true|false)\)", SOURCE))
     wanted = {
@@ -111,37 +123,51 @@ def emulate(x: np.ndarray, w: np.ndarray, p: r08.Plan, grid: int, y_skew: int = 
             return ((b * C + c) * H + h0) * W
 
         def issue_raw(item, chunk, s=s):
-            b, h0 = item // p.bands, item % p.bands * p.band_rows
+            b, h0 = origin(item, p)
             c0 = chunk * p.chunk_channels
             cc = min(p.chunk_channels, C - c0)
             length = min(p.RIN, H - h0) * W
-            for cl in range(cc):
+            for i in range(cc * p.slot_chunks):  # every thread's i, tid + THREADS steps
+                cl = int(fast_div(i, p.slot_magic, p.slot_shift))
+                k = i - cl * p.slot_chunks
+                assert (cl, k) == divmod(i, p.slot_chunks)
                 start = band_start(b, c0 + cl, h0)
                 first = start & ~7
-                for k in range(p.slot_chunks):
-                    if k * 8 < (start - first) + length:
-                        at = first + k * 8
-                        nbytes = min(16, 2 * (p.x_halves - at))
-                        assert 0 < nbytes and nbytes % 2 == 0
-                        chunk16 = np.zeros(8, np.uint16)  # cp.async src-size: zero-fill
-                        chunk16[: nbytes // 2] = xb[at : at + nbytes // 2]
-                        slot = (cl * p.slot_chunks + k) * 8
-                        s.raw[slot : slot + 8] = chunk16
+                if k * 8 < (start - first) + length:
+                    at = first + k * 8
+                    # cp.async of 16 bytes, or the last chunk of x half by half, zeros after it
+                    valid = min(8, p.x_halves - at)
+                    assert 0 < valid
+                    chunk16 = np.zeros(8, np.uint16)
+                    chunk16[:valid] = xb[at : at + valid]
+                    slot = (cl * p.slot_chunks + k) * 8
+                    s.raw[slot : slot + 8] = chunk16
 
         def relayout(item, chunk, s=s):
-            b, h0 = item // p.bands, item % p.bands * p.band_rows
+            b, h0 = origin(item, p)
             c0 = chunk * p.chunk_channels
             cc = min(p.chunk_channels, C - c0)
             rows = min(p.RIN, H - h0)
-            for row in range(cc * p.RIN):
-                cl, r = divmod(row, p.RIN)
+            for cl in range(cc):
                 skew = band_start(b, c0 + cl, h0) & 7
-                src = cl * p.slot_chunks * 8 + skew + r * W
-                live = r < rows
-                for col in range(p.cols):
-                    lo = int(s.raw[src + col]) if live and col < W else 0
-                    hi = int(s.raw[src + col + 1]) if live and col + 1 < W else 0
-                    s.words[words0 + (cl * p.cols + col) * p.row_stride + r] = lo | hi << 16
+                src = cl * p.slot_chunks * 8 + skew
+                dst = words0 + cl * p.cols * p.row_stride
+                written = np.zeros((p.cols, p.RIN), np.int64)
+                for tid in range(r08.THREADS):  # each thread's walk, THREADS words apart
+                    r = int(fast_div(tid, p.cols_magic, p.cols_shift))
+                    col = tid - r * p.cols
+                    while r < p.RIN:
+                        live = r < rows
+                        lo = int(s.raw[src + r * W + col]) if live and col < W else 0
+                        hi = int(s.raw[src + r * W + col + 1]) if live and col + 1 < W else 0
+                        s.words[dst + col * p.row_stride + r] = lo | hi << 16
+                        written[col, r] += 1
+                        r += p.step_rows
+                        col += p.step_cols
+                        if col >= p.cols:
+                            col -= p.cols
+                            r += 1
+                assert np.all(written == 1), "the relayout walk must write every word once"
 
         def stage_weights(chunk, s=s):
             c0 = chunk * p.chunk_channels
@@ -214,7 +240,7 @@ def emulate(x: np.ndarray, w: np.ndarray, p: r08.Plan, grid: int, y_skew: int = 
         if block < p.items:
             issue_raw(block, 0)
         for item in range(block, p.items, grid):
-            b, h0 = item // p.bands, item % p.bands * p.band_rows
+            b, h0 = origin(item, p)
             sub_bands = -(-min(p.band_rows, p.Ho - h0) // ROWS)
             columns = sub_bands * p.Wo
             groups = -(-columns // 8)
@@ -251,14 +277,27 @@ def _job_accumulate(accs, warp, rnd, groups, columns, p, chunk, accumulate, word
     active, acc = accs[warp]
     if not active:
         return
-    job = rnd * r08.NWARPS + warp
-    fg, group = job // groups, job % groups
+    fg, group = _job(rnd, warp, groups)
     n = group * 8 + G
     n_live = n < columns
-    sb = np.where(n_live, n // p.Wo, 0)
+    sb = np.where(n_live, fast_div(n, p.wo_magic, p.wo_shift).astype(np.int64), 0)
     col = np.where(n_live, n - sb * p.Wo, 0)
     lane_words = words0 + (col + 2 * T4) * p.row_stride + sb * 2 * p.tiles
     accumulate(acc, lane_words, fg, chunk)
+
+
+def _job(rnd: int, warp: int, groups: int) -> tuple[int, int]:
+    """(fg, group) of a warp's job in a round as the kernel keeps them: group starts at warp,
+    grows by NWARPS a round, and groups are subtracted into fg (no division)."""
+    fg, group = 0, warp
+    for _ in range(rnd + 1):
+        while group >= groups:
+            group -= groups
+            fg += 1
+        if _ < rnd:
+            group += r08.NWARPS
+    assert (fg, group) == divmod(rnd * r08.NWARPS + warp, groups)
+    return fg, group
 
 
 def _pack_half2(lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
@@ -281,14 +320,16 @@ def _epilogue(acc, job, groups, columns, b, h0, p, y, writes, y_skew):
     ROWS = 2 * p.tiles
     NT = p.n_tiles
     Ho, Wo = p.Ho, p.Wo
-    fg, group = job // groups, job % groups
+    fg, group = _job(job // r08.NWARPS, job % r08.NWARPS, groups)
     na = group * 8 + 2 * T4
     nb = na + 1
     la, lb = na < columns, nb < columns
-    sba = np.where(la, na // Wo, 0)
+    sba = np.where(la, fast_div(na, p.wo_magic, p.wo_shift).astype(np.int64), 0)
     wa = np.where(la, na - sba * Wo, 0)
-    sbb = np.where(lb, nb // Wo, 0)
-    wb = np.where(lb, nb - sbb * Wo, 0)
+    wraps = lb & (wa + 1 == Wo)
+    sbb = np.where(lb, sba + wraps, 0)
+    wb = np.where(lb & ~wraps, wa + 1, 0)
+    assert np.array_equal(sbb, np.where(lb, nb // Wo, 0))
     ha0, hb0 = h0 + sba * ROWS, h0 + sbb * ROWS
     same_row = la & lb & (sba == sbb)
     narrow = NT == 1 and M - fg * 8 <= 4
@@ -430,11 +471,37 @@ def test_kernel_arguments_follow_the_cu_signature():
     p = r08.plan(CONV2)
     scalars = p.scalars()
     assert len(scalars) == len(r08.PARAMS)
-    assert scalars[0].dtype == np.int64 and all(v.dtype == np.int32 for v in scalars[1:])
+    assert scalars[0].dtype == np.int64
+    for name, v in zip(r08.PARAMS[1:], scalars[1:], strict=True):
+        assert v.dtype == (np.uint32 if "magic" in name else np.int32), name
     named = dict(zip(r08.PARAMS, (int(v) for v in scalars), strict=True))
     assert named["x_halves"] == 10000 * 4 * 40 * 40
     assert (named["B"], named["C"], named["M"], named["H"], named["W"], named["K"]) == CONV2
     assert named["raw_at"] + named["chunk_channels"] * named["slot_chunks"] * 16 == p.smem_bytes
+
+
+def test_fast_division_matches_integer_division():
+    """The kernel's fast_div with the launcher's multipliers equals n // d for every divisor
+    it is given and every n below 2**31, checked at the edges and on random samples."""
+    rng = np.random.default_rng(7)
+    divisors = [*range(1, 300), 2**16 - 1, 2**16, 2**16 + 1, 2**30 - 1, 2**30, 2**31 - 1]
+    divisors += [int(d) for d in rng.integers(1, 2**31, 200)]
+    for d in divisors:
+        magic, shift = r08.fast_division(d)
+        assert 0 <= magic < 2**32 and 0 <= shift <= 31
+        n = np.concatenate(
+            [
+                np.arange(0, 1000),
+                d * np.arange(1, 50) - 1,
+                d * np.arange(1, 50),
+                rng.integers(0, 2**31, 2000),
+                [2**31 - 1, 2**31 - 2],
+            ]
+        )
+        n = n[(n >= 0) & (n < 2**31)]
+        assert np.array_equal(fast_div(n, magic, shift), n // d), d
+    with pytest.raises(ValueError, match="at least 1"):
+        r08.fast_division(0)
 
 
 def test_shapes_too_large_are_refused_clearly():

@@ -79,10 +79,11 @@ NCU_CSV = """\
 ==PROF== Connected to process 987 (/usr/bin/python3.12)
 ==PROF== Disconnected from process 987
 "ID","Kernel Name","gpu__time_duration.sum","dram__throughput.avg.pct_of_peak_sustained_elapsed",\
-"l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_ld.sum","lts__t_sector_hit_rate.pct"
-"","","ns","%","","%"
-"0","wgmma_tma","12,736","1.73","0","76.4"
-"1","pad_kernel","1,000","50","3","10"
+"l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_ld.sum","lts__t_sector_hit_rate.pct",\
+"sm__inst_executed.sum","sm__inst_executed_pipe_tensor_op_hmma.sum"
+"","","ns","%","","%","inst","inst"
+"0","wgmma_tma","12,736","1.73","0","76.4","350,381,488","16,000,000"
+"1","pad_kernel","1,000","50","3","10","2,000","0"
 """
 
 
@@ -93,6 +94,7 @@ def test_parse_ncu_csv_reads_kernels_and_units():
     assert first["duration_us"] == pytest.approx(12.736)
     assert first["dram_pct"] == pytest.approx(1.73) and first["bank_conflicts_ld"] == 0
     assert first["sm_pct"] is None  # not in this sample: reported as missing, never as zero
+    assert first["warp_instructions"] == 350_381_488 and first["hmma_instructions"] == 16e6
     profile = tools.RungProfile("gemm", "wgmma", 16, "float16", [8, 8, 8], kernels)
     assert profile.duration_us == pytest.approx(13.736)
     assert profile.main_kernel().kernel == "wgmma_tma"

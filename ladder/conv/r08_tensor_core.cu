@@ -36,9 +36,11 @@
 //   p = 8 pb + 2 pair, q = 8 qc + 2t.
 //
 // Input staging: each channel's band (min(RIN, H - h0) rows x W, contiguous in NCHW) is copied
-// with 16-byte cp.async from the aligned chunk at or below its first element (the last chunk
-// of x reads only its valid bytes: src-size zero-fills the rest) into a raw slot, then the warps
-// rewrite it pair-expanded, zeros past the image. One raw buffer: the next load is issued right
+// with 16-byte cp.async from the aligned chunk at or below its first element into a raw slot,
+// then the warps rewrite it pair-expanded, zeros past the image. The one chunk that would reach
+// past the end of x (when B C H W is not a multiple of 8) is copied half by half instead:
+// cp.async's src-size would zero-fill its tail, but the 16-byte access still crosses the end of
+// the allocation, and compute-sanitizer's memcheck reports it (it did, on this rung). One raw buffer: the next load is issued right
 // after the rewrite, so it lands while the warps compute.
 //
 // Output: the accumulator of lane (g, t) holds pixel g (and g + 8: the next row) at filters
@@ -65,9 +67,8 @@ constexpr int MIN_BLOCKS = 2;             // blocks per SM the register budget i
 static_assert(FRAG_BYTES == 32 * sizeof(uint2), "a B fragment is one uint2 per lane");
 static_assert(PAD >= 1, "a window with an odd TAPS reads one row past its column's last");
 
-__device__ __forceinline__ void cp_async16(unsigned dst, const void* src, int bytes) {
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(src), "r"(bytes)
-               : "memory");
+__device__ __forceinline__ void cp_async16(unsigned dst, const void* src) {
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(dst), "l"(src) : "memory");
 }
 __device__ __forceinline__ void cp_async_commit() {
   asm volatile("cp.async.commit_group;\n" ::: "memory");
@@ -134,6 +135,18 @@ __device__ __forceinline__ void window(float (&acc)[T][NT][4], const unsigned* s
   }
 }
 
+// n / d for 0 <= n < 2^31 with one multiply-high instead of a division: the GPU has no integer
+// divider, and a run-time `n / d` compiles to about 25 instructions through a float reciprocal.
+// The launcher computes (magic, shift) for each divisor (r08_tensor_core.py, fast_division):
+// with l = ceil(log2 d), magic = ceil(2^(32 + l) / d) - 2^32 and shift = l, and
+// n / d = (umulhi(n, magic) + n) >> l (Granlund and Montgomery's 33-bit multiplier, exact for
+// every n < 2^32 because magic d + 2^32 d - 2^(32 + l) < d <= 2^l; the sum stays below 2^32 for
+// n < 2^31). d = 1 needs no special case: magic = 0, shift = 0. As parameters they stay in the
+// constant bank: no registers.
+__device__ __forceinline__ int fast_div(int n, unsigned magic, int shift) {
+  return (int)((__umulhi((unsigned)n, magic) + (unsigned)n) >> shift);
+}
+
 // (lo, hi) rounded to half, lo in the low 16 bits.
 __device__ __forceinline__ unsigned pack_half2(float lo, float hi) {
   const __half2 h = __floats2half2_rn(lo, hi);
@@ -167,6 +180,15 @@ struct Conv {
   int row_stride;      // words per column: odd, >= RIN
   int slot_chunks;     // 16-byte chunks per channel's raw slot, >= (RIN * W + 14) / 8
   int words_at, raw_at;  // byte offsets of the input words and the raw slots in shared memory
+  unsigned bands_magic;  // fast_div by bands, Wo, slot_chunks and cols
+  int bands_shift;
+  unsigned wo_magic;
+  int wo_shift;
+  unsigned slot_magic;
+  int slot_shift;
+  unsigned cols_magic;
+  int cols_shift;
+  int step_rows, step_cols;  // THREADS words of a channel's relayout walk: rows and columns
 };
 
 // CHUNKED: the channels do not fit in shared memory at once; they are staged in chunks inside
@@ -179,7 +201,7 @@ __device__ __forceinline__ void conv_tc(const Conv& p) {
   const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32, g = lane / 4, t = lane % 4;
 
   const int Ho = p.Ho, Wo = p.Wo, QC = p.QC, PB = p.PB, NTP = p.NTP, NFG = p.NFG, RIN = p.RIN;
-  const int bands = p.bands, items = p.items;
+  const int items = p.items;
 
   // shared memory: B fragments | pair-expanded input (+ PAD words: with an odd TAPS a window
   // loads row RIN of its column, never used, which for the last column lies past the input)
@@ -194,40 +216,63 @@ __device__ __forceinline__ void conv_tc(const Conv& p) {
     return (((long long)b * p.C + c) * p.H + h0) * p.W;
   };
 
+  // Item -> (image b, first output row h0).
+  auto origin = [&](int item, int& b, int& h0) {
+    b = fast_div(item, p.bands_magic, p.bands_shift);
+    h0 = (item - b * p.bands) * p.band_rows;
+  };
+
   // Global -> raw slots, 16-byte chunks; one commit group per call.
   auto issue_raw = [&](int item, int chunk) {
-    const int b = item / bands, h0 = item % bands * p.band_rows;
+    int b, h0;
+    origin(item, b, h0);
     const int c0 = chunk * p.chunk_channels, cc = min(p.chunk_channels, p.C - c0);
     const int length = min(RIN, p.H - h0) * p.W;
+    const long long first_band = band_start(b, c0, h0), plane = (long long)p.H * p.W;
     for (int i = tid; i < cc * p.slot_chunks; i += THREADS) {
-      const int cl = i / p.slot_chunks, k = i - cl * p.slot_chunks;
-      const long long start = band_start(b, c0 + cl, h0), first = start & ~7LL;
+      const int cl = fast_div(i, p.slot_magic, p.slot_shift), k = i - cl * p.slot_chunks;
+      const long long start = first_band + cl * plane, first = start & ~7LL;
       if (k * 8 < (int)(start - first) + length) {
         const long long at = first + (long long)k * 8;
-        const int bytes = (int)min(16LL, 2 * (p.x_halves - at));
-        cp_async16(raw_shared + (cl * p.slot_chunks + k) * 16, p.x + at, bytes);
+        const int slot = cl * p.slot_chunks + k;
+        if (at + 8 <= p.x_halves) {
+          cp_async16(raw_shared + slot * 16, p.x + at);
+        } else {  // the last chunk of x: never read past its end (see the header)
+          for (int e = 0; e < 8; ++e) raw[slot * 8 + e] = at + e < p.x_halves ? p.x[at + e] : 0;
+        }
       }
     }
     cp_async_commit();
   };
 
   // Raw slots -> pair-expanded columns: word (cl, col, r) holds x[c0 + cl][h0 + r][col] and
-  // [col + 1], zero past the image. A warp per input row: lanes read consecutive halves and
-  // write words row_stride (odd) apart, so neither side has bank conflicts.
+  // [col + 1], zero past the image. All threads walk the RIN x cols words of a channel, THREADS
+  // apart in row-major order (the step is added, not divided: no division in the loop); lanes
+  // read consecutive halves and write words row_stride (odd) apart, so neither side has bank
+  // conflicts.
   auto relayout = [&](int item, int chunk) {
-    const int b = item / bands, h0 = item % bands * p.band_rows;
+    int b, h0;
+    origin(item, b, h0);
     const int c0 = chunk * p.chunk_channels, cc = min(p.chunk_channels, p.C - c0);
     const int rows = min(RIN, p.H - h0);
-    for (int row = warp; row < cc * RIN; row += NWARPS) {
-      const int cl = row / RIN, r = row - cl * RIN;
-      const int skew = (int)(band_start(b, c0 + cl, h0) & 7);
-      const unsigned short* src = raw + cl * p.slot_chunks * 8 + skew + r * p.W;
-      unsigned* dst = words + cl * p.cols * p.row_stride + r;
-      const bool live = r < rows;
-      for (int col = lane; col < p.cols; col += 32) {
-        const unsigned lo = live && col < p.W ? src[col] : 0u;
-        const unsigned hi = live && col + 1 < p.W ? src[col + 1] : 0u;
-        dst[col * p.row_stride] = lo | hi << 16;
+    const long long first_band = band_start(b, c0, h0), plane = (long long)p.H * p.W;
+    const int walk_row = fast_div(tid, p.cols_magic, p.cols_shift);
+    const int walk_col = tid - walk_row * p.cols;
+    for (int cl = 0; cl < cc; ++cl) {
+      const int skew = (int)((first_band + cl * plane) & 7);
+      const unsigned short* src = raw + cl * p.slot_chunks * 8 + skew;
+      unsigned* dst = words + cl * p.cols * p.row_stride;
+      for (int r = walk_row, col = walk_col; r < RIN;) {
+        const bool live = r < rows;
+        const unsigned lo = live && col < p.W ? src[r * p.W + col] : 0u;
+        const unsigned hi = live && col + 1 < p.W ? src[r * p.W + col + 1] : 0u;
+        dst[col * p.row_stride + r] = lo | hi << 16;
+        r += p.step_rows;
+        col += p.step_cols;
+        if (col >= p.cols) {
+          col -= p.cols;
+          ++r;
+        }
       }
     }
   };
@@ -298,20 +343,25 @@ __device__ __forceinline__ void conv_tc(const Conv& p) {
   if ((int)blockIdx.x < items) issue_raw(blockIdx.x, 0);
 
   for (int item = blockIdx.x; item < items; item += gridDim.x) {
-    const int b = item / bands, h0 = item % bands * p.band_rows;
+    int b, h0;
+    origin(item, b, h0);
     const int sub_bands = (min(p.band_rows, Ho - h0) + ROWS - 1) / ROWS;
     const int columns = sub_bands * Wo, groups = (columns + 7) / 8;
     const int jobs = groups * NFG, rounds = (jobs + NWARPS - 1) / NWARPS;
     if (!CHUNKED) stage(item, 0, item + gridDim.x, 0);
-    for (int round = 0; round < rounds; ++round) {
-      const int job = round * NWARPS + warp;
-      const bool active = job < jobs;  // warp-uniform
-      const int fg = job / groups, group = job - fg * groups;
+    // job = round * NWARPS + warp = fg * groups + group, kept by subtraction (no division)
+    for (int round = 0, fg = 0, group = warp; round < rounds; ++round, group += NWARPS) {
+      while (group >= groups) {
+        group -= groups;
+        ++fg;
+      }
+      const bool active = round * NWARPS + warp < jobs;  // warp-uniform
 
       // This lane's column (A rows g and g + 8 of every tile); a dead lane reads column 0.
       const int n = group * 8 + g;
       const bool n_live = n < columns;
-      const int sb = n_live ? n / Wo : 0, col = n_live ? n - sb * Wo : 0;
+      const int sb = n_live ? fast_div(n, p.wo_magic, p.wo_shift) : 0;
+      const int col = n_live ? n - sb * Wo : 0;
       const unsigned* lane_words = words + (col + 2 * t) * p.row_stride + sb * ROWS;
 
       float acc[T][NT][4] = {};
@@ -338,8 +388,11 @@ __device__ __forceinline__ void conv_tc(const Conv& p) {
       // changes, and with it neither the pair's contiguity nor (for even r) its alignment.
       const int na = group * 8 + 2 * t, nb = na + 1;
       const bool la = na < columns, lb = nb < columns;
-      const int sba = la ? na / Wo : 0, wa = la ? na - sba * Wo : 0;
-      const int sbb = lb ? nb / Wo : 0, wb = lb ? nb - sbb * Wo : 0;
+      const int sba = la ? fast_div(na, p.wo_magic, p.wo_shift) : 0;
+      const int wa = la ? na - sba * Wo : 0;
+      // nb = na + 1 is the next column, or the first of the next sub-band (lb implies la)
+      const bool wraps = lb && wa + 1 == Wo;
+      const int sbb = lb ? sba + wraps : 0, wb = lb && !wraps ? wa + 1 : 0;
       const int ha0 = h0 + sba * ROWS, hb0 = h0 + sbb * ROWS;  // rows of tile 0
       const bool same_row = la && lb && sba == sbb;
       const bool narrow = NT == 1 && p.M - fg * 8 <= 4;  // warp-uniform
@@ -395,10 +448,13 @@ __device__ __forceinline__ void conv_tc(const Conv& p) {
            long long x_halves, int B, int C, int M, int H, int W, int K, int Ho, int Wo,    \
            int QC, int PB, int NFG, int NTP, int band_rows, int RIN, int bands, int items,  \
            int chunk_channels, int chunks, int cols, int row_stride, int slot_chunks,       \
-           int words_at, int raw_at) {                                                      \
+           int words_at, int raw_at, unsigned bands_magic, int bands_shift,                 \
+           unsigned wo_magic, int wo_shift, unsigned slot_magic, int slot_shift,            \
+           unsigned cols_magic, int cols_shift, int step_rows, int step_cols) {             \
     const Conv p{x, w, y, x_halves, B, C, M, H, W, K, Ho, Wo, QC, PB, NFG, NTP, band_rows, \
                  RIN, bands, items, chunk_channels, chunks, cols, row_stride, slot_chunks,  \
-                 words_at, raw_at};                                                         \
+                 words_at, raw_at, bands_magic, bands_shift, wo_magic, wo_shift,            \
+                 slot_magic, slot_shift, cols_magic, cols_shift, step_rows, step_cols};     \
     conv_tc<T, NT, CHUNKED>(p);                                                             \
   }
 

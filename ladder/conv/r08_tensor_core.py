@@ -63,11 +63,56 @@ rewrite of the input, is about 0.17 to 0.19 ms. conv2 moves 0.50 GB (0.119 ms) b
 million k16-equivalent mma (89.5 GFLOP-equivalent for 72.5 GFLOP, 81% useful: 49 of 56 k slots,
 1,156 of 1,248 pixels), 0.18 to 0.2 ms of tensor time: the tensor cores, not memory, set its
 time. Predicted: conv1 0.17 to 0.23 ms, conv2 0.17 to 0.21 ms, both within 2x of their floors
-and several times faster than cuDNN on these shapes (predicted, not measured).
+and several times faster than cuDNN on these shapes.
+
+Measured on an H200: the prediction missed by a factor of three. The first version of this
+kernel (commit 98a7c13) took 0.643 ms (conv1) and 0.765 ms (conv2). Nsight Compute
+(results/nvidia-h200-profile-conv-r08-before.json) showed why: the kernel was bound neither by
+memory (DRAM 21% and 13% busy) nor by the tensor cores, but by its other instructions. It
+executed 350 and 363 million warp instructions, about 35,000 per image, of which HMMA were only
+4.6% and 6.9%; the schedulers issued on 57% and 50% of cycles, with 4 warps each to choose from.
+The prediction had counted about 290 instructions per warp job; the job cost three times that.
+Two things the count left out: the rewrite of the staged input into pair-expanded words (27% of
+conv1's instructions, 44% of conv2's: one warp per input row, most lanes idle on conv2's
+40-column rows, a run-time division per row) and run-time integer divisions (by Wo, by the
+number of column groups, by bands and chunks), which the GPU does in software, about 25
+instructions each, six per job.
+
+The change: every run-time division became one multiply-high by a magic number that the
+launcher computes (``fast_division``; passed as parameters, so they cost no registers: the
+first try built them in the kernel, which pushed the two main kernels to the 128-register cap
+and into spills); the per-job group and filter-group indices are kept by subtraction across
+rounds; and the rewrite became one walk of all 256 threads over a channel's words, stepping by
+a precomputed (rows, columns) stride with no division in the loop. Predicted: about 19,000
+and 16,000 instructions per image (46% and 56% fewer), near 0.35 ms per layer. Measured
+(results/nvidia-h200-profile-conv1.json, -conv2.json): 268 and 242 million warp instructions,
+about 26,800 and 24,200 per image (23% and 33% fewer), HMMA 6.0% and 10.3% of them. The old
+rewrite loop had been less wasteful per word than assumed: about 35 instructions per 32 words
+against 28 for the new walk, so most of its cost is the loads, stores and edge tests per word,
+not idle lanes. ``ladder bench`` (results/nvidia-h200.json): 0.543 ms (conv1) and 0.556 ms
+(conv2), 1.099 ms for both, 17.12x cuDNN FP32's 18.817 ms in the same run (target: 5x, met).
+Against the floors of 0.156 and 0.117 ms that is 3.49x and 4.74x (target: within 2x, missed).
+A variant with three blocks per SM (``__launch_bounds__(256, 3)``, 80 registers) was slower on
+both layers, so two blocks of 8 warps stay.
+
+What limits it now: still issue-bound on the work around the mma (issue slots 56% and 47% busy,
+occupancy 24%: 121 registers per thread allow 16 warps per SM), with conv2 also waiting at the
+staging barriers (only two rounds of jobs per image). The next steps, not yet taken: for conv1,
+pack two output columns into the four empty filter slots of each n8 tile (B'[(p, q)][(f, s)] =
+w[f][p][q - s]: with K = 7 the shifted filter still fits the 8-column chunk), which halves the
+mma and the jobs per image and gives each lane two adjacent pixels of one filter without the
+transpose; for conv2, stage the next image's words while the warps compute the current one
+(double-buffered words: 2 x 49 KB still allows two blocks per SM), which removes the barrier
+waits.
+
+compute-sanitizer (``ladder sanitize conv``, results/nvidia-h200-sanitize-conv.json) found one
+invalid 16-byte read in this rung: the last cp.async chunk of x crossed the end of the array
+when B C H W is not a multiple of 8 (src-size zero-filled the tail, but the access still
+crossed). That chunk is now copied half by half; memcheck and racecheck report no errors.
 
 ptxas reports (NVRTC 13.5, sm_90; sm_80 in brackets), with ``__launch_bounds__(256, 2)``:
-conv_tc_t10_n1 121 registers (120), conv_tc_t6_n2 121 (119), conv_tc_t6_n1 91 (86),
-conv_tc_t2_n2 86 (77), conv_tc_t2_n1 64 (60), and the chunked kernels 90 and 96 (72, 80); no
+conv_tc_t10_n1 121 registers (122), conv_tc_t6_n2 119 (118), conv_tc_t6_n1 91 (88),
+conv_tc_t2_n2 73 (68), conv_tc_t2_n1 62 (62), and the chunked kernels 61 and 73 (61, 68); no
 spill stores or loads, no stack, in any of them. Two blocks of 8 warps fit per SM.
 
 Checked without a GPU by ``tests/test_conv_tensor_core_emulation.py``: a lane-by-lane NumPy
@@ -111,12 +156,24 @@ SMEM_LIMIT = 227 * 1024  # the opt-in maximum per block on sm_90 (sm_80: 163 KB)
 PARAMS = (
     "x_halves", "B", "C", "M", "H", "W", "K", "Ho", "Wo", "QC", "PB", "NFG", "NTP",
     "band_rows", "RIN", "bands", "items", "chunk_channels", "chunks", "cols", "row_stride",
-    "slot_chunks", "words_at", "raw_at",
+    "slot_chunks", "words_at", "raw_at", "bands_magic", "bands_shift", "wo_magic", "wo_shift",
+    "slot_magic", "slot_shift", "cols_magic", "cols_shift", "step_rows", "step_cols",
 )  # fmt: skip
 
 
 def _ceil(a: int, b: int) -> int:
     return -(-a // b)
+
+
+def fast_division(d: int) -> tuple[int, int]:
+    """(magic, shift) for the kernel's ``fast_div``: n // d == (umulhi(n, magic) + n) >> shift
+    for 0 <= n < 2**31, with shift = ceil(log2 d) and magic = ceil(2**(32 + shift) / d) - 2**32
+    (a 33-bit multiplier whose top bit is the ``+ n``). One multiply-high replaces a run-time
+    integer division, which the GPU does in software."""
+    if d < 1:
+        raise ValueError(f"a divisor must be at least 1, got {d}")
+    shift = (d - 1).bit_length()
+    return _ceil(1 << (32 + shift), d) - (1 << 32), shift
 
 
 @dataclass(frozen=True)
@@ -215,6 +272,48 @@ class Plan:
     def smem_bytes(self) -> int:
         return self.raw_at + self.chunk_channels * self.slot_chunks * 16
 
+    # the divisors of the kernel's index arithmetic, as fast_div multipliers
+    @property
+    def bands_magic(self) -> int:
+        return fast_division(self.bands)[0]
+
+    @property
+    def bands_shift(self) -> int:
+        return fast_division(self.bands)[1]
+
+    @property
+    def wo_magic(self) -> int:
+        return fast_division(self.Wo)[0]
+
+    @property
+    def wo_shift(self) -> int:
+        return fast_division(self.Wo)[1]
+
+    @property
+    def slot_magic(self) -> int:
+        return fast_division(self.slot_chunks)[0]
+
+    @property
+    def slot_shift(self) -> int:
+        return fast_division(self.slot_chunks)[1]
+
+    @property
+    def cols_magic(self) -> int:
+        return fast_division(self.cols)[0]
+
+    @property
+    def cols_shift(self) -> int:
+        return fast_division(self.cols)[1]
+
+    @property
+    def step_rows(self) -> int:
+        """Rows of a channel's pair-expanded words that THREADS words span in the relayout."""
+        return THREADS // self.cols
+
+    @property
+    def step_cols(self) -> int:
+        return THREADS % self.cols
+
     @property
     def kernel_name(self) -> str:
         chunked = "chunked_" if self.chunked else ""
@@ -233,8 +332,11 @@ class Plan:
 
     def scalars(self) -> tuple[Any, ...]:
         """The kernel's arguments after the pointers to x, w and y: PARAMS, typed."""
-        values = list(self.params().values())
-        return (np.int64(values[0]), *(np.int32(v) for v in values[1:]))
+        typed = [
+            np.int64(v) if name == "x_halves" else (np.uint32 if "magic" in name else np.int32)(v)
+            for name, v in self.params().items()
+        ]
+        return tuple(typed)
 
 
 def _tiles(ho: int, n_tiles: int) -> int:

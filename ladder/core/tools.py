@@ -39,6 +39,11 @@ NCU_METRICS = {
     "l2_hit_pct": "lts__t_sector_hit_rate.pct",
     "bank_conflicts_ld": "l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_ld.sum",
     "bank_conflicts_st": "l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_st.sum",
+    # how busy the schedulers are, and what share of the warp instructions are mma.sync (HMMA):
+    # a tensor-core kernel whose HMMA share is small is bound by its other instructions
+    "issue_pct": "sm__inst_issued.avg.pct_of_peak_sustained_active",
+    "warp_instructions": "sm__inst_executed.sum",
+    "hmma_instructions": "sm__inst_executed_pipe_tensor_op_hmma.sum",
 }
 SANITIZE_SIZES = {
     "gemm": [(33, 65, 17), (130, 258, 70)],
