@@ -32,6 +32,16 @@ few hundred milliseconds at the SDPA shape, the rung every later one is measured
 The causal problem counts half the FLOPs but this rung does all the work, so its TFLOP/s
 halve.
 
+Measured on an H200 by ``ladder bench`` (results/nvidia-h200.json): at the SDPA shape
+[4, 16, 16, 4096, 64] (B, H, HKV, N, d), 302.559 ms and 0.9 TFLOP/s in float32 (0.03x SDPA,
+7.850 ms) and 298.800 ms and 0.9 TFLOP/s in float16 (0.002x SDPA: SDPA is 501.2x faster); there
+is no rung below. The causal problem takes 228.982 ms in float32, 0.6 TFLOP/s. The time held,
+but the rate is about 1.8x the naive GEMM's (0.49 TFLOP/s at 4096³), likely because a warp of
+``scores_kernel`` loads from 16 rows of k and 2 of q where the naive GEMM's warp loads from 32
+rows of A, and a warp of ``pv_kernel`` reads one row of v. The causal TFLOP/s did not halve
+because ``scores_kernel`` skips the dot products above the diagonal: the causal call takes 0.76
+of the non-causal time.
+
 ptxas reports (sm_90, float32 and float16 alike): 40 registers for ``scores_kernel``, 40 for
 ``softmax_kernel``, 48 for ``pv_kernel`` (sm_80: 37 to 39); no shared memory, no spills.
 """

@@ -31,6 +31,16 @@ Prediction: faster than rung 1 by the five passes over S and two of its three la
 gain of 1.5 to 3x; still far from the tensor cores, since each score costs about as many load
 instructions as rung 1's.
 
+Measured on an H200 by ``ladder bench`` (results/nvidia-h200.json): at the SDPA shape
+[4, 16, 16, 4096, 64] (B, H, HKV, N, d), 313.588 ms and 0.9 TFLOP/s in float32 (0.96x rung 1,
+0.03x SDPA) and 311.307 ms and 0.9 TFLOP/s in float16 (0.96x rung 1; 0.002x SDPA: SDPA is 522.1x
+faster). Without the mask the prediction missed: this rung is slightly slower than rung 1. The
+S traffic it removes is likely worth only a few of rung 1's 302 ms, and step 1 likely costs more
+than rung 1's ``scores_kernel``: a warp holds 32 consecutive keys, so each load of k touches 32 rows
+(16 in rung 1), and the 128 partials are read one by one after each barrier. With the causal
+mask it wins, 1.44x rung 1 in float32 (158.530 ms against 228.982), likely because its rows stop
+at key i in both the scores and ``P·V``, while rung 1's softmax and ``pv_kernel`` walk all N keys.
+
 ptxas reports (sm_90, float32 and float16 alike): 70 registers (sm_80: 77), 512 bytes of
 static shared memory (the partials; the scores are dynamic, set at launch), no spills.
 """

@@ -19,6 +19,13 @@ Prediction: 1.2 to 1.5x rung 3 in float16, from the wider tiles, less the conver
 instruction per value read from shared memory). Still FP32 arithmetic on CUDA cores: the
 tensor cores of rung 5 are the step that matters.
 
+Measured on an H200 by ``ladder bench`` (results/nvidia-h200.json): at the SDPA shape
+[4, 16, 16, 4096, 64] (B, H, HKV, N, d) in float16, 24.049 ms and 11.4 TFLOP/s, 1.21x rung 3
+(29.083 ms) and 0.02x SDPA (0.596 ms); causal, 12.595 ms, 1.23x rung 3. The prediction held at
+its low end, likely because only Q·Kᵀ gains from the wider tiles (16 multiply-adds per 8 shared
+loads against 8 per 6), while ``P·V`` keeps rung 3's 16 per 8 and every value read from shared
+memory now pays a conversion.
+
 ptxas reports (sm_90): 120 registers at d = 64, 96 at d = 16, 128 at d = 128 (sm_80: 122, 104,
 128); 41,728, 23,296 and 41,600 bytes of shared memory; no spills.
 """

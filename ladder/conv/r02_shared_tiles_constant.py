@@ -21,6 +21,14 @@ Each block still handles one output channel, so it reloads the input tile for ea
 channels (from L2 after the first), and each thread computes one output. Prediction: several
 times faster than rung 1; the loop is now bound by shared-memory loads, one per multiply-add.
 Rung 3 restructures the computation as a matrix multiply instead.
+
+Measured on an H200 by ``ladder bench`` (results/nvidia-h200.json): conv1 7.846 ms and conv2
+37.136 ms in float32 (3.01x and 1.69x over rung 1; 1.50x and 0.19x cuDNN FP32), 7.884 ms and
+37.486 ms in float16 (3.07x and 1.72x over rung 1 in float16; 1.50x and 0.19x cuDNN FP32). The
+prediction held on conv1, where this rung already beats cuDNN FP32, and fell short on conv2.
+conv2's 34 x 34 output does not divide into 16 x 16 tiles: its 3 x 3 tiles per channel run 2,304
+threads for 1,156 outputs, and every thread runs the whole C K² loop whether it stores or not, so
+likely about half of conv2's work is wasted; conv1's 80 x 80 output is exactly 5 x 5 tiles.
 """
 
 from __future__ import annotations

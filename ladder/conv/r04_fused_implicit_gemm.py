@@ -16,6 +16,15 @@ compute outputs, are padding.
 Prediction: several times faster than rung 3, which spent most of its time writing and
 reading U; well short of the arithmetic peak, since a thread still does one multiply-add per
 pair of shared loads. Rung 5 gives each thread many outputs.
+
+Measured on an H200 by ``ladder bench`` (results/nvidia-h200.json): conv1 50.032 ms and conv2
+35.916 ms in float32 (1.53x and 1.49x over rung 3; 0.24x and 0.20x cuDNN FP32), 50.607 ms and
+36.129 ms in float16 (1.51x and 1.47x over rung 3 in float16; 0.23x and 0.19x cuDNN FP32). The
+prediction missed: under 1.6x, not several times, because U was not where rung 3 spent most of
+its time (removing it saves about a third). On conv2 this rung about matches rung 2 (35.916
+against 37.136 ms in float32); on conv1 it is 6.38 times slower than rung 2, likely because with
+M = 4 twelve of each block's sixteen thread rows compute only padding and the 49-deep reduction
+is padded to 64, on top of the index divisions in every tile load.
 """
 
 from __future__ import annotations

@@ -28,8 +28,17 @@ consecutive shared-memory words (no bank conflicts) and write consecutive output
 conflicts and strided stores.
 
 Prediction: a large step over rung 4, towards the FP32 arithmetic peak: the loads per
-multiply-add fall from about 2 to about 1/tw + 1/mg. The tile sizes below are a reasoned
+multiply-add fall from about 2 to 1/(th tw) + 1/mg (per (c, p, q): mg weights and th tw
+inputs for mg th tw multiply-adds). The tile sizes below are a reasoned
 guess per layer; rung 6 measures instead.
+
+Measured on an H200 by ``ladder bench`` (results/nvidia-h200.json): conv1 2.082 ms and conv2
+4.115 ms in float32 (24.03x and 8.73x over rung 4; 5.67x and 1.70x cuDNN FP32). The large step
+held, and the rung beats cuDNN FP32 on both layers, but it stays far from the peak: 12.05 and
+17.62 TFLOP/s, 18% and 26% of the FP32 peak. Likely the instructions around the FMAs are still
+the limit: counted from the loops, about one shared-memory load per three multiply-adds at both
+layers' tile sizes, and in every block a staging phase with integer divisions per element
+between two barriers; the bench does not measure which of these dominates.
 """
 
 from __future__ import annotations

@@ -23,8 +23,8 @@ multiply half-precision tiles at roughly ten times the FP32 rate, are the only w
 Prediction: about rung 6's speed, give or take the conversions; far from cuBLAS HGEMM, whose
 ratio is the one reported for this dtype.
 
-Measured on an H200 by ``ladder bench`` (results/nvidia-h200.json): 25.81 TFLOP/s at 4096³
-(0.034x cuBLAS HGEMM) and 26.03 at 8192³, against 28.48 for rung 6 in float32 at 4096³ in
+Measured on an H200 by ``ladder bench`` (results/nvidia-h200.json): 25.79 TFLOP/s at 4096³
+(0.034x cuBLAS HGEMM) and 26.01 at 8192³, against 28.75 for rung 6 in float32 at 4096³ in
 the same run: the conversions cost a little more than the halved bytes save.
 """
 

@@ -21,8 +21,8 @@ Edges: the kernel assumes M and N are multiples of 32 and K of 16; the launcher
 Prediction: far above the FP32 rungs in peak terms, a small fraction of cuBLAS in practice:
 the tensor cores sit idle waiting for global loads, because nothing is reused from fast memory.
 
-Measured on an H200 by ``ladder bench`` (results/nvidia-h200.json): 28.08 TFLOP/s at 4096³
-(0.037x cuBLAS HGEMM) and 28.59 at 8192³ (0.039x): barely above the FP16-staging rung,
+Measured on an H200 by ``ladder bench`` (results/nvidia-h200.json): 28.19 TFLOP/s at 4096³
+(0.037x cuBLAS HGEMM) and 28.63 at 8192³ (0.038x): barely above the FP16-staging rung,
 because the tensor cores wait on global loads that nothing reuses.
 """
 

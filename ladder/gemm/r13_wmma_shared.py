@@ -51,8 +51,8 @@ fragments keep the tensor cores busier, but still well short of cuBLAS: every K 
 warps of a block on global latency, and two blocks per SM hide only part of it (predicted, not
 measured). Rung 14 removes the stall.
 
-Measured on an H200 by ``ladder bench`` (results/nvidia-h200.json): 215.88 TFLOP/s at 4096³
-(0.284x cuBLAS HGEMM) and 221.00 at 8192³ (0.304x): shared-memory reuse is worth 7.7x over
+Measured on an H200 by ``ladder bench`` (results/nvidia-h200.json): 216.55 TFLOP/s at 4096³
+(0.284x cuBLAS HGEMM) and 219.80 at 8192³ (0.294x): shared-memory reuse is worth 7.7x over
 rung 12.
 """
 

@@ -66,8 +66,8 @@ cut that ratio. And on Hopper ``mma_sync`` compiles to the older HMMA instructio
 cuBLAS HGEMM uses the asynchronous warpgroup MMA (wgmma), fed from shared memory directly, and
 the bulk tensor copy (TMA) (predicted, not measured).
 
-Measured on an H200 by ``ladder bench`` (results/nvidia-h200.json): 331.34 TFLOP/s at 4096³
-(0.436x cuBLAS HGEMM) and 310.03 at 8192³ (0.427x).
+Measured on an H200 by ``ladder bench`` (results/nvidia-h200.json): 334.64 TFLOP/s at 4096³
+(0.439x cuBLAS HGEMM) and 313.50 at 8192³ (0.420x).
 """
 
 from __future__ import annotations

@@ -73,9 +73,9 @@ epilogue), and on an A100-class GPU, where mma.sync is the native path, near cuB
 H100/H200 it should stop well short of cuBLAS HGEMM: hand-written mma.sync kernels are
 commonly reported at about 60-70% of it there (predicted, not measured).
 
-Measured on an H200 by ``ladder bench`` (results/nvidia-h200.json): 449.97 TFLOP/s at 4096³
-(0.592x cuBLAS HGEMM) and 462.72 at 8192³ (0.637x), within the range predicted above: the
-fastest rung without Hopper's own instructions.
+Measured on an H200 by ``ladder bench`` (results/nvidia-h200.json): 451.06 TFLOP/s at 4096³
+(0.592x cuBLAS HGEMM) and 456.44 at 8192³ (0.611x): at the bottom of the range predicted above
+at 8192³ and just below it at 4096³. The fastest rung without Hopper's own instructions.
 """
 
 from __future__ import annotations

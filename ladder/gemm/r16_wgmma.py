@@ -48,13 +48,13 @@ Prediction: this is how cuBLAS runs HGEMM on Hopper, so the gap should close to 
 fraction; what remains is what cuBLAS adds on top (thread-block clusters with multicast
 copies, a persistent scheduler, an epilogue through shared memory and TMA stores).
 
-Measured on an H200 by ``ladder bench`` (results/nvidia-h200.json): 670.30 TFLOP/s at 4096³
-(0.882x cuBLAS HGEMM, 759.77 in the same run) and 691.06 at 8192³ (0.952x of 725.94): 1.49x
-rung 15 at both sizes. The SASS holds HGMMA.64x256x16 and UTMALDG (the bulk tensor copy), as
-intended. What the remaining gap is made of is not profiled yet; the likely parts are the
-tail of the last wave (512 blocks of one per SM at 4096³ are 3.9 waves of 132 SMs) and the
-epilogue's 4-byte stores straight from registers. In bfloat16 (a later run of the same
-session, same file): 690.45 TFLOP/s at 4096³ (0.884x cuBLAS) and 723.00 at 8192³ (0.948x),
+Measured on an H200 by ``ladder bench`` (results/nvidia-h200.json): 675.84 TFLOP/s at 4096³
+(0.887x cuBLAS HGEMM, 762.33 in the same run) and 686.37 at 8192³ (0.919x of 746.66): 1.49x
+rung 15 at 4096³ and 1.50x at 8192³. The SASS holds HGMMA.64x256x16 and UTMALDG (the bulk
+tensor copy), as intended. What the remaining gap is made of is not profiled yet; the likely
+parts are the tail of the last wave (512 blocks of one per SM at 4096³ are 3.9 waves of 132
+SMs) and the epilogue's 4-byte stores straight from registers. In bfloat16 (a later run of the
+same session, same file): 690.12 TFLOP/s at 4096³ (0.875x cuBLAS) and 753.08 at 8192³ (0.947x),
 relative error 1.7e-3.
 """
 
