@@ -186,10 +186,20 @@ def cmd_plot(args: argparse.Namespace) -> int:
     console = _console()
     doc = report.read_results(args.results)
     out = Path(args.out or Path(args.results).with_suffix(".png"))
-    report.plot(doc, out, args.problems)
+    names = list(dict.fromkeys(key[0] for key in report.groups(doc["runs"])))
+    unknown = set(args.problems or ()) - set(names)
+    if unknown:
+        raise ValueError(f"{args.results} has no runs of {sorted(unknown)}; it has {names}")
+    report.plot_overview(doc, out)
     console.print(f"wrote {out}")
+    figures = {}
+    for name in args.problems or names:
+        path = out.with_name(f"{out.stem}-{name}.png")
+        report.plot(doc, path, [name])
+        figures[name] = path.as_posix()
+        console.print(f"wrote {path}")
     if args.readme:
-        report.update_readme(args.readme, doc, out.as_posix())
+        report.update_readme(args.readme, doc, out.as_posix(), figures)
         console.print(f"updated the results block of {args.readme}")
     return 0
 
@@ -373,10 +383,16 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("rest", nargs=argparse.REMAINDER)
     p.set_defaults(func=cmd_child)
 
-    p = sub.add_parser("plot", help="bar chart (PNG) of a results file")
+    p = sub.add_parser(
+        "plot", help="figures (PNG) of a results file: an overview, and one per problem"
+    )
     p.add_argument("results", help="results/<gpu>.json")
-    p.add_argument("--out", help="PNG path (default: beside the results file)")
-    p.add_argument("--problems", nargs="+", metavar="PROBLEM")
+    p.add_argument(
+        "--out",
+        help="the overview's PNG path (default: beside the results file); each problem's "
+        "figure goes beside it, named <stem>-<problem>.png",
+    )
+    p.add_argument("--problems", nargs="+", metavar="PROBLEM", help="figures of these only")
     p.add_argument("--readme", help="also regenerate this README's results block")
     p.set_defaults(func=cmd_plot)
     return parser

@@ -287,3 +287,17 @@ def test_naive_rung_at_n_32768_says_what_it_needed():
     needed = 4 * 16 * 32768 * 32768 * 4
     with pytest.raises(AttentionMemoryError, match=f"needs 275 GB \\({needed:,} bytes\\)"):
         rung.launch(*[to_device(x) for x in (q, k, v)])
+
+
+def test_readme_summary_gives_the_two_target_ratios():
+    shape = [4, 16, 16, 4096, 64]
+
+    def run(rung, ms, dtype="float16"):
+        return {"rung": rung, "dtype": dtype, "shape": shape, "ok": True, "median_ms": ms}
+
+    runs = [run("naive", 300.0), run("flash", 30.0), run("tensor-core-flash", 1.0)]
+    runs += [run("sdpa", 0.6), run("naive", 300.0, "float32"), run("flash", 25.0, "float32")]
+    text = get_problem("attention").readme_summary(runs, {})
+    assert "| float16 | 4 × 16 × 16 × 4096 × 64 | 10.00 | 0.60 |" in text
+    assert "| float32 | 4 × 16 × 16 × 4096 × 64 | 12.00 | — |" in text
+    assert get_problem("attention").readme_summary([], {}) == ""

@@ -199,3 +199,18 @@ def test_layer_table_sums_layers_and_compares_with_cudnn(tmp_path):
     )
     summary.plot(rows, str(tmp_path / "layers.png"))
     assert (tmp_path / "layers.png").stat().st_size > 0
+
+
+def test_readme_summary_is_the_layer_table():
+    def run(rung, dtype, size, ms, reference=False):
+        return {
+            "problem": "conv", "rung": rung, "number": 5, "reference": reference,
+            "dtype": dtype, "shape": list(size), "ok": True, "median_ms": ms,
+        }  # fmt: skip
+
+    runs = [run("register-tiled", "float32", CONV1, 1.0)]
+    runs += [run("register-tiled", "float32", CONV2, 2.0)]
+    runs += [run("cudnn", "float32", CONV1, 4.0, True), run("cudnn", "float32", CONV2, 8.0, True)]
+    text = PROBLEM.readme_summary(runs, {"copy_tbps": 4.0, "fp32_peak_tflops": 60.0})
+    assert "| 5 | register-tiled | float32 | 1.000 | 2.000 | 3.000 | 4.00 |" in text
+    assert PROBLEM.readme_summary([], {}) == ""

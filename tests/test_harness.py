@@ -105,9 +105,35 @@ def test_cli_run_bench_plot(tmp_path, capsys):
     png = tmp_path / "bench.png"
     assert cli.main(["plot", str(out), "--out", str(png), "--readme", str(readme)]) == 0
     assert png.stat().st_size > 10_000
+    assert (tmp_path / "bench-gemm.png").stat().st_size > 10_000  # one figure per problem
     text = readme.read_text()
     assert "old" not in text and "| 1 | naive |" in text and text.endswith("end\n")
+    assert "| gemm | float32 |" in text  # the headline row: best rung against cuBLAS
+    assert "<details><summary><b>gemm</b>" in text and "(bench-gemm.png)" in text.replace(
+        str(tmp_path) + "/", ""
+    )
     json.loads(out.read_text())
+    assert cli.main(["plot", str(out), "--problems", "nope"]) == 2  # a problem not in the file
+
+
+def test_best_rows_pick_the_fastest_passing_rung_and_the_library():
+    def run(rung, ms, reference=False, ok=True, number=1):
+        return {
+            "problem": "p", "rung": rung, "number": number, "reference": reference,
+            "dtype": "float32", "shape": [8], "ok": ok, "median_ms": ms,
+        }  # fmt: skip
+
+    doc = {
+        "runs": [
+            run("slow", 4.0, number=1),
+            run("fast-but-wrong", 1.0, ok=False, number=2),
+            run("fast", 2.0, number=3),
+            run("lib", 3.0, reference=True, number=0),
+        ]
+    }
+    (row,) = report.best_rows(doc)
+    assert (row["rung"], row["library"]) == ("fast", "lib")
+    assert row["vs_library"] == pytest.approx(1.5)
 
 
 def test_cli_run_rejects_bad_arguments(capsys):

@@ -264,3 +264,15 @@ def test_benchmark_writes_results_and_figures(tmp_path):
     for suffix in ("bandwidth", "timeline-conv1", "launch"):
         assert (tmp_path / f"sim-transfer-{suffix}.png").stat().st_size > 0
     assert any(line.startswith("check:") for line in bench.summary(doc))
+    readme = tmp_path / "README.md"
+    readme.write_text(f"top\n{bench.README_START}\nold\n{bench.README_END}\nbottom\n")
+    figures = tmp_path / "again"
+    argv = ["--from-results", str(out), "--readme", str(readme), "--figures", str(figures)]
+    assert bench.main(argv) == 0
+    text = readme.read_text()
+    assert "old" not in text and text.startswith("top\n") and text.endswith("bottom\n")
+    assert "| conv1 overlap efficiency, pinned host memory |" in text
+    assert "not judged (simulator)" in text and (figures / "sim-transfer-launch.png").exists()
+    (tmp_path / "other.json").write_text(json.dumps({"gpu": "x", "runs": []}))
+    with pytest.raises(ValueError, match="not a results file"):
+        bench.main(["--from-results", str(tmp_path / "other.json")])

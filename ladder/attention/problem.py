@@ -137,6 +137,39 @@ class AttentionProblem:
     def ceiling_key(self, dtype: str) -> str:
         return {"float32": "cublas_fp32_tflops"}.get(dtype, "cublas_fp16_tflops")
 
+    def readme_summary(self, runs: list[dict[str, Any]], ceilings: dict[str, Any]) -> str:
+        """For the README: the two comparisons the ladder is judged by, per dtype and size, from
+        runs measured together: the Numba flash rung over the Numba naive rung, and the
+        tensor-core flash rung against SDPA."""
+        passed = {
+            (r["rung"], r["dtype"], tuple(r["shape"])): r["median_ms"]
+            for r in runs
+            if r.get("ok") and r.get("median_ms")
+        }
+        cases = list(dict.fromkeys((dtype, shape) for _, dtype, shape in passed))
+        lines = []
+        for dtype, shape in cases:
+
+            def ratio(slow: str, fast: str, dtype: str = dtype, shape: tuple = shape) -> str:
+                a, b = passed.get((slow, dtype, shape)), passed.get((fast, dtype, shape))
+                return f"{a / b:.2f}" if a and b else "—"
+
+            lines.append(
+                f"| {dtype} | {' × '.join(map(str, shape))} | {ratio('naive', 'flash')} | "
+                f"{ratio('sdpa', 'tensor-core-flash')} |"
+            )
+        if not lines:
+            return ""
+        head = (
+            "Rung 3 (Numba flash) against rung 1 (Numba naive), and rung 5 (tensor-core flash) "
+            "against SDPA, as speed ratios from the same runs (naive's time over flash's, SDPA's "
+            "time over rung 5's; the targets were at least 3 and at least 0.5 at "
+            "4 × 16 × 16 × 4096 × 64):\n\n"
+            "| dtype | B × H × HKV × N × d | flash over naive | tensor-core flash × SDPA |\n"
+            "|---|---|---:|---:|\n"
+        )
+        return head + "\n".join(lines) + "\n"
+
 
 def attention_numpy(
     q: np.ndarray, k: np.ndarray, v: np.ndarray, causal: bool = False

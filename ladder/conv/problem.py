@@ -112,6 +112,21 @@ class ConvProblem:
     def ceiling_key(self, dtype: str) -> str:
         return "fp32_peak_tflops" if dtype == "float32" else "cublas_fp16_tflops"
 
+    def readme_summary(self, runs: list[dict[str, Any]], ceilings: dict[str, Any]) -> str:
+        """The layers as the course reports them, for the README: ms per layer, their sum, the
+        sum against cuDNN FP32's in the same run, and each layer's time over its floor."""
+        from ladder.conv import summary
+
+        rows = summary.layer_table(runs, ceilings)
+        if not rows:
+            return ""
+        return (
+            "Per layer, as the course reports it: op time of conv1 and conv2, their sum, cuDNN "
+            "FP32's sum over the rung's (same run), and each layer's time over its floor (the "
+            "larger of its fewest bytes at the copy bandwidth and its FLOPs at the peak of the "
+            "arithmetic the rung uses).\n\n" + summary.markdown(rows)
+        )
+
     def floor_ms(
         self, size: tuple[int, ...], dtype: str, ceilings: dict[str, Any], tensor_cores: bool
     ) -> float | None:

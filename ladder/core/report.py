@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from ladder.core import device, roofline
+from ladder.core.rung import get_problem
 
 README_START = "<!-- results:start -->"
 README_END = "<!-- results:end -->"
@@ -242,59 +243,187 @@ def sanitize_table(results: list[Any], gpu: str):
     return table
 
 
-def markdown(doc: dict[str, Any]) -> str:
-    """The README's results section: one Markdown table per (problem, dtype, shape)."""
+def best_rows(doc: dict[str, Any]) -> list[dict[str, Any]]:
+    """One row per (problem, dtype, shape): the fastest rung that passed, and the library it is
+    compared with in the same run (the group's first reference that passed)."""
+    found = []
+    for (problem, dtype, shape), group in groups(doc["runs"]).items():
+        passed = [r for r in group if r.get("ok") and r.get("median_ms")]
+        climbed = [r for r in passed if not r["reference"]]
+        library = next((r for r in passed if r["reference"]), None)
+        if not climbed:
+            continue
+        best = min(climbed, key=lambda r: r["median_ms"])
+        found.append(
+            {
+                "problem": problem,
+                "dtype": dtype,
+                "shape": shape,
+                "rung": best["rung"],
+                "number": best["number"],
+                "median_ms": best["median_ms"],
+                "library": library["rung"] if library else None,
+                "library_ms": library["median_ms"] if library else None,
+                "vs_library": library["median_ms"] / best["median_ms"] if library else None,
+            }
+        )
+    return found
+
+
+def _problem_summary(problem: str, runs: list[dict[str, Any]], ceilings: dict[str, Any]) -> str:
+    """A problem's own summary of its runs (its ``readme_summary``, if it has one)."""
+    try:
+        found = get_problem(problem)
+    except KeyError:
+        return ""
+    summarize = getattr(found, "readme_summary", None)
+    return summarize(runs, ceilings) if summarize else ""
+
+
+def _group_table(group: list[dict[str, Any]], ceilings: dict[str, Any] | None) -> list[str]:
+    problem, dtype, shape = group[0]["problem"], group[0]["dtype"], tuple(group[0]["shape"])
+    memory = _is_memory(group)
+    if memory:
+        head = "| # | rung | median ms | GB moved | TB/s moved | TB/s eff. | % of copy |"
+    else:
+        head = "| # | rung | median ms | TFLOP/s | % FP32 peak |"
+    lines = [
+        f"**{problem}** {dtype} {' × '.join(map(str, shape))}",
+        "",
+        head + " × rung below | × library |",
+        "|---:|---|---:|---:|---:|" + ("---:|---:|" if memory else "") + "---:|---:|",
+    ]
+    for row in rows(group, ceilings):
+        if memory:
+            figures = (
+                f"{_fmt(_moved_gb(row), '.3f')} | {_fmt(row.get('tbps_moved'), '.3f')} | "
+                f"{_fmt(row.get('tbps'), '.3f')} | {_fmt(row.get('pct_peak'), '.1f')}"
+            )
+        else:
+            figures = f"{_fmt(row.get('tflops'), '.2f')} | {_fmt(row.get('pct_peak'), '.1f')}"
+        lines.append(
+            f"| {'ref' if row['reference'] else row['number']} | {row['rung']} | "
+            f"{_fmt(row.get('median_ms'), '.3f')} | {figures} | "
+            f"{_fmt(row.get('speedup'), '.2f')} | {_fmt(row.get('vs_reference'), '.3f')} |"
+        )
+    return [*lines, ""]
+
+
+def markdown(doc: dict[str, Any], figures: dict[str, str] | None = None) -> str:
+    """The README's results section: the ceilings, one headline row per (problem, dtype, shape)
+    (the best rung against its library), then per problem a collapsed section with its figure
+    (``figures``: problem -> image path), its own summary and every table."""
     ceilings = doc.get("ceilings") or {}
     lines = [
         f"Measured on **{doc['gpu']}** (driver {doc.get('driver')}, {doc['date'][:10]}) by "
-        f"`ladder bench`. Ceilings measured in the same run: FP32 peak "
+        f"`ladder bench`. Each table's library was measured in the same run as its rungs; the "
+        f"ceilings, by the latest run ({str(ceilings.get('measured', '—'))[:10]}): FP32 peak "
         f"{_fmt(ceilings.get('fp32_peak_tflops'), '.1f')} TFLOP/s (from the clock), cuBLAS FP32 "
         f"{_fmt(ceilings.get('cublas_fp32_tflops'), '.1f')} TFLOP/s, cuBLAS FP16 "
         f"{_fmt(ceilings.get('cublas_fp16_tflops'), '.1f')} TFLOP/s, device copy "
         f"{_fmt(ceilings.get('copy_tbps'), '.2f')} TB/s.",
         "",
+        "The best rung of each ladder against the library, measured in the same run:",
+        "",
+        "| problem | dtype | shape | best rung | median ms | library | library ms | × library |",
+        "|---|---|---|---|---:|---|---:|---:|",
     ]
-    for (problem, dtype, shape), group in groups(doc["runs"]).items():
-        memory = _is_memory(group)
-        if memory:
-            head = "| # | rung | median ms | GB moved | TB/s moved | TB/s eff. | % of copy |"
-        else:
-            head = "| # | rung | median ms | TFLOP/s | % FP32 peak |"
-        lines += [
-            f"**{problem}** {dtype} {' × '.join(map(str, shape))}",
-            "",
-            head + " × rung below | × library |",
-            "|---:|---|---:|---:|---:|" + ("---:|---:|" if memory else "") + "---:|---:|",
-        ]
-        for row in rows(group, doc.get("ceilings")):
-            if memory:
-                figures = (
-                    f"{_fmt(_moved_gb(row), '.3f')} | {_fmt(row.get('tbps_moved'), '.3f')} | "
-                    f"{_fmt(row.get('tbps'), '.3f')} | {_fmt(row.get('pct_peak'), '.1f')}"
-                )
-            else:
-                figures = f"{_fmt(row.get('tflops'), '.2f')} | {_fmt(row.get('pct_peak'), '.1f')}"
-            lines.append(
-                f"| {'ref' if row['reference'] else row['number']} | {row['rung']} | "
-                f"{_fmt(row.get('median_ms'), '.3f')} | {figures} | "
-                f"{_fmt(row.get('speedup'), '.2f')} | {_fmt(row.get('vs_reference'), '.3f')} |"
-            )
-        lines.append("")
+    for row in best_rows(doc):
+        lines.append(
+            f"| {row['problem']} | {row['dtype']} | {' × '.join(map(str, row['shape']))} | "
+            f"{row['number']} {row['rung']} | {_fmt(row['median_ms'], '.3f')} | "
+            f"{row['library'] or '—'} | {_fmt(row['library_ms'], '.3f')} | "
+            f"{_fmt(row['vs_library'], '.3f')} |"
+        )
+    lines.append("")
+    by_problem: dict[str, list[list[dict[str, Any]]]] = {}
+    for (problem, _, _), group in groups(doc["runs"]).items():
+        by_problem.setdefault(problem, []).append(group)
+    for problem, problem_groups in by_problem.items():
+        lines += [f"<details><summary><b>{problem}</b>: every rung</summary>", ""]
+        if figures and problem in figures:
+            lines += [f"![{problem}]({figures[problem]})", ""]
+        runs = [r for group in problem_groups for r in group]
+        extra = _problem_summary(problem, runs, ceilings)
+        if extra:
+            lines += [extra.rstrip(), ""]
+        for group in problem_groups:
+            lines += _group_table(group, doc.get("ceilings"))
+        lines += ["</details>", ""]
     return "\n".join(lines).rstrip() + "\n"
 
 
-def update_readme(readme: str | Path, doc: dict[str, Any], plot_path: str | None) -> None:
-    """Replace the README block between the results markers with tables made from ``doc``."""
+def update_readme(
+    readme: str | Path,
+    doc: dict[str, Any],
+    plot_path: str | None,
+    figures: dict[str, str] | None = None,
+) -> None:
+    """Replace the README block between the results markers with tables made from ``doc``;
+    ``plot_path`` is the overview figure, ``figures`` one figure per problem."""
+    body = markdown(doc, figures)
+    if plot_path:
+        body = body.replace(
+            "\n\nThe best rung of each ladder",
+            f"\n\n![ladder results]({plot_path})\n\nThe best rung of each ladder",
+            1,
+        )
+    replace_block(readme, README_START, README_END, body)
+
+
+def replace_block(readme: str | Path, start: str, end: str, body: str) -> None:
+    """Replace what lies between the ``start`` and ``end`` marker lines of a README."""
     readme = Path(readme)
     text = readme.read_text()
-    if README_START not in text or README_END not in text:
-        raise ValueError(f"{readme} has no {README_START} ... {README_END} block")
-    body = markdown(doc)
-    if plot_path:
-        body += f"\n![ladder results]({plot_path})\n"
-    block = f"{README_START}\n{body}{README_END}"
-    pattern = re.escape(README_START) + ".*?" + re.escape(README_END)
-    readme.write_text(re.sub(pattern, lambda _: block, text, flags=re.S))
+    if start not in text or end not in text:
+        raise ValueError(f"{readme} has no {start} ... {end} block")
+    pattern = re.escape(start) + ".*?" + re.escape(end)
+    readme.write_text(re.sub(pattern, lambda _: f"{start}\n{body}{end}", text, flags=re.S))
+
+
+def plot_overview(doc: dict[str, Any], path: str | Path) -> Path:
+    """One bar per (problem, dtype, shape): the best rung's speed as a multiple of the library
+    in the same run (log scale; 1 = as fast as the library). Where no library ran (the
+    simulator runs none), the panels of ``plot`` instead."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    found = [r for r in best_rows(doc) if r["vs_library"]]
+    if not found:
+        return plot(doc, path)
+    fig, ax = plt.subplots(figsize=(10, 0.3 * len(found) + 1.4))
+    labels = [
+        f"{r['problem']} {r['dtype']} {'×'.join(map(str, r['shape']))}: {r['rung']}" for r in found
+    ]
+    values = [r["vs_library"] for r in found]
+    colors = ["#4c72b0" if v >= 1 else "#dd8452" for v in values]
+    ax.barh(range(len(found)), values, color=colors)
+    for i, value in enumerate(values):
+        ax.annotate(
+            f"{value:.2f}×",
+            (value, i),
+            xytext=(3, 0),
+            textcoords="offset points",
+            va="center",
+            fontsize=7,
+        )
+    ax.axvline(1.0, color="gray", ls="--", lw=1)
+    ax.set_xscale("log")
+    ax.set_xlim(min(0.5, min(values) / 1.5), max(2.0, max(values) * 2.5))  # room for labels
+    ax.set_yticks(range(len(found)), labels, fontsize=7)
+    ax.invert_yaxis()
+    ax.set_xlabel("best rung's speed / library's speed, same run (log scale)")
+    ax.set_title(f"each ladder's best rung against its library — {doc['gpu']}", fontsize=10)
+    if doc.get("simulated"):
+        fig.suptitle(device.SIMULATOR_NOTE, color="#c44e52")
+    fig.tight_layout()
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path
 
 
 def plot(doc: dict[str, Any], path: str | Path, problems: Iterable[str] | None = None) -> Path:

@@ -1,7 +1,7 @@
 """A convolution layer from host memory to host memory: sequential, or chunked over streams.
 
 The whole batch starts in host memory and its result must end in host memory: 296 MB in and
-256 MB out for conv1 at B = 10,000 images, 256 MB in and 740 MB out for conv2 (float32). Three
+1,024 MB out for conv1 at B = 10,000 images, 256 MB in and 740 MB out for conv2 (float32). Three
 stages, each using its own part of the GPU: the copy engine that moves data in (H2D), the SMs
 that run the kernel, the copy engine that moves data out (D2H).
 
