@@ -176,6 +176,11 @@ def fast_division(d: int) -> tuple[int, int]:
     return _ceil(1 << (32 + shift), d) - (1 << 32), shift
 
 
+def _fast_div_part(divisor: str, part: int) -> property:
+    """A Plan property: part 0 (magic) or 1 (shift) of ``fast_division`` of another property."""
+    return property(lambda plan: fast_division(getattr(plan, divisor))[part])
+
+
 @dataclass(frozen=True)
 class Plan:
     """How one launch covers a shape: the kernel, the item (band x channel chunk) sizes and
@@ -272,38 +277,15 @@ class Plan:
     def smem_bytes(self) -> int:
         return self.raw_at + self.chunk_channels * self.slot_chunks * 16
 
-    # the divisors of the kernel's index arithmetic, as fast_div multipliers
-    @property
-    def bands_magic(self) -> int:
-        return fast_division(self.bands)[0]
-
-    @property
-    def bands_shift(self) -> int:
-        return fast_division(self.bands)[1]
-
-    @property
-    def wo_magic(self) -> int:
-        return fast_division(self.Wo)[0]
-
-    @property
-    def wo_shift(self) -> int:
-        return fast_division(self.Wo)[1]
-
-    @property
-    def slot_magic(self) -> int:
-        return fast_division(self.slot_chunks)[0]
-
-    @property
-    def slot_shift(self) -> int:
-        return fast_division(self.slot_chunks)[1]
-
-    @property
-    def cols_magic(self) -> int:
-        return fast_division(self.cols)[0]
-
-    @property
-    def cols_shift(self) -> int:
-        return fast_division(self.cols)[1]
+    # the divisors of the kernel's index arithmetic, as fast_div multipliers and shifts
+    bands_magic = _fast_div_part("bands", 0)
+    bands_shift = _fast_div_part("bands", 1)
+    wo_magic = _fast_div_part("Wo", 0)
+    wo_shift = _fast_div_part("Wo", 1)
+    slot_magic = _fast_div_part("slot_chunks", 0)
+    slot_shift = _fast_div_part("slot_chunks", 1)
+    cols_magic = _fast_div_part("cols", 0)
+    cols_shift = _fast_div_part("cols", 1)
 
     @property
     def step_rows(self) -> int:

@@ -381,6 +381,20 @@ def replace_block(readme: str | Path, start: str, end: str, body: str) -> None:
     readme.write_text(re.sub(pattern, lambda _: f"{start}\n{body}{end}", text, flags=re.S))
 
 
+def _save(fig: Any, path: str | Path, doc: dict[str, Any]) -> Path:
+    """Write a figure as PNG (marked as simulated when the results are) and close it."""
+    import matplotlib.pyplot as plt
+
+    if doc.get("simulated"):
+        fig.suptitle(device.SIMULATOR_NOTE, color="#c44e52")
+    fig.tight_layout()
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path
+
+
 def plot_overview(doc: dict[str, Any], path: str | Path) -> Path:
     """One bar per (problem, dtype, shape): the best rung's speed as a multiple of the library
     in the same run (log scale; 1 = as fast as the library). Where no library ran (the
@@ -416,14 +430,7 @@ def plot_overview(doc: dict[str, Any], path: str | Path) -> Path:
     ax.invert_yaxis()
     ax.set_xlabel("best rung's speed / library's speed, same run (log scale)")
     ax.set_title(f"each ladder's best rung against its library — {doc['gpu']}", fontsize=10)
-    if doc.get("simulated"):
-        fig.suptitle(device.SIMULATOR_NOTE, color="#c44e52")
-    fig.tight_layout()
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    return path
+    return _save(fig, path, doc)
 
 
 def plot(doc: dict[str, Any], path: str | Path, problems: Iterable[str] | None = None) -> Path:
@@ -477,11 +484,4 @@ def plot(doc: dict[str, Any], path: str | Path, problems: Iterable[str] | None =
         ax.tick_params(axis="x", rotation=30, labelsize=8)
         for label in ax.get_xticklabels():
             label.set_horizontalalignment("right")
-    if doc.get("simulated"):
-        fig.suptitle(device.SIMULATOR_NOTE, color="#c44e52")
-    fig.tight_layout()
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    return path
+    return _save(fig, path, doc)
