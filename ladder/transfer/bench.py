@@ -99,10 +99,11 @@ def checks(doc: dict[str, Any]) -> dict[str, Any]:
             "met": layer["reference_rel_err"] <= layer["tolerance"],
         }
         # The target is checked from pinned host arrays, where the three stages are the copy
-        # in, the kernels and the copy out. From pageable arrays the CPU first copies each
-        # chunk into a pinned staging buffer, a fourth stage and the largest (bound by the
-        # host's copy rate, not by the GPU); that efficiency is reported beside it
-        # (layer["best"]["pageable"]) and in the README, not checked.
+        # in, the kernels and the copy out. From pageable arrays each chunk also goes through
+        # host copies into and out of pinned staging buffers, a fourth stage; that path misses
+        # the target (limited by the chain of steps per chunk and the staging depth, not by
+        # one stage's rate: README, results/*-transfer-copy-threads.json) and its efficiency
+        # is reported beside it (layer["best"]["pageable"]), not checked.
         best = layer["best"].get("pinned")
         if best is not None:
             found[f"{name} overlap efficiency, pinned host memory"] = {
