@@ -272,6 +272,7 @@ def test_benchmark_writes_results_and_figures(tmp_path):
     text = readme.read_text()
     assert "old" not in text and text.startswith("top\n") and text.endswith("bottom\n")
     assert "| conv1 overlap efficiency, pinned host memory |" in text
+    assert "| conv1 overlap efficiency, pageable, staged through pinned |" in text
     assert "not judged (simulator)" in text and (figures / "sim-transfer-launch.png").exists()
     (tmp_path / "other.json").write_text(json.dumps({"gpu": "x", "runs": []}))
     with pytest.raises(ValueError, match="not a results file"):

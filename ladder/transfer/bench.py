@@ -98,19 +98,19 @@ def checks(doc: dict[str, Any]) -> dict[str, Any]:
             "value": layer["reference_rel_err"],
             "met": layer["reference_rel_err"] <= layer["tolerance"],
         }
-        # The target is checked from pinned host arrays, where the three stages are the copy
-        # in, the kernels and the copy out. From pageable arrays each chunk also goes through
-        # host copies into and out of pinned staging buffers, a fourth stage; that path misses
-        # the target (limited by the chain of steps per chunk and the staging depth, not by
-        # one stage's rate: README, results/*-transfer-copy-threads.json) and its efficiency
-        # is reported beside it (layer["best"]["pageable"]), not checked.
-        best = layer["best"].get("pinned")
-        if best is not None:
-            found[f"{name} overlap efficiency, pinned host memory"] = {
-                "value": best["efficiency"],
-                "target": TARGETS["overlap_efficiency"],
-                "met": best["efficiency"] >= TARGETS["overlap_efficiency"] if timed else None,
-            }
+        # Both ways in are checked against the target. From pinned host arrays the three
+        # stages are the copy in, the kernels and the copy out. From pageable arrays each chunk
+        # also goes through host copies into and out of pinned staging buffers (the issue's
+        # pipeline), a fourth stage that counts in its efficiency.
+        labels = {"pinned": "pinned host memory", "pageable": "pageable, staged through pinned"}
+        for host_memory, label in labels.items():
+            best = layer["best"].get(host_memory)
+            if best is not None:
+                found[f"{name} overlap efficiency, {label}"] = {
+                    "value": best["efficiency"],
+                    "target": TARGETS["overlap_efficiency"],
+                    "met": best["efficiency"] >= TARGETS["overlap_efficiency"] if timed else None,
+                }
     graph = (doc.get("launch") or {}).get("graph")
     if graph:
         found["graph replay µs per kernel"] = {
@@ -310,6 +310,7 @@ def main(argv: list[str] | None = None) -> int:
         doc = report.read_results(out)
         if doc.get("kind") != "transfer":
             raise ValueError(f"{out} is not a results file of python -m ladder.transfer")
+        doc["checks"] = checks(doc)  # from the measured figures, as this version checks them
     else:
         doc = run(tuple(args.only or PARTS), rung=args.rung, layer_names=args.layers)
         out = Path(args.out) if args.out else default_path()
