@@ -40,8 +40,8 @@
 // then the warps rewrite it pair-expanded, zeros past the image. The one chunk that would reach
 // past the end of x (when B C H W is not a multiple of 8) is copied half by half instead:
 // cp.async's src-size would zero-fill its tail, but the 16-byte access still crosses the end of
-// the allocation, and compute-sanitizer's memcheck reports it (it did, on this rung). One raw buffer: the next load is issued right
-// after the rewrite, so it lands while the warps compute.
+// the allocation, and compute-sanitizer's memcheck reports it (it did, on this rung). One raw
+// buffer: the next load is issued right after the rewrite, so it lands while the warps compute.
 //
 // Output: the accumulator of lane (g, t) holds pixel g (and g + 8: the next row) at filters
 // 2t, 2t + 1. Rounded to half, each 8 x 8 (pixels x filters) half of a tile is transposed in

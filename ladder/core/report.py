@@ -64,7 +64,7 @@ def groups(runs: list[dict[str, Any]]) -> dict[tuple[str, str, tuple[int, ...]],
 
 def rows(group: list[dict[str, Any]], ceilings: dict[str, Any] | None) -> list[dict[str, Any]]:
     """Derived columns for one group: % of peak, speedup over the rung below, x library."""
-    reference = next((r for r in group if r["reference"] and r.get("ok")), None)
+    reference = _library(group)
     # % of the FP32 peak only means something for FP32 arithmetic; the tensor-core dtypes are
     # placed by their ratio to the library instead
     fp32 = all(r["dtype"] == "float32" for r in group)
@@ -243,14 +243,18 @@ def sanitize_table(results: list[Any], gpu: str):
     return table
 
 
+def _library(group: list[dict[str, Any]]) -> dict[str, Any] | None:
+    """The library run a group's rungs are compared with: its first reference that passed."""
+    return next((r for r in group if r["reference"] and r.get("ok")), None)
+
+
 def best_rows(doc: dict[str, Any]) -> list[dict[str, Any]]:
     """One row per (problem, dtype, shape): the fastest rung that passed, and the library it is
     compared with in the same run (the group's first reference that passed)."""
     found = []
     for (problem, dtype, shape), group in groups(doc["runs"]).items():
-        passed = [r for r in group if r.get("ok") and r.get("median_ms")]
-        climbed = [r for r in passed if not r["reference"]]
-        library = next((r for r in passed if r["reference"]), None)
+        climbed = [r for r in group if r.get("ok") and r.get("median_ms") and not r["reference"]]
+        library = _library(group)
         if not climbed:
             continue
         best = min(climbed, key=lambda r: r["median_ms"])
@@ -309,10 +313,13 @@ def _group_table(group: list[dict[str, Any]], ceilings: dict[str, Any] | None) -
     return [*lines, ""]
 
 
-def markdown(doc: dict[str, Any], figures: dict[str, str] | None = None) -> str:
-    """The README's results section: the ceilings, one headline row per (problem, dtype, shape)
-    (the best rung against its library), then per problem a collapsed section with its figure
-    (``figures``: problem -> image path), its own summary and every table."""
+def markdown(
+    doc: dict[str, Any], figures: dict[str, str] | None = None, overview: str | None = None
+) -> str:
+    """The README's results section: the ceilings, the ``overview`` figure, one headline row per
+    (problem, dtype, shape) (the best rung against its library), then per problem a collapsed
+    section with its figure (``figures``: problem -> image path), its own summary and every
+    table."""
     ceilings = doc.get("ceilings") or {}
     lines = [
         f"Measured on **{doc['gpu']}** (driver {doc.get('driver')}, {doc['date'][:10]}) by "
@@ -323,6 +330,7 @@ def markdown(doc: dict[str, Any], figures: dict[str, str] | None = None) -> str:
         f"{_fmt(ceilings.get('cublas_fp16_tflops'), '.1f')} TFLOP/s, device copy "
         f"{_fmt(ceilings.get('copy_tbps'), '.2f')} TB/s.",
         "",
+        *([f"![ladder results]({overview})", ""] if overview else []),
         "The best rung of each ladder against the library, measured in the same run:",
         "",
         "| problem | dtype | shape | best rung | median ms | library | library ms | × library |",
@@ -361,14 +369,7 @@ def update_readme(
 ) -> None:
     """Replace the README block between the results markers with tables made from ``doc``;
     ``plot_path`` is the overview figure, ``figures`` one figure per problem."""
-    body = markdown(doc, figures)
-    if plot_path:
-        body = body.replace(
-            "\n\nThe best rung of each ladder",
-            f"\n\n![ladder results]({plot_path})\n\nThe best rung of each ladder",
-            1,
-        )
-    replace_block(readme, README_START, README_END, body)
+    replace_block(readme, README_START, README_END, markdown(doc, figures, plot_path))
 
 
 def replace_block(readme: str | Path, start: str, end: str, body: str) -> None:
