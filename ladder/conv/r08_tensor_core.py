@@ -87,9 +87,12 @@ a precomputed (rows, columns) stride with no division in the loop. Predicted: ab
 and 16,000 instructions per image (46% and 56% fewer), near 0.35 ms per layer. Measured
 (results/nvidia-h200-profile-conv1.json, -conv2.json): 268 and 242 million warp instructions,
 about 26,800 and 24,200 per image (23% and 33% fewer), HMMA 6.0% and 10.3% of them. The old
-rewrite loop had been less wasteful per word than assumed: about 35 instructions per 32 words
-against 28 for the new walk, so most of its cost is the loads, stores and edge tests per word,
-not idle lanes. ``ladder bench`` (results/nvidia-h200.json): 0.543 ms (conv1) and 0.556 ms
+rewrite loop cost 110 warp instructions per input row on conv1 and 95 on conv2
+(relayout_instructions in the first version's profile): about 37 per 32 words on conv1's
+94-word rows, where most of the cost is the loads, stores and edge tests of every word, which
+the new walk still pays; about 76 per 32 words on conv2's 40-word rows, whose second pass left
+most lanes idle, which is likely why conv2 gained more than conv1. Timed by ``ladder bench``
+(results/nvidia-h200.json): 0.543 ms (conv1) and 0.556 ms
 (conv2), 1.099 ms for both, 17.12x cuDNN FP32's 18.817 ms in the same run (target: 5x, met).
 Against the floors of 0.156 and 0.117 ms that is 3.49x and 4.74x (target: within 2x, missed).
 A variant with three blocks per SM (``__launch_bounds__(256, 3)``, 80 registers) was slower on
