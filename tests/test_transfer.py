@@ -93,6 +93,9 @@ def test_pipelined_layer_is_identical_to_the_sequential_one(host_memory, tmp_pat
     stages = run.stage_ms()
     assert set(stages) == set(pipeline.STAGES) | (set() if pinned else {pipeline.HOST_STAGE})
     assert 0 < run.efficiency <= 1.0
+    gpu_stages = {stage: stages[stage] for stage in pipeline.STAGES}
+    assert run.ideal_ms == max(gpu_stages.values())  # the three stages, never the host's
+    assert run.bottleneck == max(gpu_stages, key=gpu_stages.get)
     assert sequential.efficiency <= 1.0 and sequential.ops[0].lane == "default stream"
 
     drawn = plot.timeline([sequential.to_dict(), run.to_dict()], tmp_path / "timeline.png")
@@ -110,6 +113,23 @@ def test_chunks_need_not_divide_the_batch():
     assert np.array_equal(out, baseline)
     with pipeline.Pipelined(x.shape, w, NAIVE.launch, chunks=100, streams=1) as pipelined:
         assert pipelined.chunks == x.shape[0]  # never more chunks than images
+
+
+def test_host_copy_rate_and_the_bound_it_puts_on_a_staged_run():
+    rate = pipeline.host_copy_rate(2, nbytes=1 << 16, piece_bytes=1 << 12, repeats=3)
+    assert set(rate) == {"in", "out"} and all(r > 0 for r in rate.values())
+    with pytest.raises(ValueError, match="positive"):
+        pipeline.host_copy_rate(0)
+    found = pipeline.host_copy_bound(3_000_000, 1_000_000, copy_threads=2, nbytes=1 << 16)
+    assert {"1", "2"} <= set(found["gbps"])
+    best = found["best_gbps"]
+    assert best["in"] == max(r["in"] for r in found["gbps"].values())
+    assert found["bound_ms"] == pytest.approx((3e6 / best["in"] + 1e6 / best["out"]) / 1e6)
+    # a run whose largest GPU stage is shorter than the host's copies can reach at most
+    # their ratio; one whose GPU stage is longer is not bounded by the host
+    run = {"ideal_ms": 20.0}
+    assert bench.host_bound(run, {"bound_ms": 40.0}) == 0.5
+    assert bench.host_bound(run, {"bound_ms": 10.0}) == 1.0
 
 
 def test_pipeline_refuses_arrays_of_the_wrong_shape():
@@ -261,6 +281,10 @@ def test_benchmark_writes_results_and_figures(tmp_path):
     assert doc["overlap"]["conv1"]["identical"]
     assert set(doc["overlap"]["conv1"]["best"]) == set(pipeline.HOST_MEMORIES)
     assert {c["met"] for name, c in doc["checks"].items() if "target" in c} == {None}
+    staged = doc["checks"]["conv1 overlap efficiency, pageable, staged through pinned"]
+    assert 0 < staged["host_bound"] <= 1.0
+    assert "host_bound" not in doc["checks"]["conv1 overlap efficiency, pinned host memory"]
+    assert doc["overlap"]["conv1"]["host_copy"]["bound_ms"] > 0
     for suffix in ("bandwidth", "timeline-conv1", "launch"):
         assert (tmp_path / f"sim-transfer-{suffix}.png").stat().st_size > 0
     assert any(line.startswith("check:") for line in bench.summary(doc))
@@ -273,6 +297,7 @@ def test_benchmark_writes_results_and_figures(tmp_path):
     assert "old" not in text and text.startswith("top\n") and text.endswith("bottom\n")
     assert "| conv1 overlap efficiency, pinned host memory |" in text
     assert "| conv1 overlap efficiency, pageable, staged through pinned |" in text
+    assert "a time no staged pipeline can beat" in text
     assert "not judged (simulator)" in text and (figures / "sim-transfer-launch.png").exists()
     (tmp_path / "other.json").write_text(json.dumps({"gpu": "x", "runs": []}))
     with pytest.raises(ValueError, match="not a results file"):

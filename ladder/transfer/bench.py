@@ -84,6 +84,28 @@ def run(
     return doc
 
 
+def host_bound(run: dict[str, Any], host_copy: dict[str, Any]) -> float:
+    """The best efficiency a staged run can reach on this host: its largest GPU stage over
+    the larger of that stage and the time the host needs to copy the layer's bytes at its
+    best measured rate (``pipeline.host_copy_bound``)."""
+    return run["ideal_ms"] / max(run["ideal_ms"], host_copy["bound_ms"])
+
+
+def _host_copy_line(layer: dict[str, Any]) -> str | None:
+    """One sentence on the host's copy rate and the time it needs for the layer, or None."""
+    found = layer.get("host_copy")
+    if not found:
+        return None
+    rates = ", ".join(
+        f"{n} thread{'s' * (n != '1')} {r['in']:.1f} / {r['out']:.1f}"
+        for n, r in found["gbps"].items()
+    )
+    return (
+        f"host copies (pageable→pinned / pinned→pageable, GB/s): {rates}; the layer's bytes at "
+        f"the best rates take {found['bound_ms']:.2f} ms, a time no staged pipeline can beat"
+    )
+
+
 def checks(doc: dict[str, Any]) -> dict[str, Any]:
     """Each target and correctness check, with its figure and whether it is met (None for a
     time target in the simulator, where times mean nothing)."""
@@ -98,19 +120,23 @@ def checks(doc: dict[str, Any]) -> dict[str, Any]:
             "value": layer["reference_rel_err"],
             "met": layer["reference_rel_err"] <= layer["tolerance"],
         }
-        # Both ways in are checked against the target. From pinned host arrays the three
-        # stages are the copy in, the kernels and the copy out. From pageable arrays each chunk
+        # Both ways in are checked against the target, with the issue's efficiency: the
+        # largest of the three GPU stages over the wall time. From pageable arrays each chunk
         # also goes through host copies into and out of pinned staging buffers (the issue's
-        # pipeline), a fourth stage that counts in its efficiency.
+        # pipeline); the host's measured copy rate bounds how close that path can come.
         labels = {"pinned": "pinned host memory", "pageable": "pageable, staged through pinned"}
         for host_memory, label in labels.items():
             best = layer["best"].get(host_memory)
             if best is not None:
-                found[f"{name} overlap efficiency, {label}"] = {
+                check = {
                     "value": best["efficiency"],
                     "target": TARGETS["overlap_efficiency"],
                     "met": best["efficiency"] >= TARGETS["overlap_efficiency"] if timed else None,
                 }
+                bound = layer.get("host_copy") if host_memory == "pageable" else None
+                if bound is not None:
+                    check["host_bound"] = host_bound(best, bound)
+                found[f"{name} overlap efficiency, {label}"] = check
     graph = (doc.get("launch") or {}).get("graph")
     if graph:
         found["graph replay µs per kernel"] = {
@@ -192,6 +218,9 @@ def summary(doc: dict[str, Any]) -> list[str]:
             f"sequential: {layer['identical']}; first images vs float64: rel err "
             f"{layer['reference_rel_err']:.1e}"
         )
+        host_line = _host_copy_line(layer)
+        if host_line:
+            lines.append(f"  {host_line}")
         for host_memory, run in layer["sequential"].items():
             stages = ", ".join(f"{k} {v:.2f}" for k, v in run["stage_ms"].items())
             lines.append(
@@ -224,7 +253,10 @@ def summary(doc: dict[str, Any]) -> list[str]:
         value = check["value"]
         shown = f"{value:.3g}" if isinstance(value, float) else str(value)
         verdict = {True: "met", False: "NOT met", None: "not judged in the simulator"}
-        lines.append(f"check: {name}: {shown}{target}: {verdict[check['met']]}")
+        bound = (
+            f" (at most {check['host_bound']:.3g} on this host)" if "host_bound" in check else ""
+        )
+        lines.append(f"check: {name}: {shown}{target}: {verdict[check['met']]}{bound}")
     return lines
 
 
@@ -253,17 +285,25 @@ def markdown(doc: dict[str, Any], figures: list[str]) -> str:
             f"{layer['rung']}): {_gb(layer['bytes_in'])} in, {_gb(layer['bytes_out'])} out; "
             f"identical to sequential: {layer['identical']}.",
             "",
-            "| run | host memory | chunks × streams | ms | largest stage | efficiency |",
-            "|---|---|---|---:|---|---:|",
+        ]
+        host_line = _host_copy_line(layer)
+        if host_line:
+            lines += [f"{host_line[0].upper()}{host_line[1:]}.", ""]
+        lines += [
+            "| run | host memory | chunks × streams | ms | largest GPU stage | host copies "
+            "| efficiency |",
+            "|---|---|---|---:|---|---:|---:|",
         ]
         shown = [("sequential", r) for r in layer["sequential"].values()]
         shown += [("pipelined, best", r) for r in layer["best"].values()]
         for label, run in shown:
             grid = f"{run['chunks']} × {run['streams']}" if label != "sequential" else "—"
             largest = f"{run['bottleneck']} {run['ideal_ms']:.2f} ms"
+            host = run["stage_ms"].get("host copies")
+            host_ms = f"{host:.2f} ms" if host else "—"
             lines.append(
                 f"| {label} | {run['host_memory']} | {grid} | {run['wall_ms']:.2f} | {largest} "
-                f"| {run['efficiency']:.2f} |"
+                f"| {host_ms} | {run['efficiency']:.2f} |"
             )
         lines.append("")
     measured = doc.get("launch")
@@ -274,13 +314,18 @@ def markdown(doc: dict[str, Any], figures: list[str]) -> str:
             lines.append(f"| {cost['title']} | {figure} |")
         lines.append("")
     if doc.get("checks"):
-        lines += ["| check | value | target | met |", "|---|---:|---:|---|"]
+        lines += [
+            "| check | value | target | met | best this host allows |",
+            "|---|---:|---:|---|---:|",
+        ]
         for name, check in doc["checks"].items():
             value = check["value"]
             shown_value = f"{value:.3g}" if isinstance(value, float) else str(value)
             verdict = {True: "yes", False: "**no**", None: "not judged (simulator)"}
+            bound = f"{check['host_bound']:.3g}" if "host_bound" in check else "—"
             lines.append(
-                f"| {name} | {shown_value} | {check.get('target', '—')} | {verdict[check['met']]} |"
+                f"| {name} | {shown_value} | {check.get('target', '—')} | "
+                f"{verdict[check['met']]} | {bound} |"
             )
         lines.append("")
     lines += [f"![{Path(f).stem}]({f})" for f in figures]

@@ -123,9 +123,12 @@ def _run_title(run: dict[str, Any]) -> str:
         )
         if run.get("copy_threads"):
             head += f", {run['copy_threads']} host copy threads"
+    host = run["stage_ms"].get("host copies")
     return (
-        f"{head}: {run['wall_ms']:.2f} ms; largest stage ({run['bottleneck']}) "
-        f"{run['ideal_ms']:.2f} ms; overlap efficiency {run['efficiency']:.2f}"
+        f"{head}: {run['wall_ms']:.2f} ms; largest GPU stage ({run['bottleneck']}) "
+        f"{run['ideal_ms']:.2f} ms"
+        + (f", host copies {host:.2f} ms" if host else "")
+        + f"; overlap efficiency {run['efficiency']:.2f}"
     )
 
 
