@@ -55,15 +55,15 @@ tile's second pixel row is first shuffled into the lanes of the dead filters, so
 and one store cover both rows.
 
 Prediction (H200: 4.2 TB/s copy bandwidth; mma.sync, not wgmma, about 450 to 500 TFLOP/s: rung
-15 of the GEMM ladder measured 450 to 463 TFLOP/s on it). conv1 moves 0.66 GB, a floor of
-0.157 ms, and issues 14.0 million k16-equivalent mma (57 GFLOP-equivalent of tensor work for 25
-GFLOP of convolution: half the filter slots and 7 of 56 k slots are padding), about 0.12 ms, so
-it should be memory- and issue-bound: 40 jobs x about 290 instructions per image, plus the
-rewrite of the input, is about 0.17 to 0.19 ms. conv2 moves 0.50 GB (0.119 ms) but needs 21.8
-million k16-equivalent mma (89.5 GFLOP-equivalent for 72.5 GFLOP, 81% useful: 49 of 56 k slots,
-1,156 of 1,248 pixels), 0.18 to 0.2 ms of tensor time: the tensor cores, not memory, set its
-time. Predicted: conv1 0.17 to 0.23 ms, conv2 0.17 to 0.21 ms, both within 2x of their floors
-and several times faster than cuDNN on these shapes.
+15 of the GEMM ladder measures 451 and 456 TFLOP/s on it, results/nvidia-h200.json). conv1
+moves 0.66 GB, a floor of 0.157 ms, and issues 14.0 million k16-equivalent mma (57
+GFLOP-equivalent of tensor work for 25 GFLOP of convolution: half the filter slots and 7 of 56
+k slots are padding), about 0.12 ms, so it should be memory- and issue-bound: 40 jobs x about
+290 instructions per image, plus the rewrite of the input, is about 0.17 to 0.19 ms. conv2
+moves 0.50 GB (0.119 ms) but needs 21.8 million k16-equivalent mma (89.5 GFLOP-equivalent for
+72.5 GFLOP, 81% useful: 49 of 56 k slots, 1,156 of 1,248 pixels), 0.18 to 0.2 ms of tensor
+time: the tensor cores, not memory, set its time. Predicted: conv1 0.17 to 0.23 ms, conv2 0.17
+to 0.21 ms, both within 2x of their floors and several times faster than cuDNN on these shapes.
 
 Measured on an H200: the prediction missed by a factor of three. The first version of this
 kernel (commit 98a7c13) took 0.643 ms (conv1) and 0.765 ms (conv2). Nsight Compute
@@ -107,6 +107,17 @@ mma and the jobs per image and gives each lane two adjacent pixels of one filter
 transpose; for conv2, stage the next image's words while the warps compute the current one
 (double-buffered words: 2 x 49 KB still allows two blocks per SM), which removes the barrier
 waits.
+
+How far those steps can go differs by layer. conv1's tensor work (57.3 GFLOP-equivalent)
+takes 0.126 ms at rung 15's 456 TFLOP/s, well inside the 0.311 ms that twice its floor allows:
+conv1 is limited by the instructions around the mma, which the packing reduces. conv2's barely
+fits: its 89.5 GFLOP-equivalent takes 0.196 to 0.198 ms at the 451 to 456 TFLOP/s that
+mma.sync reaches in the GEMM ladder, 83 to 85% of the 0.235 ms that twice its floor (0.117 ms)
+allows, leaving about 15% for staging, rewriting and storing, which a large GEMM does not have
+to fit beside its mma. So this rung's next steps are not expected to meet conv2's target with
+mma.sync. Hopper's wgmma leaves room (rung 16 of the GEMM ladder: 676 and 686 TFLOP/s, 0.130
+to 0.132 ms for the same work, about 44% of the budget left), as would less padding (19% of
+the tensor work multiplies the 8th, zero filter column and padded pixels).
 
 compute-sanitizer (``ladder sanitize conv``, results/nvidia-h200-sanitize-conv.json) found one
 invalid 16-byte read in this rung: the last cp.async chunk of x crossed the end of the array

@@ -84,11 +84,23 @@ def run(
     return doc
 
 
+def gpu_ideal_ms(run: dict[str, Any]) -> float:
+    """The largest of a run's three GPU stages, from its stage totals (so that a results file
+    written by an older version is judged as this one judges)."""
+    return max(run["stage_ms"][stage] for stage in pipeline.STAGES)
+
+
+def efficiency(run: dict[str, Any]) -> float:
+    """The issue's overlap efficiency of a run: its largest GPU stage over its wall time."""
+    return gpu_ideal_ms(run) / run["wall_ms"]
+
+
 def host_bound(run: dict[str, Any], host_copy: dict[str, Any]) -> float:
-    """The best efficiency a staged run can reach on this host: its largest GPU stage over
-    the larger of that stage and the time the host needs to copy the layer's bytes at its
-    best measured rate (``pipeline.host_copy_bound``)."""
-    return run["ideal_ms"] / max(run["ideal_ms"], host_copy["bound_ms"])
+    """The best efficiency a staged run can reach on this host, estimated: its largest GPU
+    stage over the larger of that stage and the time the host needs to copy the layer's bytes
+    at its best measured rates (``pipeline.host_copy_bound``)."""
+    ideal = gpu_ideal_ms(run)
+    return ideal / max(ideal, host_copy["bound_ms"])
 
 
 def _host_copy_line(layer: dict[str, Any]) -> str | None:
@@ -102,7 +114,7 @@ def _host_copy_line(layer: dict[str, Any]) -> str | None:
     )
     return (
         f"host copies (pageable→pinned / pinned→pageable, GB/s): {rates}; the layer's bytes at "
-        f"the best rates take {found['bound_ms']:.2f} ms, a time no staged pipeline can beat"
+        f"the best rates take {found['bound_ms']:.2f} ms, the shortest staging these rates allow"
     )
 
 
@@ -128,10 +140,11 @@ def checks(doc: dict[str, Any]) -> dict[str, Any]:
         for host_memory, label in labels.items():
             best = layer["best"].get(host_memory)
             if best is not None:
+                value = efficiency(best)
                 check = {
-                    "value": best["efficiency"],
+                    "value": value,
                     "target": TARGETS["overlap_efficiency"],
-                    "met": best["efficiency"] >= TARGETS["overlap_efficiency"] if timed else None,
+                    "met": value >= TARGETS["overlap_efficiency"] if timed else None,
                 }
                 bound = layer.get("host_copy") if host_memory == "pageable" else None
                 if bound is not None:

@@ -27,20 +27,22 @@ Copies overlap only when the host memory is pinned (``transfers.py``). Two cases
 
   The efficiency is still the issue's: the largest of the three GPU stages over the wall
   time. That is the right question (does the staging hide behind the copy engines?) and on
-  the H200's host the answer is no, for a reason outside the pipeline: every byte in and out
-  must also cross the CPU's memory once more, and the host copies far slower than the link.
-  ``host_copy_rate`` measures the CPU's copy rate between pinned and pageable memory on its
-  own, with 1, ``copy_threads`` and all the cores; the layer's bytes over the best of those
-  rates is a time no staged pipeline can beat (``compare`` records it as ``host_copy``), and
-  the largest GPU stage over that time is the best efficiency the host allows. Two designs
-  tried on the H200 (``results/nvidia-h200-transfer-copy-threads.json``,
+  the H200's host the answer is no, first for a reason outside the pipeline: every byte in and
+  out must also cross the CPU's memory once more, and the host copies more slowly than the
+  link moves data. ``host_copy_rate`` measures the CPU's copy rate between pinned and pageable
+  memory on its own, with 1, ``copy_threads`` and all the cores; the layer's bytes over the
+  best of those rates (``compare`` records it as ``host_copy``) estimates the shortest time in
+  which the host can stage the layer, and the largest GPU stage over that time the best
+  efficiency the host allows (an estimate: other piece sizes or thread counts may copy a little
+  faster). Two designs tried on the H200 (``results/nvidia-h200-transfer-copy-threads.json``,
   ``results/nvidia-h200-transfer-pieces.json``): more copy threads (12, 15) shrink the host
   stage but the wall time hardly; cutting each chunk's copy into one piece per thread, so a
   staging buffer empties sooner, made it slower (conv1 at best 51.2 ms, against 46.0 to
-  48.1 ms unsplit with 8 threads): the staging buffers were not what held the run back, the
-  host's copy rate was. The copies also
-  compete with the copy engines for the same memory: with the engines moving data both ways,
-  8 or 15 threads copied a seventh to a third less (``results/nvidia-h200-host-copy.json``).
+  48.1 ms unsplit with 8 threads, on other machines of the same kind), and a third staging
+  buffer per stream, tried only together with the split, did not help; deeper staging on its
+  own is untested. The copies also compete with the copy engines for the same memory: with the
+  engines moving data both ways, 8 or 15 threads copied a seventh to a third less
+  (``results/nvidia-h200-host-copy.json``).
 - ``host_memory="pinned"``: the batch was allocated pinned in the first place
   (``cuda.pinned_array``; ``pinned_copy`` makes one), so the copy engines read and write it
   directly and there is nothing to stage. This is what a program that owns its buffers
@@ -480,6 +482,7 @@ def host_copy_rate(
     if threads < 1 or nbytes < 4 or piece_bytes < 4:
         raise ValueError("threads, nbytes and piece_bytes must be positive")
     count = nbytes // 4
+    piece_bytes = min(piece_bytes, max(4, nbytes // threads))  # a piece for every thread
     pinned = cuda.pinned_array(count, dtype=np.float32)
     pageable = np.empty(count, dtype=np.float32)
     pinned.fill(1.0)
@@ -504,7 +507,7 @@ def host_copy_bound(
 ) -> dict[str, Any]:
     """The fastest the host can stage a layer: ``host_copy_rate`` with 1, ``copy_threads``
     and as many threads as there are cores, and the layer's bytes in and out over the best
-    rate of each way: the ``bound_ms`` no staged pipeline can beat."""
+    rate of each way: ``bound_ms``, the shortest staging those rates allow."""
     cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
     rates = {n: host_copy_rate(n, nbytes) for n in sorted({1, copy_threads, cores or 1})}
     best = {way: max(rate[way] for rate in rates.values()) for way in ("in", "out")}
