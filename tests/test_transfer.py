@@ -127,7 +127,7 @@ def test_efficiency_counts_the_three_gpu_stages_even_when_host_copies_take_longe
     assert run.stage_ms() == {"h2d": 2.0, "kernel": 1.0, "d2h": 4.0, "host copies": 11.0}
     assert run.ideal_ms == 4.0 and run.bottleneck == "d2h" and run.efficiency == 0.2
     found = run.to_dict(with_ops=False)
-    assert bench.efficiency(found) == 0.2 and bench.gpu_ideal_ms(found) == 4.0
+    assert bench.efficiency(found) == 0.2 and pipeline.gpu_ideal_ms(found["stage_ms"]) == 4.0
     # a results file from a version that counted the host copies is judged as this one judges
     found.update(ideal_ms=11.0, efficiency=0.55)
     assert bench.efficiency(found) == 0.2

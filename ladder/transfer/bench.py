@@ -84,26 +84,21 @@ def run(
     return doc
 
 
-def gpu_ideal_ms(run: dict[str, Any]) -> float:
-    """The largest of a run's three GPU stages, from its stage totals (so that a results file
-    written by an older version is judged as this one judges)."""
-    return max(run["stage_ms"][stage] for stage in pipeline.STAGES)
-
-
 def efficiency(run: dict[str, Any]) -> float:
-    """The issue's overlap efficiency of a run: its largest GPU stage over its wall time."""
-    return gpu_ideal_ms(run) / run["wall_ms"]
+    """The issue's overlap efficiency of a stored run, from its stage totals (so that a results
+    file written by an older version is judged as this one judges)."""
+    return pipeline.gpu_ideal_ms(run["stage_ms"]) / run["wall_ms"]
 
 
 def host_bound(run: dict[str, Any], host_copy: dict[str, Any]) -> float:
     """The best efficiency a staged run can reach on this host, estimated: its largest GPU
     stage over the larger of that stage and the time the host needs to copy the layer's bytes
     at its best measured rates (``pipeline.host_copy_bound``)."""
-    ideal = gpu_ideal_ms(run)
+    ideal = pipeline.gpu_ideal_ms(run["stage_ms"])
     return ideal / max(ideal, host_copy["bound_ms"])
 
 
-def _host_copy_line(layer: dict[str, Any]) -> str | None:
+def host_copy_line(layer: dict[str, Any]) -> str | None:
     """One sentence on the host's copy rate and the time it needs for the layer, or None."""
     found = layer.get("host_copy")
     if not found:
@@ -231,7 +226,7 @@ def summary(doc: dict[str, Any]) -> list[str]:
             f"sequential: {layer['identical']}; first images vs float64: rel err "
             f"{layer['reference_rel_err']:.1e}"
         )
-        host_line = _host_copy_line(layer)
+        host_line = host_copy_line(layer)
         if host_line:
             lines.append(f"  {host_line}")
         for host_memory, run in layer["sequential"].items():
@@ -299,7 +294,7 @@ def markdown(doc: dict[str, Any], figures: list[str]) -> str:
             f"identical to sequential: {layer['identical']}.",
             "",
         ]
-        host_line = _host_copy_line(layer)
+        host_line = host_copy_line(layer)
         if host_line:
             lines += [f"{host_line[0].upper()}{host_line[1:]}.", ""]
         lines += [

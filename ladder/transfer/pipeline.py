@@ -104,6 +104,12 @@ HOST_STAGE = "host copies"
 _STAMPS = [f"{stage}_{end}" for stage in STAGES for end in ("start", "end")]
 
 
+def gpu_ideal_ms(stages: dict[str, float]) -> float:
+    """The largest of the three GPU stages' totals (``Run.stage_ms``): the issue's ideal time,
+    which the overlap efficiency divides by the wall time."""
+    return max(stages[stage] for stage in STAGES)
+
+
 @dataclass(frozen=True)
 class Op:
     """One bar of the timeline: a copy or a kernel of one chunk, in ms from the run's start."""
@@ -148,8 +154,7 @@ class Run:
     def ideal_ms(self) -> float:
         """The time of the largest of the three GPU stages (copy in, kernel, copy out): no
         overlap can finish sooner."""
-        stages = self.stage_ms()
-        return max(stages[stage] for stage in STAGES)
+        return gpu_ideal_ms(self.stage_ms())
 
     @property
     def bottleneck(self) -> str:
