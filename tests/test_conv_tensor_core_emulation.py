@@ -47,16 +47,20 @@ def test_constants_match_the_cu_file():
     macro = SOURCE[SOURCE.index("#define CONV_TC_KERNEL") : SOURCE.index("const Conv p{")]
     names = re.findall(r"(?:long long|unsigned|int) (\w+)(?=[,)])", macro)
     assert tuple(names) == r08.PARAMS
-    compiled = set(re.findall(r"CONV_TC_KERNEL\((\w+), (\d+), (\d+), (true|false)\)", SOURCE))
+    compiled = set(
+        re.findall(r"CONV_TC_KERNEL\((\w+), (\d+), (\d+), (true|false), (true|false)\)", SOURCE)
+    )
     wanted = {
-        (f"conv_tc_t{t}_n{nt}", str(t), str(nt), "false")
+        (f"conv_tc_t{t}_n{nt}", str(t), str(nt), "false", "false")
         for nt, ts in r08.TILES.items()
         for t in ts
     }
     wanted |= {
-        (f"conv_tc_chunked_t{r08.CHUNKED_TILES}_n{nt}", str(r08.CHUNKED_TILES), str(nt), "true")
+        (f"conv_tc_chunked_t{t}_n{nt}", str(t), str(nt), "true", "false")
         for nt in r08.TILES
+        for t in [r08.CHUNKED_TILES]
     }
+    wanted |= {(f"conv_tc_pack_t{t}_n1", str(t), "1", "false", "true") for t in r08.PACK_TILES}
     assert compiled == wanted
 
 
@@ -110,6 +114,7 @@ def emulate(x: np.ndarray, w: np.ndarray, p: r08.Plan, grid: int, y_skew: int = 
     B, C, M, H, W, K = p.size
     T, NT = p.tiles, p.n_tiles
     ROWS = 2 * T
+    CSTEP = 2 if p.packed else 1
     xb = np.ascontiguousarray(x, np.float16).reshape(-1).view(np.uint16)
     wb = np.ascontiguousarray(w, np.float16).reshape(-1).view(np.uint16)
     y = np.full(y_skew + B * M * p.Ho * p.Wo, NAN_HALF, np.uint16)
@@ -158,8 +163,9 @@ def emulate(x: np.ndarray, w: np.ndarray, p: r08.Plan, grid: int, y_skew: int = 
                     col = tid - r * p.cols
                     while r < p.RIN:
                         live = r < rows
-                        lo = int(s.raw[src + r * W + col]) if live and col < W else 0
-                        hi = int(s.raw[src + r * W + col + 1]) if live and col + 1 < W else 0
+                        xc = CSTEP * col
+                        lo = int(s.raw[src + r * W + xc]) if live and xc < W else 0
+                        hi = int(s.raw[src + r * W + xc + 1]) if live and xc + 1 < W else 0
                         s.words[dst + col * p.row_stride + r] = lo | hi << 16
                         written[col, r] += 1
                         r += p.step_rows
@@ -179,11 +185,12 @@ def emulate(x: np.ndarray, w: np.ndarray, p: r08.Plan, grid: int, y_skew: int = 
                 pair, rest = rest % r08.PAIRS, rest // r08.PAIRS
                 pb, rest = rest % p.PB, rest // p.PB
                 qc, cl = rest % p.QC, rest // p.QC
-                f = tile * 8 + G
-                ph, q = pb * r08.P_BLOCK + 2 * pair, qc * r08.Q_CHUNK + 2 * T4
+                f = tile * 4 + G // 2 if p.packed else tile * 8 + G
+                shift = G % 2 if p.packed else 0
+                ph, q = pb * r08.P_BLOCK + 2 * pair, qc * r08.Q_CHUNK + 2 * T4 - shift
 
                 def tap(pp, qq, f=f, cl=cl, c0=c0):
-                    ok = (f < M) & (pp < K) & (qq < K)
+                    ok = (f < M) & (pp < K) & (qq >= 0) & (qq < K)
                     index = (((f * C + c0 + cl) * K + pp) * K + qq) * ok
                     return np.where(ok, wb[index], 0).astype(np.uint32)
 
@@ -222,7 +229,7 @@ def emulate(x: np.ndarray, w: np.ndarray, p: r08.Plan, grid: int, y_skew: int = 
                         taps = min(r08.P_BLOCK, K - pb * r08.P_BLOCK)
                         src = (
                             lane_words
-                            + (cl * p.cols + qc * r08.Q_CHUNK) * p.row_stride
+                            + (cl * p.cols + qc * r08.Q_CHUNK // CSTEP) * p.row_stride
                             + pb * r08.P_BLOCK
                         )
                         frag = (((cl * p.QC + qc) * p.PB + pb) * r08.PAIRS * p.NTP + fg * NT) * 32
@@ -242,7 +249,7 @@ def emulate(x: np.ndarray, w: np.ndarray, p: r08.Plan, grid: int, y_skew: int = 
         for item in range(block, p.items, grid):
             b, h0 = origin(item, p)
             sub_bands = -(-min(p.band_rows, p.Ho - h0) // ROWS)
-            columns = sub_bands * p.Wo
+            columns = sub_bands * p.Wn
             groups = -(-columns // 8)
             jobs = groups * p.NFG
             rounds = -(-jobs // r08.NWARPS)
@@ -280,9 +287,9 @@ def _job_accumulate(accs, warp, rnd, groups, columns, p, chunk, accumulate, word
     fg, group = _job(rnd, warp, groups)
     n = group * 8 + G
     n_live = n < columns
-    sb = np.where(n_live, fast_div(n, p.wo_magic, p.wo_shift).astype(np.int64), 0)
-    col = np.where(n_live, n - sb * p.Wo, 0)
-    lane_words = words0 + (col + 2 * T4) * p.row_stride + sb * 2 * p.tiles
+    sb = np.where(n_live, fast_div(n, p.wn_magic, p.wn_shift).astype(np.int64), 0)
+    col = np.where(n_live, n - sb * p.Wn, 0)
+    lane_words = words0 + (col + 2 * T4 // (2 if p.packed else 1)) * p.row_stride + sb * 2 * p.tiles
     accumulate(acc, lane_words, fg, chunk)
 
 
@@ -321,22 +328,32 @@ def _epilogue(acc, job, groups, columns, b, h0, p, y, writes, y_skew):
     NT = p.n_tiles
     Ho, Wo = p.Ho, p.Wo
     fg, group = _job(job // r08.NWARPS, job % r08.NWARPS, groups)
-    na = group * 8 + 2 * T4
-    nb = na + 1
-    la, lb = na < columns, nb < columns
-    sba = np.where(la, fast_div(na, p.wo_magic, p.wo_shift).astype(np.int64), 0)
-    wa = np.where(la, na - sba * Wo, 0)
-    wraps = lb & (wa + 1 == Wo)
-    sbb = np.where(lb, sba + wraps, 0)
-    wb = np.where(lb & ~wraps, wa + 1, 0)
-    assert np.array_equal(sbb, np.where(lb, nb // Wo, 0))
-    ha0, hb0 = h0 + sba * ROWS, h0 + sbb * ROWS
-    same_row = la & lb & (sba == sbb)
-    narrow = NT == 1 and M - fg * 8 <= 4
+    if p.packed:  # lane (g, t): filter t at output columns 2 col, 2 col + 1 of its rows
+        n = group * 8 + G
+        la = n < columns
+        sb = np.where(la, fast_div(n, p.wn_magic, p.wn_shift).astype(np.int64), 0)
+        col = np.where(la, n - sb * p.Wn, 0)
+        lb = la & (2 * col + 1 < Wo)
+        same_row = lb
+        wa, wb = 2 * col, 2 * col + 1
+        ha0 = hb0 = h0 + sb * ROWS
+    else:
+        na = group * 8 + 2 * T4
+        nb = na + 1
+        la, lb = na < columns, nb < columns
+        sba = np.where(la, fast_div(na, p.wn_magic, p.wn_shift).astype(np.int64), 0)
+        wa = np.where(la, na - sba * Wo, 0)
+        wraps = lb & (wa + 1 == Wo)
+        sbb = np.where(lb, sba + wraps, 0)
+        wb = np.where(lb & ~wraps, wa + 1, 0)
+        assert np.array_equal(sbb, np.where(lb, nb // Wo, 0))
+        ha0, hb0 = h0 + sba * ROWS, h0 + sbb * ROWS
+        same_row = la & lb & (sba == sbb)
+    narrow = not p.packed and NT == 1 and M - fg * 8 <= 4
     step = 2 * Wo
     for nt in range(NT):
         row_shift = G // 4 if narrow else 0
-        f = (fg * NT + nt) * 8 + (G % 4 if narrow else G)
+        f = fg * 4 + T4 if p.packed else (fg * NT + nt) * 8 + (G % 4 if narrow else G)
         f_live = f < M
         plane = y_skew + (b * M + np.where(f_live, f, 0)) * Ho * Wo  # y: 16-byte aligned
         ya = plane + (ha0 + row_shift) * Wo + wa
@@ -369,9 +386,9 @@ def _epilogue(acc, job, groups, columns, b, h0, p, y, writes, y_skew):
                 store(pair, 2 * i + row_shift, 0, even, ya)
             else:
                 for half_row in range(2):
-                    pair = _movmatrix_trans(
-                        _pack_half2(acc[i][nt][2 * half_row], acc[i][nt][2 * half_row + 1])
-                    )
+                    pair = _pack_half2(acc[i][nt][2 * half_row], acc[i][nt][2 * half_row + 1])
+                    if not p.packed:
+                        pair = _movmatrix_trans(pair)
                     aligned = ~even if half_row and Wo & 1 else even
                     store(pair, 2 * i + half_row, half_row * Wo, aligned, ya)
             ya = ya + step
@@ -394,10 +411,11 @@ def _check(size, p: r08.Plan, grid: int, y_skew: int = 0, seed: int = 0):
     assert err <= 2e-3, f"relative error {err:.2e} for {size} with {p}"
 
 
-def _forced(size, tiles, n_tiles):
-    """A whole-image plan for size on the kernel variant (tiles, n_tiles)."""
+def _forced(size, tiles, n_tiles, packed=False):
+    """A whole-image plan for size on the kernel variant (tiles, n_tiles, packed)."""
     ho = size[3] - size[5] + 1
-    return r08.Plan(size, tiles, n_tiles, False, -(-ho // (2 * tiles)) * 2 * tiles, size[1])
+    band = -(-ho // (2 * tiles)) * 2 * tiles
+    return r08.Plan(size, tiles, n_tiles, False, band, size[1], packed)
 
 
 @pytest.mark.parametrize("size", TEST_SIZES, ids=str)
@@ -409,28 +427,34 @@ def test_planned_launch_matches_float64(size):
 
 def test_canonical_layers_pick_the_planned_kernels():
     conv1, conv2 = r08.plan(CONV1), r08.plan(CONV2)
-    assert (conv1.kernel_name, conv1.band_rows, conv1.rounds) == ("conv_tc_t10_n1", 80, 5)
+    assert (conv1.kernel_name, conv1.band_rows, conv1.rounds) == ("conv_tc_pack_t10_n1", 80, 3)
     assert (conv2.kernel_name, conv2.band_rows, conv2.rounds) == ("conv_tc_t6_n2", 36, 2)
     assert conv1.smem_bytes < 48 * 1024 and conv2.smem_bytes < 49 * 1024
 
 
 @pytest.mark.parametrize(
-    ("size", "tiles", "n_tiles"),
+    ("size", "tiles", "n_tiles", "packed"),
     [
-        ((2, 1, 4, 23, 21, 7), 2, 1),
-        ((2, 1, 4, 23, 21, 7), 6, 1),
-        ((1, 1, 4, 30, 26, 7), 10, 1),
-        ((2, 3, 16, 15, 13, 5), 2, 2),
-        ((2, 3, 11, 17, 12, 3), 6, 2),
-        ((1, 2, 24, 9, 35, 1), 2, 1),
-        ((2, 2, 20, 13, 11, 3), 6, 1),  # three groups of 8 filters, the last one narrow
-        ((2, 1, 5, 12, 17, 5), 6, 1),  # five filters: not narrow
-        ((2, 1, 3, 14, 15, 7), 10, 1),  # three filters: narrow
+        ((2, 1, 4, 23, 21, 7), 2, 1, False),
+        ((2, 1, 4, 23, 21, 7), 6, 1, False),
+        ((1, 1, 4, 30, 26, 7), 10, 1, False),
+        ((2, 3, 16, 15, 13, 5), 2, 2, False),
+        ((2, 3, 11, 17, 12, 3), 6, 2, False),
+        ((1, 2, 24, 9, 35, 1), 2, 1, False),
+        ((2, 2, 20, 13, 11, 3), 6, 1, False),  # three groups of 8 filters, the last one narrow
+        ((2, 1, 5, 12, 17, 5), 6, 1, False),  # five filters: not narrow
+        ((2, 1, 3, 14, 15, 7), 10, 1, False),  # three filters: narrow
+        ((2, 1, 4, 23, 21, 7), 2, 1, True),  # packed: odd Wo, the last pair half past the image
+        ((2, 2, 3, 19, 24, 7), 6, 1, True),  # even Wo, three filters
+        ((1, 1, 4, 30, 26, 7), 10, 1, True),
+        ((2, 3, 4, 12, 14, 8), 6, 1, True),  # K = 8: the shifted copy needs a second chunk
+        ((2, 1, 1, 9, 10, 1), 2, 1, True),  # K = 1, M = 1
+        ((2, 2, 9, 11, 13, 3), 2, 1, True),  # nine filters: three packed groups of 4
     ],
     ids=str,
 )
-def test_every_kernel_variant(size, tiles, n_tiles):
-    _check(size, _forced(size, tiles, n_tiles), grid=2)
+def test_every_kernel_variant(size, tiles, n_tiles, packed):
+    _check(size, _forced(size, tiles, n_tiles, packed), grid=2)
 
 
 @pytest.mark.parametrize(

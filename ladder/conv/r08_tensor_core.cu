@@ -170,20 +170,21 @@ struct Conv {
   int B, C, M, H, W, K, Ho, Wo;
   int QC;              // ceil(K / Q_CHUNK): 8-column chunks of a filter row
   int PB;              // ceil(K / P_BLOCK): 8-row blocks of a filter
+  int Wn;              // columns per sub-band row: Wo, or (packed) ceil(Wo / 2) column pairs
   int NFG, NTP;        // filter groups of NT n8 tiles; NTP = NFG * NT
   int band_rows;       // output rows per item, a multiple of 2T
   int RIN;             // input rows per item: band_rows + K - 1
   int bands, items;    // bands per image; B * bands
   int chunk_channels;  // channels staged at once
   int chunks;          // ceil(C / chunk_channels)
-  int cols;            // pair-expanded columns per channel, >= Wo + 8 QC - 2
+  int cols;            // word columns per channel (pair-expanded; packed: even columns only)
   int row_stride;      // words per column: odd, >= RIN
   int slot_chunks;     // 16-byte chunks per channel's raw slot, >= (RIN * W + 14) / 8
   int words_at, raw_at;  // byte offsets of the input words and the raw slots in shared memory
-  unsigned bands_magic;  // fast_div by bands, Wo, slot_chunks and cols
+  unsigned bands_magic;  // fast_div by bands, Wn, slot_chunks and cols
   int bands_shift;
-  unsigned wo_magic;
-  int wo_shift;
+  unsigned wn_magic;
+  int wn_shift;
   unsigned slot_magic;
   int slot_shift;
   unsigned cols_magic;
@@ -194,13 +195,23 @@ struct Conv {
 // CHUNKED: the channels do not fit in shared memory at once; they are staged in chunks inside
 // each round (accumulators live across the staging). Otherwise a band is staged once, with
 // all of its channels and weights, and every round reads it.
-template <int T, int NT, bool CHUNKED>
+// PACK (at most 4 filters, NT = 1, not CHUNKED): an n8 tile holds 4 filters x 2 column shifts,
+// n = 2 f + s, with B'[(p, q)][(f, s)] = w[f][p][q - s] (zero outside 0 <= q - s < K), and A
+// row g is output column 2 j (j: the lane's column pair), so D[g][(f, s)] = y[f][h][2 j + s].
+// One mma covers 16 output columns instead of 8, and lane (g, t) ends with two adjacent pixels
+// of filter t: no transpose before the store. A lane reads only even input columns (2 j + 8 qc
+// + 2 t), so only the even columns' pair-expanded words are staged: word column u holds input
+// columns 2 u and 2 u + 1.
+template <int T, int NT, bool CHUNKED, bool PACK>
 __device__ __forceinline__ void conv_tc(const Conv& p) {
+  static_assert(!PACK || (NT == 1 && !CHUNKED), "packing is for one n8 tile of whole bands");
   constexpr int ROWS = 2 * T;            // output rows of a job (a sub-band)
+  constexpr int CSTEP = PACK ? 2 : 1;    // input columns per word column
   extern __shared__ __align__(16) unsigned char smem[];
   const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32, g = lane / 4, t = lane % 4;
 
-  const int Ho = p.Ho, Wo = p.Wo, QC = p.QC, PB = p.PB, NTP = p.NTP, NFG = p.NFG, RIN = p.RIN;
+  const int Ho = p.Ho, Wo = p.Wo, Wn = p.Wn, QC = p.QC, PB = p.PB, NTP = p.NTP, NFG = p.NFG;
+  const int RIN = p.RIN;
   const int items = p.items;
 
   // shared memory: B fragments | pair-expanded input (+ PAD words: with an odd TAPS a window
@@ -245,8 +256,8 @@ __device__ __forceinline__ void conv_tc(const Conv& p) {
     cp_async_commit();
   };
 
-  // Raw slots -> pair-expanded columns: word (cl, col, r) holds x[c0 + cl][h0 + r][col] and
-  // [col + 1], zero past the image. All threads walk the RIN x cols words of a channel, THREADS
+  // Raw slots -> pair-expanded columns: word (cl, col, r) holds x[c0 + cl][h0 + r][xc] and
+  // [xc + 1] with xc = CSTEP col, zero past the image. All threads walk the RIN x cols words of a channel, THREADS
   // apart in row-major order (the step is added, not divided: no division in the loop); lanes
   // read consecutive halves and write words row_stride (odd) apart, so neither side has bank
   // conflicts.
@@ -264,8 +275,9 @@ __device__ __forceinline__ void conv_tc(const Conv& p) {
       unsigned* dst = words + cl * p.cols * p.row_stride;
       for (int r = walk_row, col = walk_col; r < RIN;) {
         const bool live = r < rows;
-        const unsigned lo = live && col < p.W ? src[r * p.W + col] : 0u;
-        const unsigned hi = live && col + 1 < p.W ? src[r * p.W + col + 1] : 0u;
+        const int xc = CSTEP * col;
+        const unsigned lo = live && xc < p.W ? src[r * p.W + xc] : 0u;
+        const unsigned hi = live && xc + 1 < p.W ? src[r * p.W + xc + 1] : 0u;
         dst[col * p.row_stride + r] = lo | hi << 16;
         r += p.step_rows;
         col += p.step_cols;
@@ -290,9 +302,11 @@ __device__ __forceinline__ void conv_tc(const Conv& p) {
       const int pb = rest % PB;
       rest /= PB;
       const int qc = rest % QC, cl = rest / QC;
-      const int f = tile * 8 + g, ph = pb * P_BLOCK + 2 * pair, q = qc * Q_CHUNK + 2 * t;
+      // lane (g, t) holds B column g: filter g, or (PACK) filter g / 2 at shift g % 2
+      const int f = PACK ? tile * 4 + g / 2 : tile * 8 + g, shift = PACK ? g % 2 : 0;
+      const int ph = pb * P_BLOCK + 2 * pair, q = qc * Q_CHUNK + 2 * t - shift;
       auto tap = [&](int pp, int qq) -> unsigned {
-        if (f >= p.M || pp >= p.K || qq >= p.K) return 0u;
+        if (f >= p.M || pp >= p.K || qq < 0 || qq >= p.K) return 0u;
         return p.w[(((long long)f * p.C + c0 + cl) * p.K + pp) * p.K + qq];
       };
       frags[e * 32 + lane] = make_uint2(tap(ph, q) | tap(ph, q + 1) << 16,
@@ -309,7 +323,7 @@ __device__ __forceinline__ void conv_tc(const Conv& p) {
           const int taps = min(P_BLOCK, p.K - pb * P_BLOCK);  // filter rows in this block
           // this lane's column at the sub-band's top row + 8 pb: F(r) = src[r]
           const unsigned* src =
-              lane_words + (cl * p.cols + qc * Q_CHUNK) * p.row_stride + pb * P_BLOCK;
+              lane_words + (cl * p.cols + qc * Q_CHUNK / CSTEP) * p.row_stride + pb * P_BLOCK;
           const uint2* frag =
               frags + (((cl * QC + qc) * PB + pb) * PAIRS * NTP + fg * NT) * 32 + lane;
           switch (taps) {
@@ -346,7 +360,7 @@ __device__ __forceinline__ void conv_tc(const Conv& p) {
     int b, h0;
     origin(item, b, h0);
     const int sub_bands = (min(p.band_rows, Ho - h0) + ROWS - 1) / ROWS;
-    const int columns = sub_bands * Wo, groups = (columns + 7) / 8;
+    const int columns = sub_bands * Wn, groups = (columns + 7) / 8;
     const int jobs = groups * NFG, rounds = (jobs + NWARPS - 1) / NWARPS;
     if (!CHUNKED) stage(item, 0, item + gridDim.x, 0);
     // job = round * NWARPS + warp = fg * groups + group, kept by subtraction (no division)
@@ -357,12 +371,13 @@ __device__ __forceinline__ void conv_tc(const Conv& p) {
       }
       const bool active = round * NWARPS + warp < jobs;  // warp-uniform
 
-      // This lane's column (A rows g and g + 8 of every tile); a dead lane reads column 0.
+      // This lane's column (A rows g and g + 8 of every tile; PACK: output column 2 col); a
+      // dead lane reads column 0. Its fragment words start at input column CSTEP col + 2t.
       const int n = group * 8 + g;
       const bool n_live = n < columns;
-      const int sb = n_live ? fast_div(n, p.wo_magic, p.wo_shift) : 0;
-      const int col = n_live ? n - sb * Wo : 0;
-      const unsigned* lane_words = words + (col + 2 * t) * p.row_stride + sb * ROWS;
+      const int sb = n_live ? fast_div(n, p.wn_magic, p.wn_shift) : 0;
+      const int col = n_live ? n - sb * Wn : 0;
+      const unsigned* lane_words = words + (col + 2 * t / CSTEP) * p.row_stride + sb * ROWS;
 
       float acc[T][NT][4] = {};
       if (CHUNKED) {
@@ -384,23 +399,39 @@ __device__ __forceinline__ void conv_tc(const Conv& p) {
       // With at most 4 live filters in the group (conv1: M = 4), lanes t >= 2 hold padding, so
       // the tile's second pixel row (d2, d3) is moved into them first (one shuffle) and one
       // transpose and store serve both rows: lane (g, t) then holds filter g % 4 of row g / 4.
+      // PACK needs no transpose: lane (g, t) already holds filter t at output columns 2 col and
+      // 2 col + 1 of its own rows (the second is past the image when Wo is odd).
       // Rows and pointers are set per job; per tile only the row offset (2i + r) * Wo
       // changes, and with it neither the pair's contiguity nor (for even r) its alignment.
-      const int na = group * 8 + 2 * t, nb = na + 1;
-      const bool la = na < columns, lb = nb < columns;
-      const int sba = la ? fast_div(na, p.wo_magic, p.wo_shift) : 0;
-      const int wa = la ? na - sba * Wo : 0;
-      // nb = na + 1 is the next column, or the first of the next sub-band (lb implies la)
-      const bool wraps = lb && wa + 1 == Wo;
-      const int sbb = lb ? sba + wraps : 0, wb = lb && !wraps ? wa + 1 : 0;
-      const int ha0 = h0 + sba * ROWS, hb0 = h0 + sbb * ROWS;  // rows of tile 0
-      const bool same_row = la && lb && sba == sbb;
-      const bool narrow = NT == 1 && p.M - fg * 8 <= 4;  // warp-uniform
+      bool la, lb, same_row;
+      int wa, wb, ha0, hb0;  // columns and rows of tile 0 of the lane's two outputs
+      if (PACK) {
+        la = n_live;
+        lb = la && 2 * col + 1 < Wo;
+        same_row = lb;
+        wa = 2 * col;
+        wb = wa + 1;
+        ha0 = hb0 = h0 + sb * ROWS;
+      } else {
+        const int na = group * 8 + 2 * t, nb = na + 1;
+        la = na < columns;
+        lb = nb < columns;
+        const int sba = la ? fast_div(na, p.wn_magic, p.wn_shift) : 0;
+        wa = la ? na - sba * Wo : 0;
+        // nb = na + 1 is the next column, or the first of the next sub-band (lb implies la)
+        const bool wraps = lb && wa + 1 == Wo;
+        const int sbb = lb ? sba + wraps : 0;
+        wb = lb && !wraps ? wa + 1 : 0;
+        ha0 = h0 + sba * ROWS;
+        hb0 = h0 + sbb * ROWS;
+        same_row = la && lb && sba == sbb;
+      }
+      const bool narrow = !PACK && NT == 1 && p.M - fg * 8 <= 4;  // warp-uniform
       const int step = 2 * Wo;                             // elements between tiles
 #pragma unroll
       for (int nt = 0; nt < NT; ++nt) {
         const int row_shift = narrow ? g / 4 : 0;  // the pixel row a lane stores, per tile
-        const int f = (fg * NT + nt) * 8 + (narrow ? g % 4 : g);
+        const int f = PACK ? fg * 4 + t : (fg * NT + nt) * 8 + (narrow ? g % 4 : g);
         const bool f_live = f < p.M;
         unsigned short* plane = p.y + ((long long)b * p.M + (f_live ? f : 0)) * Ho * Wo;
         unsigned short* ya = plane + (ha0 + row_shift) * Wo + wa;
@@ -429,8 +460,9 @@ __device__ __forceinline__ void conv_tc(const Conv& p) {
           for (int i = 0; i < T; ++i, ya += step) {
 #pragma unroll
             for (int half_row = 0; half_row < 2; ++half_row) {
-              const unsigned pair = transpose_8x8(
-                  pack_half2(acc[i][nt][2 * half_row], acc[i][nt][2 * half_row + 1]));
+              const unsigned rounded =
+                  pack_half2(acc[i][nt][2 * half_row], acc[i][nt][2 * half_row + 1]);
+              const unsigned pair = PACK ? rounded : transpose_8x8(rounded);
               store(pair, 2 * i + half_row, half_row * Wo, half_row && (Wo & 1) ? !even : even);
             }
           }
@@ -442,27 +474,32 @@ __device__ __forceinline__ void conv_tc(const Conv& p) {
 }
 
 // The launcher passes the fields of Conv in order, as scalars (r08_tensor_core.py, Plan.args).
-#define CONV_TC_KERNEL(NAME, T, NT, CHUNKED)                                                  \
+#define CONV_TC_KERNEL(NAME, T, NT, CHUNKED, PACK)                                                  \
   extern "C" __global__ void __launch_bounds__(THREADS, MIN_BLOCKS)                         \
       NAME(const unsigned short* x, const unsigned short* w, unsigned short* y,             \
            long long x_halves, int B, int C, int M, int H, int W, int K, int Ho, int Wo,    \
-           int QC, int PB, int NFG, int NTP, int band_rows, int RIN, int bands, int items,  \
+           int QC, int PB, int Wn, int NFG, int NTP, int band_rows, int RIN, int bands, int items,  \
            int chunk_channels, int chunks, int cols, int row_stride, int slot_chunks,       \
            int words_at, int raw_at, unsigned bands_magic, int bands_shift,                 \
-           unsigned wo_magic, int wo_shift, unsigned slot_magic, int slot_shift,            \
+           unsigned wn_magic, int wn_shift, unsigned slot_magic, int slot_shift,            \
            unsigned cols_magic, int cols_shift, int step_rows, int step_cols) {             \
-    const Conv p{x, w, y, x_halves, B, C, M, H, W, K, Ho, Wo, QC, PB, NFG, NTP, band_rows, \
+    const Conv p{x, w, y, x_halves, B, C, M, H, W, K, Ho, Wo, QC, PB, Wn, NFG, NTP,        \
+                 band_rows,                                                                 \
                  RIN, bands, items, chunk_channels, chunks, cols, row_stride, slot_chunks,  \
-                 words_at, raw_at, bands_magic, bands_shift, wo_magic, wo_shift,            \
+                 words_at, raw_at, bands_magic, bands_shift, wn_magic, wn_shift,            \
                  slot_magic, slot_shift, cols_magic, cols_shift, step_rows, step_cols};     \
-    conv_tc<T, NT, CHUNKED>(p);                                                             \
+    conv_tc<T, NT, CHUNKED, PACK>(p);                                                             \
   }
 
 // (T, NT): T m16 tiles (2T output rows) and NT n8 tiles (8 NT filters) per warp job
-CONV_TC_KERNEL(conv_tc_t2_n1, 2, 1, false)
-CONV_TC_KERNEL(conv_tc_t6_n1, 6, 1, false)
-CONV_TC_KERNEL(conv_tc_t10_n1, 10, 1, false)
-CONV_TC_KERNEL(conv_tc_t2_n2, 2, 2, false)
-CONV_TC_KERNEL(conv_tc_t6_n2, 6, 2, false)
-CONV_TC_KERNEL(conv_tc_chunked_t2_n1, 2, 1, true)
-CONV_TC_KERNEL(conv_tc_chunked_t2_n2, 2, 2, true)
+CONV_TC_KERNEL(conv_tc_t2_n1, 2, 1, false, false)
+CONV_TC_KERNEL(conv_tc_t6_n1, 6, 1, false, false)
+CONV_TC_KERNEL(conv_tc_t10_n1, 10, 1, false, false)
+CONV_TC_KERNEL(conv_tc_t2_n2, 2, 2, false, false)
+CONV_TC_KERNEL(conv_tc_t6_n2, 6, 2, false, false)
+CONV_TC_KERNEL(conv_tc_chunked_t2_n1, 2, 1, true, false)
+CONV_TC_KERNEL(conv_tc_chunked_t2_n2, 2, 2, true, false)
+// packed: 2T rows x 16 columns x 4 filters per job
+CONV_TC_KERNEL(conv_tc_pack_t2_n1, 2, 1, false, true)
+CONV_TC_KERNEL(conv_tc_pack_t6_n1, 6, 1, false, true)
+CONV_TC_KERNEL(conv_tc_pack_t10_n1, 10, 1, false, true)

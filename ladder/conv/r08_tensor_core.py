@@ -163,14 +163,16 @@ ALIGN = 16  # bytes: x is read in 16-byte cp.async chunks
 
 # T (m16 tiles, 2T output rows, per warp job) compiled for each NT (n8 tiles, 8 NT filters)
 TILES = {1: (10, 6, 2), 2: (6, 2)}
+PACK_TILES = (10, 6, 2)  # T of the packed kernels (NT = 1: 4 filters x 2 column shifts)
+PACK_FILTERS = 4  # filters of a packed n8 tile
 CHUNKED_TILES = 2  # the kernels that stage channels in chunks inside each round
 SMEM_TARGET = 96 * 1024  # bytes a block tries to stay under: two blocks per SM, like registers
 SMEM_LIMIT = 227 * 1024  # the opt-in maximum per block on sm_90 (sm_80: 163 KB)
 # the kernel's scalar parameters after the three pointers, in order (the .cu macro's list)
 PARAMS = (
-    "x_halves", "B", "C", "M", "H", "W", "K", "Ho", "Wo", "QC", "PB", "NFG", "NTP",
+    "x_halves", "B", "C", "M", "H", "W", "K", "Ho", "Wo", "QC", "PB", "Wn", "NFG", "NTP",
     "band_rows", "RIN", "bands", "items", "chunk_channels", "chunks", "cols", "row_stride",
-    "slot_chunks", "words_at", "raw_at", "bands_magic", "bands_shift", "wo_magic", "wo_shift",
+    "slot_chunks", "words_at", "raw_at", "bands_magic", "bands_shift", "wn_magic", "wn_shift",
     "slot_magic", "slot_shift", "cols_magic", "cols_shift", "step_rows", "step_cols",
 )  # fmt: skip
 
@@ -206,6 +208,7 @@ class Plan:
     chunked: bool  # channels staged in chunks inside each round
     band_rows: int  # output rows per item, a multiple of 2T
     chunk_channels: int  # channels staged at once
+    packed: bool = False  # two output columns per n8 tile (at most 4 filters; see the .cu)
 
     # shapes derived from the size
     @property
@@ -218,15 +221,22 @@ class Plan:
 
     @property
     def QC(self) -> int:
-        return _ceil(self.size[5], Q_CHUNK)
+        """8-column chunks of a filter row; packed, the shifted copy reaches column K."""
+        return _ceil(self.size[5] + self.packed, Q_CHUNK)
 
     @property
     def PB(self) -> int:
         return _ceil(self.size[5], P_BLOCK)
 
     @property
+    def Wn(self) -> int:
+        """Columns per sub-band row as jobs number them: output columns, or column pairs."""
+        return _ceil(self.Wo, 2) if self.packed else self.Wo
+
+    @property
     def NFG(self) -> int:
-        return _ceil(_ceil(self.size[2], 8), self.n_tiles)
+        per_group = PACK_FILTERS if self.packed else 8 * self.n_tiles
+        return _ceil(self.size[2], per_group)
 
     @property
     def NTP(self) -> int:
@@ -256,7 +266,10 @@ class Plan:
     # shared memory: B fragments | pair-expanded input | raw input slots
     @property
     def cols(self) -> int:
-        """Pair-expanded columns per channel: the widest a window reads, w + 8 qc + 2t + 1."""
+        """Word columns per channel: one past the widest a window reads, w + 8 qc + 2t
+        (packed: column pair j reads word columns j + 4 qc + t)."""
+        if self.packed:
+            return self.Wn + Q_CHUNK // 2 * self.QC - 1
         return self.Wo + Q_CHUNK * self.QC - 2
 
     @property
@@ -294,8 +307,8 @@ class Plan:
     # the divisors of the kernel's index arithmetic, as fast_div multipliers and shifts
     bands_magic = _fast_div_part("bands", 0)
     bands_shift = _fast_div_part("bands", 1)
-    wo_magic = _fast_div_part("Wo", 0)
-    wo_shift = _fast_div_part("Wo", 1)
+    wn_magic = _fast_div_part("Wn", 0)
+    wn_shift = _fast_div_part("Wn", 1)
     slot_magic = _fast_div_part("slot_chunks", 0)
     slot_shift = _fast_div_part("slot_chunks", 1)
     cols_magic = _fast_div_part("cols", 0)
@@ -312,14 +325,14 @@ class Plan:
 
     @property
     def kernel_name(self) -> str:
-        chunked = "chunked_" if self.chunked else ""
-        return f"conv_tc_{chunked}t{self.tiles}_n{self.n_tiles}"
+        mode = "chunked_" if self.chunked else "pack_" if self.packed else ""
+        return f"conv_tc_{mode}t{self.tiles}_n{self.n_tiles}"
 
     @property
     def rounds(self) -> int:
         """Rounds of warp jobs in a full band."""
         sub_bands = _ceil(min(self.band_rows, self.Ho), 2 * self.tiles)
-        return _ceil(_ceil(sub_bands * self.Wo, 8) * self.NFG, NWARPS)
+        return _ceil(_ceil(sub_bands * self.Wn, 8) * self.NFG, NWARPS)
 
     def params(self) -> dict[str, int]:
         """PARAMS by name: the size, then what the launcher derives for the kernel."""
@@ -335,10 +348,10 @@ class Plan:
         return tuple(typed)
 
 
-def _tiles(ho: int, n_tiles: int) -> int:
+def _tiles(ho: int, choices: tuple[int, ...]) -> int:
     """T for a height: fewest padded rows weighted by the per-window overhead (the window's
     2T + 7 row loads and the B fragments serve 2T rows), larger T on ties."""
-    return min(TILES[n_tiles], key=lambda t: (_ceil(ho, 2 * t) * 2 * t * (1 + 2 / t), -t))
+    return min(choices, key=lambda t: (_ceil(ho, 2 * t) * 2 * t * (1 + 2 / t), -t))
 
 
 def plan(size: tuple[int, ...], smem_limit: int = SMEM_LIMIT) -> Plan:
@@ -347,12 +360,15 @@ def plan(size: tuple[int, ...], smem_limit: int = SMEM_LIMIT) -> Plan:
     b, c, m, h, w, k = (int(v) for v in size)
     size = (b, c, m, h, w, k)
     ho = h - k + 1
-    n_tiles = 2 if _ceil(m, 8) % 2 == 0 else 1
-    t = _tiles(ho, n_tiles)
+    # Packing fills conv1's 4 empty filter slots; with K a multiple of 8 the shifted copy
+    # would need one more column chunk, as many mma as the slots it fills.
+    packed = m <= PACK_FILTERS and k % Q_CHUNK != 0
+    n_tiles = 2 if _ceil(m, 8) % 2 == 0 and not packed else 1
+    t = _tiles(ho, PACK_TILES if packed else TILES[n_tiles])
     rows = 2 * t
     for budget in dict.fromkeys((min(SMEM_TARGET, smem_limit), smem_limit)):
         for band in range(_ceil(ho, rows) * rows, 0, -rows):
-            found = Plan(size, t, n_tiles, False, band, c)
+            found = Plan(size, t, n_tiles, False, band, c, packed)
             if found.smem_bytes <= budget:
                 return _checked(found)
     for budget in dict.fromkeys((min(SMEM_TARGET, smem_limit), smem_limit)):
