@@ -11,23 +11,24 @@
 // A row g + 8: row 2i + 1, column g). A column is one output column of one sub-band of 2T rows;
 // columns are numbered sub-band by sub-band, n = sub_band * Wo + w, so that 8 consecutive
 // columns can wrap from the end of one sub-band to the start of the next and no lane idles
-// when Wo is not a multiple of 8.
+// when Wo is not a multiple of 8. With at most 4 filters (conv1) the kernel is PACKED: a column
+// is a pair of output columns and an n8 tile holds 4 filters x 2 shifts (see conv_tc).
 //
 // k ordering. A k16 step is two filter rows (p, p + 1) of one channel, 8 filter columns each
 // (q = 8 qc + 0..7; taps with q >= K or p >= K have zero weights). For pixel (h, w) the lane
 // (g, t) needs X[pixel][k = 2t, 2t+1] = x[c][h + p][w + q], x[c][h + p][w + q + 1]: two
-// neighbours of one input row, whatever the parity of w. Shared memory therefore holds the
-// input "pair-expanded" and transposed: word (c, col, r), at ((c * cols + col) * row_stride + r),
-// holds halves col and col + 1 of input row r, so every fragment register is one aligned 32-bit
-// load, and the rows a lane walks down are consecutive words (immediate offsets; row_stride is
-// odd, so the 14 columns a fragment load touches fall in 14 different banks). The four A
-// registers of tile i at k16 step j (filter rows p = 8 pb + 2j, p + 1; tile rows 2i, 2i + 1) are
+// neighbours of one input row, whatever the parity of w: a "pair word" F(r) of column col holds
+// halves col and col + 1 of input row r. The four A registers of tile i at k16 step j (filter
+// rows p = 8 pb + 2j, p + 1; tile rows 2i, 2i + 1) are
 //   a0 = F(2i + p),  a1 = F(2i + 1 + p),  a2 = F(2i + p + 1),  a3 = F(2i + 1 + p + 1)
-// with F(r) = word (c, w + q + 2t, r): rows (2k, 2k + 1, 2k + 1, 2k + 2) with k = i + j. The quad
-// depends only on k, so the loop runs over k (the diagonals of the tile x step grid): each quad
-// is built once, from two new row loads, and feeds every (i, j = k - i): 2T + 7 row loads per 8
-// filter rows, not 4 per mma. When the 8-row block has an odd number of filter rows left
-// (K = 7: p = 6), the last step is an m16n8k8 on (rows 2k, 2k + 1).
+// with F of column w + q + 2t: rows (2k, 2k + 1, 2k + 1, 2k + 2) with k = i + j. The quad depends
+// only on k, so the loop runs over k (the diagonals of the tile x step grid) and each quad feeds
+// every (i, j = k - i). Shared memory holds the input as these quads, built once by the rewrite:
+// quad (c, col, k), 16 bytes at ((c * cols + col) * quad_stride + k), so a lane loads each quad
+// with one 16-byte load into four consecutive registers, which is what HMMA reads its A operand
+// from (quad_stride is odd: a quarter warp's 8 columns fall in 8 different groups of 4 banks).
+// T + 3 quad loads per 8 filter rows. When the 8-row block has an odd number of filter rows
+// left (K = 7: p = 6), the last step is an m16n8k8 on (rows 2k, 2k + 1).
 //
 // Weights: every B fragment the block needs (k16 x n8, 32 lanes x 2 registers = 256 bytes) is
 // built once in shared memory in fragment order, so a lane fetches its (b0, b1) with one 64-bit
@@ -37,8 +38,8 @@
 //
 // Input staging: each channel's band (min(RIN, H - h0) rows x W, contiguous in NCHW) is copied
 // with 16-byte cp.async from the aligned chunk at or below its first element into a raw slot,
-// then the warps rewrite it pair-expanded, zeros past the image. The one chunk that would reach
-// past the end of x (when B C H W is not a multiple of 8) is copied half by half instead:
+// then the warps rewrite it as quads of pair words, zeros past the image. The one chunk that
+// would reach past the end of x (when B C H W is not a multiple of 8) is copied half by half:
 // cp.async's src-size would zero-fill its tail, but the 16-byte access still crosses the end of
 // the allocation, and compute-sanitizer's memcheck reports it (it did, on this rung). One raw
 // buffer: the next load is issued right after the rewrite, so it lands while the warps compute.
@@ -47,10 +48,12 @@
 // 2t, 2t + 1. Rounded to half, each 8 x 8 (pixels x filters) half of a tile is transposed in
 // registers by movmatrix, after which the lane holds two adjacent pixels of one filter: one
 // half2 store when they are contiguous and 4-byte aligned (else two halves). When a filter
-// group has at most 4 live filters (conv1), the second pixel row is first shuffled into the
-// lanes of the dead filters, so one transpose and one store cover both rows of a tile.
+// group has at most 4 live filters (the last group of M = 12, say), the second pixel row is
+// first shuffled into the lanes of the dead filters, so one transpose and one store cover both
+// rows of a tile. A PACKED tile needs no transpose: lane (g, t) holds filter t at two adjacent
+// output columns.
 //
-// Barriers: the raw slots, the input words and the B fragments are each written between the
+// Barriers: the raw slots, the input quads and the B fragments are each written between the
 // two barriers of a staging step and read only after the second; the first barrier of the next
 // step is also where every warp has finished reading them. cp.async.wait_group 0 before the
 // first barrier completes this thread's copies, the barrier everyone's.
@@ -62,10 +65,8 @@ constexpr int P_BLOCK = 8;                // filter rows per window: 4 row pairs
 constexpr int PAIRS = P_BLOCK / 2;        // B fragment slots per window
 constexpr int Q_CHUNK = 8;                // filter columns per k8 half of a k16 step
 constexpr int FRAG_BYTES = 256;           // one B fragment: 32 lanes x (b0, b1)
-constexpr int PAD = 4;                    // words after the input that a window may load
 constexpr int MIN_BLOCKS = 2;             // blocks per SM the register budget is fitted for
 static_assert(FRAG_BYTES == 32 * sizeof(uint2), "a B fragment is one uint2 per lane");
-static_assert(PAD >= 1, "a window with an odd TAPS reads one row past its column's last");
 
 __device__ __forceinline__ void cp_async16(unsigned dst, const void* src) {
   asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(dst), "l"(src) : "memory");
@@ -98,11 +99,11 @@ __device__ __forceinline__ void mma_1688(float (&d)[4], unsigned a0, unsigned a1
 
 // One window: TAPS filter rows (8, or fewer in the last 8-row block of a filter) of one channel
 // and one 8-column chunk, for the warp's T tiles and NT n8 tiles. src points at this lane's
-// column at the window's first input row (F(r) = src[r]), frag at its B fragment of slot 0.
-// Quad k = (F(2k), F(2k + 1), F(2k + 1), F(2k + 2)) is the A fragment of tile i at step
-// j = k - i, so each quad is built once (two new loads) and used by every tile it serves.
+// column's quad at the window's first input row, frag at its B fragment of slot 0. Quad k,
+// (F(2k), F(2k + 1), F(2k + 1), F(2k + 2)), is the A fragment of tile i at step j = k - i: one
+// 16-byte load, used by every tile it serves, straight from the four registers it lands in.
 template <int T, int NT, int TAPS>
-__device__ __forceinline__ void window(float (&acc)[T][NT][4], const unsigned* src,
+__device__ __forceinline__ void window(float (&acc)[T][NT][4], const uint4* src,
                                        const uint2* frag, int frag_stride) {
   constexpr int STEPS = TAPS / 2;        // k16 steps: filter rows (2j, 2j + 1)
   constexpr int USED = STEPS + TAPS % 2;  // plus one k8 step on the odd last row
@@ -112,9 +113,9 @@ __device__ __forceinline__ void window(float (&acc)[T][NT][4], const unsigned* s
   for (int j = 0; j < USED; ++j)
 #pragma unroll
     for (int nt = 0; nt < NT; ++nt) bw[j][nt] = frag[(j * frag_stride + nt) * 32];
-  unsigned r0 = src[0], r1 = src[1], r2 = src[2];
 #pragma unroll
   for (int k = 0; k < QUADS; ++k) {
+    const uint4 a = src[k];
 #pragma unroll
     for (int j = 0; j < USED; ++j) {
       const int i = k - j;
@@ -122,15 +123,10 @@ __device__ __forceinline__ void window(float (&acc)[T][NT][4], const unsigned* s
 #pragma unroll
       for (int nt = 0; nt < NT; ++nt) {
         if (j < STEPS)
-          mma_16816(acc[i][nt], r0, r1, r1, r2, bw[j][nt].x, bw[j][nt].y);
+          mma_16816(acc[i][nt], a.x, a.y, a.z, a.w, bw[j][nt].x, bw[j][nt].y);
         else
-          mma_1688(acc[i][nt], r0, r1, bw[j][nt].x);
+          mma_1688(acc[i][nt], a.x, a.y, bw[j][nt].x);
       }
-    }
-    if (k + 1 < QUADS) {
-      r0 = r2;
-      r1 = src[2 * k + 3];
-      r2 = src[2 * k + 4];
     }
   }
 }
@@ -177,10 +173,10 @@ struct Conv {
   int bands, items;    // bands per image; B * bands
   int chunk_channels;  // channels staged at once
   int chunks;          // ceil(C / chunk_channels)
-  int cols;            // word columns per channel (pair-expanded; packed: even columns only)
-  int row_stride;      // words per column: odd, >= RIN
+  int cols;            // quad columns per channel (packed: even input columns only)
+  int quad_stride;     // quads (16 bytes) per column: odd, >= ceil(RIN / 2)
   int slot_chunks;     // 16-byte chunks per channel's raw slot, >= (RIN * W + 14) / 8
-  int words_at, raw_at;  // byte offsets of the input words and the raw slots in shared memory
+  int words_at, raw_at;  // byte offsets of the input quads and the raw slots in shared memory
   unsigned bands_magic;  // fast_div by bands, Wn, slot_chunks and cols
   int bands_shift;
   unsigned wn_magic;
@@ -189,7 +185,7 @@ struct Conv {
   int slot_shift;
   unsigned cols_magic;
   int cols_shift;
-  int step_rows, step_cols;  // THREADS words of a channel's relayout walk: rows and columns
+  int step_rows, step_cols;  // THREADS quads of a channel's relayout walk: rows and columns
 };
 
 // CHUNKED: the channels do not fit in shared memory at once; they are staged in chunks inside
@@ -200,13 +196,13 @@ struct Conv {
 // row g is output column 2 j (j: the lane's column pair), so D[g][(f, s)] = y[f][h][2 j + s].
 // One mma covers 16 output columns instead of 8, and lane (g, t) ends with two adjacent pixels
 // of filter t: no transpose before the store. A lane reads only even input columns (2 j + 8 qc
-// + 2 t), so only the even columns' pair-expanded words are staged: word column u holds input
+// + 2 t), so only the even columns' quads are staged: quad column u holds pair words of input
 // columns 2 u and 2 u + 1.
 template <int T, int NT, bool CHUNKED, bool PACK>
 __device__ __forceinline__ void conv_tc(const Conv& p) {
   static_assert(!PACK || (NT == 1 && !CHUNKED), "packing is for one n8 tile of whole bands");
   constexpr int ROWS = 2 * T;            // output rows of a job (a sub-band)
-  constexpr int CSTEP = PACK ? 2 : 1;    // input columns per word column
+  constexpr int CSTEP = PACK ? 2 : 1;    // input columns per quad column
   extern __shared__ __align__(16) unsigned char smem[];
   const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32, g = lane / 4, t = lane % 4;
 
@@ -214,11 +210,9 @@ __device__ __forceinline__ void conv_tc(const Conv& p) {
   const int RIN = p.RIN;
   const int items = p.items;
 
-  // shared memory: B fragments | pair-expanded input (+ PAD words: with an odd TAPS a window
-  // loads row RIN of its column, never used, which for the last column lies past the input)
-  // | raw input slots
+  // shared memory: B fragments | the input's A quads | raw input slots
   uint2* frags = reinterpret_cast<uint2*>(smem);
-  unsigned* words = reinterpret_cast<unsigned*>(smem + p.words_at);
+  uint4* quads = reinterpret_cast<uint4*>(smem + p.words_at);
   unsigned short* raw = reinterpret_cast<unsigned short*>(smem + p.raw_at);
   const unsigned raw_shared = (unsigned)__cvta_generic_to_shared(raw);
 
@@ -256,11 +250,12 @@ __device__ __forceinline__ void conv_tc(const Conv& p) {
     cp_async_commit();
   };
 
-  // Raw slots -> pair-expanded columns: word (cl, col, r) holds x[c0 + cl][h0 + r][xc] and
-  // [xc + 1] with xc = CSTEP col, zero past the image. All threads walk the RIN x cols words of a channel, THREADS
-  // apart in row-major order (the step is added, not divided: no division in the loop); lanes
-  // read consecutive halves and write words row_stride (odd) apart, so neither side has bank
-  // conflicts.
+  // Raw slots -> A quads: quad (cl, col, k) holds the pair words F(2k), F(2k + 1), F(2k + 1),
+  // F(2k + 2) of its column, where F(r) holds x[c0 + cl][h0 + r][xc] and [xc + 1] with
+  // xc = CSTEP col, zero past the image. All threads walk the quads_per_column x cols quads of a
+  // channel, THREADS apart in row-major order (the step is added, not divided: no division in
+  // the loop); lanes read consecutive halves and write quads quad_stride (odd) apart, so
+  // neither side has bank conflicts.
   auto relayout = [&](int item, int chunk) {
     int b, h0;
     origin(item, b, h0);
@@ -269,21 +264,27 @@ __device__ __forceinline__ void conv_tc(const Conv& p) {
     const long long first_band = band_start(b, c0, h0), plane = (long long)p.H * p.W;
     const int walk_row = fast_div(tid, p.cols_magic, p.cols_shift);
     const int walk_col = tid - walk_row * p.cols;
+    const int quads_per_column = (RIN + 1) / 2;  // the last holds row RIN (zero) when RIN is odd
     for (int cl = 0; cl < cc; ++cl) {
       const int skew = (int)((first_band + cl * plane) & 7);
       const unsigned short* src = raw + cl * p.slot_chunks * 8 + skew;
-      unsigned* dst = words + cl * p.cols * p.row_stride;
-      for (int r = walk_row, col = walk_col; r < RIN;) {
-        const bool live = r < rows;
+      uint4* dst = quads + cl * p.cols * p.quad_stride;
+      for (int k = walk_row, col = walk_col; k < quads_per_column;) {
         const int xc = CSTEP * col;
-        const unsigned lo = live && xc < p.W ? src[r * p.W + xc] : 0u;
-        const unsigned hi = live && xc + 1 < p.W ? src[r * p.W + xc + 1] : 0u;
-        dst[col * p.row_stride + r] = lo | hi << 16;
-        r += p.step_rows;
+        auto pair_word = [&](int r) -> unsigned {
+          const bool live = r < rows;
+          const unsigned lo = live && xc < p.W ? src[r * p.W + xc] : 0u;
+          const unsigned hi = live && xc + 1 < p.W ? src[r * p.W + xc + 1] : 0u;
+          return lo | hi << 16;
+        };
+        const unsigned middle = pair_word(2 * k + 1);
+        dst[col * p.quad_stride + k] =
+            make_uint4(pair_word(2 * k), middle, middle, pair_word(2 * k + 2));
+        k += p.step_rows;
         col += p.step_cols;
         if (col >= p.cols) {
           col -= p.cols;
-          ++r;
+          ++k;
         }
       }
     }
@@ -315,15 +316,15 @@ __device__ __forceinline__ void conv_tc(const Conv& p) {
   };
 
   // Accumulate channels [chunk * chunk_channels, + cc) of a warp's job into acc.
-  auto accumulate = [&](float (&acc)[T][NT][4], const unsigned* lane_words, int fg, int chunk) {
+  auto accumulate = [&](float (&acc)[T][NT][4], const uint4* lane_quads, int fg, int chunk) {
     const int cc = min(p.chunk_channels, p.C - chunk * p.chunk_channels);
     for (int cl = 0; cl < cc; ++cl) {
       for (int qc = 0; qc < QC; ++qc) {
         for (int pb = 0; pb < PB; ++pb) {
           const int taps = min(P_BLOCK, p.K - pb * P_BLOCK);  // filter rows in this block
-          // this lane's column at the sub-band's top row + 8 pb: F(r) = src[r]
-          const unsigned* src =
-              lane_words + (cl * p.cols + qc * Q_CHUNK / CSTEP) * p.row_stride + pb * P_BLOCK;
+          // this lane's column's quads from the sub-band's top row + 8 pb
+          const uint4* src = lane_quads + (cl * p.cols + qc * Q_CHUNK / CSTEP) * p.quad_stride +
+                             pb * (P_BLOCK / 2);
           const uint2* frag =
               frags + (((cl * QC + qc) * PB + pb) * PAIRS * NTP + fg * NT) * 32 + lane;
           switch (taps) {
@@ -342,7 +343,7 @@ __device__ __forceinline__ void conv_tc(const Conv& p) {
   };
 
   // Only one commit group is ever pending: the load of (item, chunk). The first barrier makes
-  // it visible and retires every warp's reads of the previous words and fragments; after the
+  // it visible and retires every warp's reads of the previous quads and fragments; after the
   // second the raw slots are free, and the load that follows is issued at once.
   auto stage = [&](int item, int chunk, int next_item, int next_chunk) {
     cp_async_wait_all();
@@ -372,12 +373,12 @@ __device__ __forceinline__ void conv_tc(const Conv& p) {
       const bool active = round * NWARPS + warp < jobs;  // warp-uniform
 
       // This lane's column (A rows g and g + 8 of every tile; PACK: output column 2 col); a
-      // dead lane reads column 0. Its fragment words start at input column CSTEP col + 2t.
+      // dead lane reads column 0. Its fragment quads start at input column CSTEP col + 2t.
       const int n = group * 8 + g;
       const bool n_live = n < columns;
       const int sb = n_live ? fast_div(n, p.wn_magic, p.wn_shift) : 0;
       const int col = n_live ? n - sb * Wn : 0;
-      const unsigned* lane_words = words + (col + 2 * t / CSTEP) * p.row_stride + sb * ROWS;
+      const uint4* lane_quads = quads + (col + 2 * t / CSTEP) * p.quad_stride + sb * T;
 
       float acc[T][NT][4] = {};
       if (CHUNKED) {
@@ -386,10 +387,10 @@ __device__ __forceinline__ void conv_tc(const Conv& p) {
           const bool last = chunk + 1 == p.chunks;
           const int next_item = !last || round + 1 < rounds ? item : item + gridDim.x;
           stage(item, chunk, next_item, last ? 0 : chunk + 1);
-          if (active) accumulate(acc, lane_words, fg, chunk);
+          if (active) accumulate(acc, lane_quads, fg, chunk);
         }
       } else if (active) {
-        accumulate(acc, lane_words, fg, 0);
+        accumulate(acc, lane_quads, fg, 0);
       }
       if (!active) continue;
 
@@ -474,21 +475,22 @@ __device__ __forceinline__ void conv_tc(const Conv& p) {
 }
 
 // The launcher passes the fields of Conv in order, as scalars (r08_tensor_core.py, Plan.args).
-#define CONV_TC_KERNEL(NAME, T, NT, CHUNKED, PACK)                                                  \
+#define CONV_TC_KERNEL(NAME, T, NT, CHUNKED, PACK)                                          \
   extern "C" __global__ void __launch_bounds__(THREADS, MIN_BLOCKS)                         \
       NAME(const unsigned short* x, const unsigned short* w, unsigned short* y,             \
            long long x_halves, int B, int C, int M, int H, int W, int K, int Ho, int Wo,    \
-           int QC, int PB, int Wn, int NFG, int NTP, int band_rows, int RIN, int bands, int items,  \
-           int chunk_channels, int chunks, int cols, int row_stride, int slot_chunks,       \
-           int words_at, int raw_at, unsigned bands_magic, int bands_shift,                 \
-           unsigned wn_magic, int wn_shift, unsigned slot_magic, int slot_shift,            \
-           unsigned cols_magic, int cols_shift, int step_rows, int step_cols) {             \
-    const Conv p{x, w, y, x_halves, B, C, M, H, W, K, Ho, Wo, QC, PB, Wn, NFG, NTP,        \
-                 band_rows,                                                                 \
-                 RIN, bands, items, chunk_channels, chunks, cols, row_stride, slot_chunks,  \
-                 words_at, raw_at, bands_magic, bands_shift, wn_magic, wn_shift,            \
-                 slot_magic, slot_shift, cols_magic, cols_shift, step_rows, step_cols};     \
-    conv_tc<T, NT, CHUNKED, PACK>(p);                                                             \
+           int QC, int PB, int Wn, int NFG, int NTP, int band_rows, int RIN, int bands,     \
+           int items, int chunk_channels, int chunks, int cols, int quad_stride,            \
+           int slot_chunks, int words_at, int raw_at, unsigned bands_magic,                 \
+           int bands_shift, unsigned wn_magic, int wn_shift, unsigned slot_magic,           \
+           int slot_shift, unsigned cols_magic, int cols_shift, int step_rows,              \
+           int step_cols) {                                                                 \
+    const Conv p{x, w, y, x_halves, B, C, M, H, W, K, Ho, Wo, QC, PB, Wn, NFG, NTP,         \
+                 band_rows, RIN, bands, items, chunk_channels, chunks, cols, quad_stride,   \
+                 slot_chunks, words_at, raw_at, bands_magic, bands_shift, wn_magic,         \
+                 wn_shift, slot_magic, slot_shift, cols_magic, cols_shift, step_rows,       \
+                 step_cols};                                                                \
+    conv_tc<T, NT, CHUNKED, PACK>(p);                                                       \
   }
 
 // (T, NT): T m16 tiles (2T output rows) and NT n8 tiles (8 NT filters) per warp job

@@ -158,7 +158,7 @@ P_BLOCK = 8  # filter rows per window: PAIRS k16 steps (the last may be a k8 ste
 PAIRS = P_BLOCK // 2
 Q_CHUNK = 8  # filter columns per k8 half of a k16 step
 FRAG_BYTES = 256  # one B fragment (k16 x n8): 32 lanes x (b0, b1)
-PAD = 4  # words after the input: a window may load one row past its column (never used)
+QUAD_BYTES = 16  # one A quad: four 32-bit pair words
 ALIGN = 16  # bytes: x is read in 16-byte cp.async chunks
 
 # T (m16 tiles, 2T output rows, per warp job) compiled for each NT (n8 tiles, 8 NT filters)
@@ -171,7 +171,7 @@ SMEM_LIMIT = 227 * 1024  # the opt-in maximum per block on sm_90 (sm_80: 163 KB)
 # the kernel's scalar parameters after the three pointers, in order (the .cu macro's list)
 PARAMS = (
     "x_halves", "B", "C", "M", "H", "W", "K", "Ho", "Wo", "QC", "PB", "Wn", "NFG", "NTP",
-    "band_rows", "RIN", "bands", "items", "chunk_channels", "chunks", "cols", "row_stride",
+    "band_rows", "RIN", "bands", "items", "chunk_channels", "chunks", "cols", "quad_stride",
     "slot_chunks", "words_at", "raw_at", "bands_magic", "bands_shift", "wn_magic", "wn_shift",
     "slot_magic", "slot_shift", "cols_magic", "cols_shift", "step_rows", "step_cols",
 )  # fmt: skip
@@ -273,10 +273,10 @@ class Plan:
         return self.Wo + Q_CHUNK * self.QC - 2
 
     @property
-    def row_stride(self) -> int:
-        """Words per column: the input rows, odd so that a fragment load's 14 columns fall in
-        14 different banks."""
-        return self.RIN | 1
+    def quad_stride(self) -> int:
+        """Quads per column: one per two input rows, an odd count so that the 8 columns of a
+        quarter warp's 16-byte loads fall in 8 different groups of 4 banks."""
+        return _ceil(self.RIN, 2) | 1
 
     @property
     def slot_chunks(self) -> int:
@@ -293,8 +293,7 @@ class Plan:
 
     @property
     def word_bytes(self) -> int:
-        words = self.chunk_channels * self.cols * self.row_stride + PAD
-        return _ceil(words, 4) * 16
+        return self.chunk_channels * self.cols * self.quad_stride * QUAD_BYTES
 
     @property
     def raw_at(self) -> int:
