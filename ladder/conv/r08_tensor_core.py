@@ -18,41 +18,51 @@ on the A side would fill 4 of conv1's 16 rows; here the pixels are A (a tile is 
 columns x 2 output rows) and the filters are B: 8 filter slots per n8 tile, half used by conv1,
 all by conv2 (two n8 tiles). The same orientation suits both layers (and any M, in groups of 8
 or 16 filters), so it is not chosen per shape; what is chosen per shape is how many tiles a warp
-stacks (T below) and whether it holds one or two n8 tiles (NT).
+stacks (T below), whether it holds one or two n8 tiles (NT), and whether it packs.
+
+Packing (M <= 4, as in conv1). Half of conv1's filter slots would multiply zeros, so an n8 tile
+holds 4 filters x 2 column shifts instead: B'[(p, q)][(f, s)] = w[f][p][q - s], and A row g is
+output column 2j of a column pair j. Then D[g][(f, s)] = sum x[h + p][2j + q] w[f][p][q - s] =
+y[f][h][2j + s]: one mma covers 16 output columns, not 8, and lane (g, t) ends holding filter t
+at two adjacent columns, ready for one half2 store. The shifted copy needs column K of the
+8-column chunk, which K = 7 leaves free (K a multiple of 8 would need a second chunk, so the
+planner does not pack it). A side effect: a packed lane reads only even input columns, so only
+their words are staged, half the rewrite.
 
 The k ordering makes the im2col operand cheap. A k16 step is two filter rows (p, p + 1) of one
 channel, 8 filter columns each (an 8th column of zero weights when K = 7; the last, odd filter
 row is one m16n8k8). A lane of mma's A fragment holds two neighbouring k of one pixel, which
 are then two neighbouring input pixels of one row, x[c][h + p][w + q], x[c][h + p][w + q + 1],
-at any parity of w. The input is therefore staged in shared memory "pair-expanded": word (col,
-r) holds input columns col and col + 1 of row r, so every A register is one aligned 32-bit load,
-and stored column-major so that walking down rows is consecutive words (immediate offsets; an
-odd column stride puts the 14 columns one load touches in 14 banks). Tile i's A registers at
-k16 step j are rows (2k, 2k + 1, 2k + 1, 2k + 2) with k = i + j: they depend only on the
-diagonal k, so the loop runs over diagonals and each quad is built once (two new row loads and
-two register moves) for every (tile, step) on it. A warp with T tiles loads 2T + 7 row words per
-8 filter rows and issues 4T mma per n8 tile: for conv1 (T = 10) 27 loads and 40 mma, 117
-instructions in all.
+at any parity of w: call the 32-bit "pair word" of input columns col, col + 1 of row r F(r).
+Tile i's A registers at k16 step j are rows (2k, 2k + 1, 2k + 1, 2k + 2) with k = i + j: they
+depend only on the diagonal k, so the loop runs over diagonals and each quad serves every
+(tile, step) on it. The input is staged in shared memory as these quads, 16 bytes each, one per
+two rows of a column (an odd number per column: a quarter warp's 8 columns fall in 8 groups of
+banks), so a lane fetches an A fragment with one 16-byte load into four consecutive registers,
+which is where HMMA reads it from. A warp with T tiles loads T + 3 quads per 8 filter rows and
+issues 4T mma per n8 tile: for conv1 (T = 10) 13 loads and 40 mma.
 
 The weights live in shared memory as ready-made B fragments (256 bytes per k16 x n8 tile, one
 64-bit load per lane), built once per block: 1 KB for conv1, 8 KB for conv2.
 
 Work split. A block is persistent and takes whole images (bands of rows when an image does not
 fit, channel chunks when even a band does not): cp.async copies the image's rows in 16-byte
-chunks into a raw buffer, the warps rewrite them pair-expanded (zeros past the image), and the
+chunks into a raw buffer, the warps rewrite them as quads (zeros past the image), and the
 next image's copy is issued at once, landing while the warps compute. A warp job is 8 columns
 x 2T rows x 8 NT filters; columns are numbered across sub-bands of 2T rows so that a group of 8
 may wrap from one to the next (conv2's Wo = 34 wastes 2%, not 15%). The planner picks T from
-{10, 6, 2} (NT = 1) or {6, 2} (NT = 2) by padded rows and per-window overhead: conv1 runs
-``conv_tc_t10_n1`` (5 rounds of 8 jobs per image, 45.8 KB of shared memory), conv2
-``conv_tc_t6_n2`` (36 of its 34 rows, 13 jobs in 2 rounds, 49.2 KB).
+{10, 6, 2} (NT = 1, packed or not) or {6, 2} (NT = 2) by padded rows and per-window overhead:
+conv1 runs ``conv_tc_pack_t10_n1`` (16 columns x 20 rows x 4 filters per job, 20 jobs per image
+in 3 rounds, 45.4 KB of shared memory), conv2 ``conv_tc_t6_n2`` (36 of its 34 rows, 13 jobs in
+2 rounds, 75.5 KB).
 
 The epilogue rounds each 8 x 8 (pixels x filters) half of a tile to half and transposes it in
 registers with ``movmatrix``, so a lane holds two adjacent pixels of one filter: one half2 store
 per lane, a warp writing 16 contiguous bytes per filter row (the neighbouring job fills the
-other half of each 32-byte sector in L2). When a group has at most 4 live filters (conv1), the
-tile's second pixel row is first shuffled into the lanes of the dead filters, so one transpose
-and one store cover both rows.
+other half of each 32-byte sector in L2). When an unpacked group has at most 4 live filters,
+the tile's second pixel row is first shuffled into the lanes of the dead filters, so one
+transpose and one store cover both rows. A packed tile needs neither: its lanes already hold
+adjacent pixels, and a warp writes 32 contiguous bytes per filter row.
 
 Prediction (H200: 4.2 TB/s copy bandwidth; mma.sync, not wgmma, about 450 to 500 TFLOP/s: rung
 15 of the GEMM ladder measures 451 and 456 TFLOP/s on it, results/nvidia-h200.json). conv1
@@ -83,56 +93,83 @@ launcher computes (``fast_division``; passed as parameters, so they cost no regi
 first try built them in the kernel, which pushed the two main kernels to the 128-register cap
 and into spills); the per-job group and filter-group indices are kept by subtraction across
 rounds; and the rewrite became one walk of all 256 threads over a channel's words, stepping by
-a precomputed (rows, columns) stride with no division in the loop. Predicted: about 19,000
-and 16,000 instructions per image (46% and 56% fewer), near 0.35 ms per layer. Measured
-(results/nvidia-h200-profile-conv1.json, -conv2.json): 268 and 242 million warp instructions,
-about 26,800 and 24,200 per image (23% and 33% fewer), HMMA 6.0% and 10.3% of them. The old
-rewrite loop cost 110 warp instructions per input row on conv1 and 95 on conv2
+a precomputed (rows, columns) stride with no division in the loop. Predicted: about 19,000 and
+16,000 instructions per image (46% and 56% fewer), near 0.35 ms per layer. Measured
+(results/nvidia-h200-profile-conv1-unpacked.json, -conv2-pair-words.json): 268 and 242 million
+warp instructions, about 26,800 and 24,200 per image (23% and 33% fewer), HMMA 6.0% and 10.3%
+of them. The old rewrite loop cost 110 warp instructions per input row on conv1 and 95 on conv2
 (relayout_instructions in the first version's profile): about 37 per 32 words on conv1's
 94-word rows, where most of the cost is the loads, stores and edge tests of every word, which
 the new walk still pays; about 76 per 32 words on conv2's 40-word rows, whose second pass left
 most lanes idle, which is likely why conv2 gained more than conv1. Timed by ``ladder bench``
-(results/nvidia-h200.json): 0.543 ms (conv1) and 0.556 ms
-(conv2), 1.099 ms for both, 17.12x cuDNN FP32's 18.817 ms in the same run (target: 5x, met).
-Against the floors of 0.156 and 0.117 ms that is 3.49x and 4.74x (target: within 2x, missed).
-A variant with three blocks per SM (``__launch_bounds__(256, 3)``, 80 registers) was slower on
-both layers, so two blocks of 8 warps stay.
+(results/nvidia-h200.json as of commit ab5b11d): 0.543 ms (conv1) and 0.556 ms (conv2), 1.099
+ms for both, 17.12x cuDNN FP32's 18.817 ms in the same run (target: 5x, met). Against the
+floors of 0.156 and 0.117 ms that is 3.49x and 4.74x (target: within 2x, missed). A variant
+with three blocks per SM (``__launch_bounds__(256, 3)``, 80 registers) was slower on both
+layers, so two blocks of 8 warps stay.
 
-What limits it now: still issue-bound on the work around the mma (issue slots 56% and 47% busy,
-occupancy 24%: 121 registers per thread allow 16 warps per SM), with conv2 also waiting at the
-staging barriers (only two rounds of jobs per image). The next steps, not yet taken: for conv1,
-pack two output columns into the four empty filter slots of each n8 tile (B'[(p, q)][(f, s)] =
-w[f][p][q - s]: with K = 7 the shifted filter still fits the 8-column chunk), which halves the
-mma and the jobs per image and gives each lane two adjacent pixels of one filter without the
-transpose; for conv2, stage the next image's words while the warps compute the current one
-(double-buffered words: 2 x 49 KB still allows two blocks per SM), which removes the barrier
-waits.
+What limited it then: the work around the mma (issue slots 56% and 47% busy, occupancy 24%:
+121 registers per thread allow 16 warps per SM), with conv2 also waiting at the staging
+barriers (only two rounds of jobs per image).
 
-How far those steps can go differs by layer. conv1's tensor work (57.3 GFLOP-equivalent)
-takes 0.126 ms at rung 15's 456 TFLOP/s, well inside the 0.311 ms that twice its floor allows:
-conv1 is limited by the instructions around the mma, which the packing reduces. conv2's barely
-fits: its 89.5 GFLOP-equivalent takes 0.196 to 0.198 ms at the 451 to 456 TFLOP/s that
-mma.sync reaches in the GEMM ladder, 83 to 85% of the 0.235 ms that twice its floor (0.117 ms)
-allows, leaving about 15% for staging, rewriting and storing, which a large GEMM does not have
-to fit beside its mma. So this rung's next steps are not expected to meet conv2's target with
-mma.sync. Hopper's wgmma leaves room (rung 16 of the GEMM ladder: 676 and 686 TFLOP/s, 0.130
-to 0.132 ms for the same work, about 44% of the budget left), as would less padding (19% of
-the tensor work multiplies the 8th, zero filter column and padded pixels).
+Packing conv1 (described above). Predicted: half the mma (HMMA 16 to 8 million), half the jobs
+per image (40 to 20), no shuffle or transpose before the stores and half the rewrite, about
+16,800 warp instructions per image instead of 26,800, so 0.25 to 0.29 ms. Measured: Nsight
+Compute counts 14,395 per image (results/nvidia-h200-profile-conv-r08-sass.json, "pair_words";
+the unpacked kernel's was 26,800), and 8 million HMMA.
+
+Quads. The same per-instruction counts showed what the instruction estimate had missed: of the
+144 instructions of conv2's window (48 of them HMMA), 66 were register moves (MOV and
+IMAD.MOV), and 40 of conv1's 114. HMMA reads its A operand from four consecutive registers,
+and the quad built from pair words, (F(2k), F(2k + 1), F(2k + 1), F(2k + 2)), repeats one
+of them, so ptxas assembled each quad with register copies. Staging
+the quads themselves (twice the shared memory of the words, one 16-byte load each) removes
+them all. Predicted: about 65 instructions per window and 14% fewer instructions for conv2,
+with the rewrite costing about what it did (half as many entries, each of three words).
+Measured: windows of 71 (conv2) and 63 (conv1) instructions with no moves, 20,075 and 13,007
+warp instructions per image (17% and 10% fewer; "quads" in the same file).
+
+Timed by ``ladder bench`` after both changes (results/nvidia-h200.json): 0.261 ms (conv1) and
+0.527 ms (conv2), 0.788 ms for both, 23.89x cuDNN FP32's 18.826 ms in the same run (target: 5x,
+met). Against the floors that is 1.67x for conv1 (target: within 2x, met; it was 3.49x) and
+4.49x for conv2 (missed; it was 4.74x). conv1 now keeps DRAM 50% busy (Nsight Compute,
+results/nvidia-h200-profile-conv1.json). conv2 gained 5% for 17% fewer instructions because it
+is no longer bound by issuing them: the schedulers issue on 42% of cycles (-conv2.json), and the
+warp samples show why the rest are lost: waiting on fixed-latency results (28%, chains of mma
+into the same accumulators and the address arithmetic before loads), at the staging barriers
+(21%), and on shared-memory loads (15%).
+
+How far conv2 can go differs from conv1. conv1's tensor work is now 28.7 GFLOP-equivalent (7
+million k16-equivalent mma), a small part of its time. conv2's 89.5 GFLOP-equivalent takes
+0.196 to 0.198 ms at the 451 to 456 TFLOP/s that mma.sync reaches in the GEMM ladder (rung 15),
+83 to 85% of the 0.235 ms that twice its floor (0.117 ms) allows, leaving about 15% for
+staging, rewriting and storing, which a large GEMM does not have to fit beside its mma. So
+conv2's target is not expected with mma.sync. Steps not yet taken: stage the next image while
+the warps compute the current one, which removes most barrier waits; stage only even columns
+for conv2 too, with both column shifts as separate n8 tiles (the packing idea without empty
+slots to fill: half the rewrite and half the quads, so that two buffers of them, 2 x 27 KB
+instead of 2 x 54 KB, still leave room for two blocks per SM; no transpose); and Hopper's wgmma
+(rung 16 of the GEMM ladder: 676 and 686 TFLOP/s, 0.130 to 0.132 ms for the same work, about
+44% of the budget left), or less padding (19% of conv2's tensor work multiplies the 8th, zero
+filter column and padded pixels).
 
 compute-sanitizer (``ladder sanitize conv``, results/nvidia-h200-sanitize-conv.json) found one
 invalid 16-byte read in this rung: the last cp.async chunk of x crossed the end of the array
 when B C H W is not a multiple of 8 (src-size zero-filled the tail, but the access still
 crossed). That chunk is now copied half by half; memcheck and racecheck report no errors.
 
-ptxas reports (NVRTC 13.5, sm_90; sm_80 in brackets), with ``__launch_bounds__(256, 2)``:
-conv_tc_t10_n1 121 registers (122), conv_tc_t6_n2 119 (118), conv_tc_t6_n1 91 (88),
-conv_tc_t2_n2 73 (68), conv_tc_t2_n1 62 (62), and the chunked kernels 61 and 73 (61, 68); no
-spill stores or loads, no stack, in any of them. Two blocks of 8 warps fit per SM.
+ptxas reports (``ladder check conv --rungs tensor-core``, sm_90; sm_80 in brackets), with
+``__launch_bounds__(256, 2)``: conv_tc_pack_t10_n1 127 registers (126), conv_tc_t6_n2 126
+(121), conv_tc_t10_n1 128 (128), conv_tc_pack_t6_n1 and conv_tc_t6_n1 95 (93, 94),
+conv_tc_t2_n2 78 (75), conv_tc_pack_t2_n1 and conv_tc_t2_n1 62 (60, 59), and the chunked
+kernels 63 and 77 (61, 72); no spill stores or loads, no stack, in any of them. Two blocks of 8
+warps fit per SM.
 
 Checked without a GPU by ``tests/test_conv_tensor_core_emulation.py``: a lane-by-lane NumPy
 emulation of the kernel (the .cu index formulas, the planner's layout, the PTX fragment tables
 of m16n8k16, m16n8k8 and movmatrix) over odd shapes, every kernel variant, bands, channel
-chunks, K up to 12, C K K = 3240 and M = 70, against float64, with every output stored once.
+chunks, packed kernels (odd Wo, K = 1 and 8, M = 1 and 9), K up to 12, C K K = 3240 and
+M = 70, against float64, with every output stored once.
 """
 
 from __future__ import annotations
@@ -263,7 +300,7 @@ class Plan:
         b, c, _, h, w, _ = self.size
         return b * c * h * w
 
-    # shared memory: B fragments | pair-expanded input | raw input slots
+    # shared memory: B fragments | the input's A quads | raw input slots
     @property
     def cols(self) -> int:
         """Word columns per channel: one past the widest a window reads, w + 8 qc + 2t
@@ -315,7 +352,7 @@ class Plan:
 
     @property
     def step_rows(self) -> int:
-        """Rows of a channel's pair-expanded words that THREADS words span in the relayout."""
+        """Rows of a channel's quads that THREADS quads span in the relayout walk."""
         return THREADS // self.cols
 
     @property
