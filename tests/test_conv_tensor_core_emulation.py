@@ -60,7 +60,7 @@ def test_constants_match_the_cu_file():
         for nt in r08.TILES
         for t in [r08.CHUNKED_TILES]
     }
-    wanted |= {(f"conv_tc_pack_t{t}_n1", str(t), "1", "false", "true") for t in r08.PACK_TILES}
+    wanted |= {(f"conv_tc_pack_t{t}_n1", str(t), "1", "false", "true") for t in r08.TILES[1]}
     assert compiled == wanted
 
 
@@ -103,8 +103,8 @@ class Smem:
 
     def __init__(self, p: r08.Plan):
         self.bytes = np.full(p.smem_bytes // 2, NAN_HALF, np.uint16).view(np.uint8)
-        self.frags = self.bytes[: p.words_at].view(np.uint32).reshape(-1, 2)  # uint2
-        self.quads = self.bytes[p.words_at : p.raw_at].view(np.uint32).reshape(-1, 4)  # uint4
+        self.frags = self.bytes[: p.quads_at].view(np.uint32).reshape(-1, 2)  # uint2
+        self.quads = self.bytes[p.quads_at : p.raw_at].view(np.uint32).reshape(-1, 4)  # uint4
         self.raw = self.bytes[p.raw_at :].view(np.uint16)
 
 

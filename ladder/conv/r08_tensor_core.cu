@@ -176,7 +176,7 @@ struct Conv {
   int cols;            // quad columns per channel (packed: even input columns only)
   int quad_stride;     // quads (16 bytes) per column: odd, >= ceil(RIN / 2)
   int slot_chunks;     // 16-byte chunks per channel's raw slot, >= (RIN * W + 14) / 8
-  int words_at, raw_at;  // byte offsets of the input quads and the raw slots in shared memory
+  int quads_at, raw_at;  // byte offsets of the input quads and the raw slots in shared memory
   unsigned bands_magic;  // fast_div by bands, Wn, slot_chunks and cols
   int bands_shift;
   unsigned wn_magic;
@@ -212,7 +212,7 @@ __device__ __forceinline__ void conv_tc(const Conv& p) {
 
   // shared memory: B fragments | the input's A quads | raw input slots
   uint2* frags = reinterpret_cast<uint2*>(smem);
-  uint4* quads = reinterpret_cast<uint4*>(smem + p.words_at);
+  uint4* quads = reinterpret_cast<uint4*>(smem + p.quads_at);
   unsigned short* raw = reinterpret_cast<unsigned short*>(smem + p.raw_at);
   const unsigned raw_shared = (unsigned)__cvta_generic_to_shared(raw);
 
@@ -481,13 +481,13 @@ __device__ __forceinline__ void conv_tc(const Conv& p) {
            long long x_halves, int B, int C, int M, int H, int W, int K, int Ho, int Wo,    \
            int QC, int PB, int Wn, int NFG, int NTP, int band_rows, int RIN, int bands,     \
            int items, int chunk_channels, int chunks, int cols, int quad_stride,            \
-           int slot_chunks, int words_at, int raw_at, unsigned bands_magic,                 \
+           int slot_chunks, int quads_at, int raw_at, unsigned bands_magic,                 \
            int bands_shift, unsigned wn_magic, int wn_shift, unsigned slot_magic,           \
            int slot_shift, unsigned cols_magic, int cols_shift, int step_rows,              \
            int step_cols) {                                                                 \
     const Conv p{x, w, y, x_halves, B, C, M, H, W, K, Ho, Wo, QC, PB, Wn, NFG, NTP,         \
                  band_rows, RIN, bands, items, chunk_channels, chunks, cols, quad_stride,   \
-                 slot_chunks, words_at, raw_at, bands_magic, bands_shift, wn_magic,         \
+                 slot_chunks, quads_at, raw_at, bands_magic, bands_shift, wn_magic,         \
                  wn_shift, slot_magic, slot_shift, cols_magic, cols_shift, step_rows,       \
                  step_cols};                                                                \
     conv_tc<T, NT, CHUNKED, PACK>(p);                                                       \

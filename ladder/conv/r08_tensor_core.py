@@ -199,8 +199,7 @@ QUAD_BYTES = 16  # one A quad: four 32-bit pair words
 ALIGN = 16  # bytes: x is read in 16-byte cp.async chunks
 
 # T (m16 tiles, 2T output rows, per warp job) compiled for each NT (n8 tiles, 8 NT filters)
-TILES = {1: (10, 6, 2), 2: (6, 2)}
-PACK_TILES = (10, 6, 2)  # T of the packed kernels (NT = 1: 4 filters x 2 column shifts)
+TILES = {1: (10, 6, 2), 2: (6, 2)}  # packed kernels: those of NT = 1 (4 filters x 2 shifts)
 PACK_FILTERS = 4  # filters of a packed n8 tile
 CHUNKED_TILES = 2  # the kernels that stage channels in chunks inside each round
 SMEM_TARGET = 96 * 1024  # bytes a block tries to stay under: two blocks per SM, like registers
@@ -209,7 +208,7 @@ SMEM_LIMIT = 227 * 1024  # the opt-in maximum per block on sm_90 (sm_80: 163 KB)
 PARAMS = (
     "x_halves", "B", "C", "M", "H", "W", "K", "Ho", "Wo", "QC", "PB", "Wn", "NFG", "NTP",
     "band_rows", "RIN", "bands", "items", "chunk_channels", "chunks", "cols", "quad_stride",
-    "slot_chunks", "words_at", "raw_at", "bands_magic", "bands_shift", "wn_magic", "wn_shift",
+    "slot_chunks", "quads_at", "raw_at", "bands_magic", "bands_shift", "wn_magic", "wn_shift",
     "slot_magic", "slot_shift", "cols_magic", "cols_shift", "step_rows", "step_cols",
 )  # fmt: skip
 
@@ -303,8 +302,8 @@ class Plan:
     # shared memory: B fragments | the input's A quads | raw input slots
     @property
     def cols(self) -> int:
-        """Word columns per channel: one past the widest a window reads, w + 8 qc + 2t
-        (packed: column pair j reads word columns j + 4 qc + t)."""
+        """Quad columns per channel: one past the widest a window reads, w + 8 qc + 2t
+        (packed: column pair j reads quad columns j + 4 qc + t)."""
         if self.packed:
             return self.Wn + Q_CHUNK // 2 * self.QC - 1
         return self.Wo + Q_CHUNK * self.QC - 2
@@ -325,16 +324,16 @@ class Plan:
         return self.chunk_channels * self.QC * self.PB * PAIRS * self.NTP * FRAG_BYTES
 
     @property
-    def words_at(self) -> int:
+    def quads_at(self) -> int:
         return self.frag_bytes
 
     @property
-    def word_bytes(self) -> int:
+    def quad_bytes(self) -> int:
         return self.chunk_channels * self.cols * self.quad_stride * QUAD_BYTES
 
     @property
     def raw_at(self) -> int:
-        return self.words_at + self.word_bytes
+        return self.quads_at + self.quad_bytes
 
     @property
     def smem_bytes(self) -> int:
@@ -400,7 +399,7 @@ def plan(size: tuple[int, ...], smem_limit: int = SMEM_LIMIT) -> Plan:
     # would need one more column chunk, as many mma as the slots it fills.
     packed = m <= PACK_FILTERS and k % Q_CHUNK != 0
     n_tiles = 2 if _ceil(m, 8) % 2 == 0 and not packed else 1
-    t = _tiles(ho, PACK_TILES if packed else TILES[n_tiles])
+    t = _tiles(ho, TILES[n_tiles])
     rows = 2 * t
     for budget in dict.fromkeys((min(SMEM_TARGET, smem_limit), smem_limit)):
         for band in range(_ceil(ho, rows) * rows, 0, -rows):
