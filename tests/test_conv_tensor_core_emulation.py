@@ -25,7 +25,9 @@ from ladder.conv import r08_tensor_core as r08
 from ladder.conv.problem import CONV1, CONV2, TEST_SIZES, conv_numpy
 
 SOURCE = Path(r08.__file__).with_name("r08_tensor_core.cu").read_text()
+WG_SOURCE = Path(r08.__file__).with_name("r09_wgmma.cu").read_text()
 NAN_HALF = 0x7E00
+CORE_BYTES = 128  # a wgmma core matrix: 8 rows of 16 bytes (r09_wgmma.cu)
 
 
 def fast_div(n, magic: int, shift: int):
@@ -47,21 +49,31 @@ def test_constants_match_the_cu_file():
     macro = SOURCE[SOURCE.index("#define CONV_TC_KERNEL") : SOURCE.index("const Conv p{")]
     names = re.findall(r"(?:long long|unsigned|int) (\w+)(?=[,)])", macro)
     assert tuple(names) == r08.PARAMS
-    compiled = set(
-        re.findall(r"CONV_TC_KERNEL\((\w+), (\d+), (\d+), (true|false), (true|false)\)", SOURCE)
-    )
+    kernels = r"CONV_TC_KERNEL\((\w+), (\d+), (\d+), (true|false), (true|false), (\w+)\)"
+    compiled = set(re.findall(kernels, SOURCE))
     wanted = {
-        (f"conv_tc_t{t}_n{nt}", str(t), str(nt), "false", "false")
+        (f"conv_tc_t{t}_n{nt}", str(t), str(nt), "false", "false", "MmaSync")
         for nt, ts in r08.TILES.items()
         for t in ts
     }
     wanted |= {
-        (f"conv_tc_chunked_t{t}_n{nt}", str(t), str(nt), "true", "false")
+        (f"conv_tc_chunked_t{t}_n{nt}", str(t), str(nt), "true", "false", "MmaSync")
         for nt in r08.TILES
         for t in [r08.CHUNKED_TILES]
     }
-    wanted |= {(f"conv_tc_pack_t{t}_n1", str(t), "1", "false", "true") for t in r08.TILES[1]}
+    wanted |= {
+        (f"conv_tc_pack_t{t}_n1", str(t), "1", "false", "true", "MmaSync") for t in r08.TILES[1]
+    }
     assert compiled == wanted
+    # rung 9: always packed, the Wgmma policy
+    wanted = {
+        (f"conv_wg_t{t}_n{nt}", str(t), str(nt), "false", "true", "Wgmma")
+        for nt, ts in r08.WG_TILES.items()
+        for t in ts
+    }
+    t, nt = r08.WG_CHUNKED
+    wanted.add((f"conv_wg_chunked_t{t}_n{nt}", str(t), str(nt), "true", "true", "Wgmma"))
+    assert set(re.findall(kernels, WG_SOURCE)) == wanted
 
 
 # ---- the mma instructions, from the PTX ISA fragment tables --------------------------------
@@ -200,8 +212,43 @@ def emulate(x: np.ndarray, w: np.ndarray, p: r08.Plan, grid: int, y_skew: int = 
                     index = (((f * C + c0 + cl) * K + pp) * K + qq) * ok
                     return np.where(ok, wb[index], 0).astype(np.uint32)
 
-                s.frags[e * 32 + LANE, 0] = tap(ph, q) | tap(ph, q + 1) << 16
-                s.frags[e * 32 + LANE, 1] = tap(ph + 1, q) | tap(ph + 1, q + 1) << 16
+                if not p.wgmma:
+                    s.frags[e * 32 + LANE, 0] = tap(ph, q) | tap(ph, q + 1) << 16
+                    s.frags[e * 32 + LANE, 1] = tap(ph + 1, q) | tap(ph + 1, q + 1) << 16
+                    continue
+                # Wgmma: 16-byte row (k8 half, n) holds B[8 half + 0..7][n]: n = 2 f' + shift,
+                # so lanes 8 half .. 8 half + 7 (as G) give the row n = G % 8
+                for half in range(2):
+                    n = LANE[:8]
+                    fn, sn = tile * 4 + n // 2, n % 2
+                    qs = qc * r08.Q_CHUNK + np.arange(8)[:, None] - sn  # (k, n)
+
+                    def tap2(pp, qq, f=fn, cl=cl, c0=c0):
+                        ok = (f < M) & (pp < K) & (qq >= 0) & (qq < K)
+                        index = (((f * C + c0 + cl) * K + pp) * K + qq) * ok
+                        return np.where(ok, wb[index], 0).astype(np.uint16)
+
+                    rows = tap2(ph + half, qs).T  # (n, k)
+                    start = e * r08.FRAG_BYTES + half * CORE_BYTES
+                    s.bytes[start : start + CORE_BYTES] = rows.reshape(-1).view(np.uint8)
+
+        def wg_window(acc, src, entry, taps, s=s):  # Wgmma::window
+            quads = T + r08.PAIRS - 1
+            loaded = T + (taps + 1) // 2 - 1
+            column_quad = src % p.quad_stride
+            assert np.all(column_quad + loaded <= (p.RIN + 1) // 2)
+            zero = np.zeros(32, np.uint32)
+            for k in range(quads):
+                a = [s.quads[src + k, e] if k < loaded else zero for e in range(4)]
+                for j in range(r08.PAIRS):
+                    i = k - j
+                    if i < 0 or i >= T:
+                        continue
+                    for nt in range(NT):  # the descriptor's layout: PTX's K-major, no swizzle
+                        at = (entry + j * p.NTP + nt) * r08.FRAG_BYTES + G * 16 + 4 * T4
+                        words = s.bytes.view(np.uint32)
+                        b0, b1 = words[at // 4], words[(at + CORE_BYTES) // 4]
+                        _accumulate(acc[i][nt], a, [b0, b1])
 
         def window(acc, src, frag, taps, s=s):  # window<T, NT, TAPS>
             steps = taps // 2
@@ -235,8 +282,11 @@ def emulate(x: np.ndarray, w: np.ndarray, p: r08.Plan, grid: int, y_skew: int = 
                             + (cl * p.cols + qc * r08.Q_CHUNK // CSTEP) * p.quad_stride
                             + pb * (r08.P_BLOCK // 2)
                         )
-                        frag = (((cl * p.QC + qc) * p.PB + pb) * r08.PAIRS * p.NTP + fg * NT) * 32
-                        window(acc, src, frag + LANE, taps)
+                        entry = ((cl * p.QC + qc) * p.PB + pb) * r08.PAIRS * p.NTP + fg * NT
+                        if p.wgmma:
+                            wg_window(acc, src, entry, taps)
+                        else:
+                            window(acc, src, entry * 32 + LANE, taps)
 
         def stage(item, chunk, next_item, next_chunk):
             relayout(item, chunk)
@@ -254,14 +304,14 @@ def emulate(x: np.ndarray, w: np.ndarray, p: r08.Plan, grid: int, y_skew: int = 
             sub_bands = -(-min(p.band_rows, p.Ho - h0) // ROWS)
             columns = sub_bands * p.Wn
             groups = -(-columns // 8)
-            jobs = groups * p.NFG
-            rounds = -(-jobs // r08.NWARPS)
+            jobs = -(-groups // p.job_warps) * p.NFG
+            rounds = -(-jobs // (r08.NWARPS // p.job_warps))
             if not p.chunked:
                 stage(item, 0, item + grid, 0)
             accs = {}
             for rnd in range(rounds):
                 for warp in range(r08.NWARPS):  # the warps of a round, one after another
-                    job = rnd * r08.NWARPS + warp
+                    job = rnd * (r08.NWARPS // p.job_warps) + warp // p.job_warps
                     accs[warp] = (job < jobs, np.zeros((T, NT, 4, 32)))
                 if p.chunked:
                     for chunk in range(p.chunks):
@@ -276,8 +326,7 @@ def emulate(x: np.ndarray, w: np.ndarray, p: r08.Plan, grid: int, y_skew: int = 
                 for warp in range(r08.NWARPS):
                     active, acc = accs[warp]
                     if active:
-                        job = rnd * r08.NWARPS + warp
-                        _epilogue(acc, job, groups, columns, b, h0, p, y, writes, y_skew)
+                        _epilogue(acc, rnd, warp, groups, columns, b, h0, p, y, writes, y_skew)
     return y, writes
 
 
@@ -285,7 +334,7 @@ def _job_accumulate(accs, warp, rnd, groups, columns, p, chunk, accumulate):
     active, acc = accs[warp]
     if not active:
         return
-    fg, group = _job(rnd, warp, groups)
+    fg, group = _job(rnd, warp, groups, p.job_warps)
     n = group * 8 + G
     n_live = n < columns
     sb = np.where(n_live, fast_div(n, p.wn_magic, p.wn_shift).astype(np.int64), 0)
@@ -295,18 +344,22 @@ def _job_accumulate(accs, warp, rnd, groups, columns, p, chunk, accumulate):
     accumulate(acc, lane_quads, fg, chunk)
 
 
-def _job(rnd: int, warp: int, groups: int) -> tuple[int, int]:
-    """(fg, group) of a warp's job in a round as the kernel keeps them: group starts at warp,
-    grows by NWARPS a round, and groups are subtracted into fg (no division)."""
-    fg, group = 0, warp
+def _job(rnd: int, warp: int, groups: int, job_warps: int = 1) -> tuple[int, int]:
+    """(fg, group) of a warp's job in a round as the kernel keeps them: a job is job_warps
+    warps' (slot = warp / job_warps, member = warp % job_warps) and spans that many groups;
+    its supergroup sg starts at slot, grows by SLOTS a round, and supergroups are subtracted
+    into fg (no division); the warp's group is sg * job_warps + member."""
+    slots, slot, member = r08.NWARPS // job_warps, warp // job_warps, warp % job_warps
+    supergroups = -(-groups // job_warps)
+    fg, sg = 0, slot
     for _ in range(rnd + 1):
-        while group >= groups:
-            group -= groups
+        while sg >= supergroups:
+            sg -= supergroups
             fg += 1
         if _ < rnd:
-            group += r08.NWARPS
-    assert (fg, group) == divmod(rnd * r08.NWARPS + warp, groups)
-    return fg, group
+            sg += slots
+    assert (fg, sg) == divmod(rnd * slots + slot, supergroups)
+    return fg, sg * job_warps + member
 
 
 def _pack_half2(lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
@@ -324,12 +377,12 @@ def _movmatrix_trans(a: np.ndarray) -> np.ndarray:
     return m[2 * T4, G] | m[2 * T4 + 1, G] << 16
 
 
-def _epilogue(acc, job, groups, columns, b, h0, p, y, writes, y_skew):
+def _epilogue(acc, rnd, warp, groups, columns, b, h0, p, y, writes, y_skew):
     M = p.size[2]
     ROWS = 2 * p.tiles
     NT = p.n_tiles
     Ho, Wo = p.Ho, p.Wo
-    fg, group = _job(job // r08.NWARPS, job % r08.NWARPS, groups)
+    fg, group = _job(rnd, warp, groups, p.job_warps)
     if p.packed:  # lane (g, t): filter t at output columns 2 col, 2 col + 1 of its rows
         n = group * 8 + G
         la = n < columns
@@ -355,7 +408,7 @@ def _epilogue(acc, job, groups, columns, b, h0, p, y, writes, y_skew):
     step = 2 * Wo
     for nt in range(NT):
         row_shift = G // 4 if narrow else 0
-        f = fg * 4 + T4 if p.packed else (fg * NT + nt) * 8 + (G % 4 if narrow else G)
+        f = (fg * NT + nt) * (4 if p.packed else 8) + (T4 if p.packed else G % 4 if narrow else G)
         f_live = f < M
         plane = y_skew + (b * M + np.where(f_live, f, 0)) * Ho * Wo  # y: 16-byte aligned
         ya = plane + (ha0 + row_shift) * Wo + wa
@@ -413,11 +466,11 @@ def _check(size, p: r08.Plan, grid: int, y_skew: int = 0, seed: int = 0):
     assert err <= 2e-3, f"relative error {err:.2e} for {size} with {p}"
 
 
-def _forced(size, tiles, n_tiles, packed=False):
-    """A whole-image plan for size on the kernel variant (tiles, n_tiles, packed)."""
+def _forced(size, tiles, n_tiles, packed=False, wgmma=False):
+    """A whole-image plan for size on the kernel variant (tiles, n_tiles, packed, wgmma)."""
     ho = size[3] - size[5] + 1
     band = -(-ho // (2 * tiles)) * 2 * tiles
-    return r08.Plan(size, tiles, n_tiles, False, band, size[1], packed)
+    return r08.Plan(size, tiles, n_tiles, False, band, size[1], packed or wgmma, wgmma)
 
 
 @pytest.mark.parametrize("size", TEST_SIZES, ids=str)
@@ -427,11 +480,45 @@ def test_planned_launch_matches_float64(size):
     _check(small, p, grid=1)
 
 
+@pytest.mark.parametrize("size", TEST_SIZES, ids=str)
+def test_wgmma_planned_launch_matches_float64(size):
+    small = (min(size[0], 2), *size[1:])
+    _check(small, r08.plan(small, wgmma=True), grid=1)
+
+
+@pytest.mark.parametrize(
+    ("size", "tiles", "n_tiles"),
+    [
+        ((2, 1, 4, 23, 21, 7), 1, 1),  # odd Wo; 11 column pairs: one warp of the job is idle
+        ((2, 2, 7, 14, 15, 5), 1, 2),  # taps 5: the third k16 step reads zero weights
+        ((2, 3, 16, 15, 13, 7), 1, 4),
+        ((2, 3, 16, 15, 13, 7), 2, 4),
+        ((1, 4, 16, 20, 40, 7), 3, 4),
+        ((2, 2, 12, 9, 10, 1), 2, 4),  # K = 1: one row of four k16 steps is live
+        ((1, 2, 40, 20, 21, 12), 3, 4),  # K = 12: row blocks of 8 and 4, 3 filter groups
+        ((2, 3, 4, 12, 14, 8), 1, 1),  # K = 8: the shifted copy needs a second chunk
+    ],
+    ids=str,
+)
+def test_every_wgmma_kernel_variant(size, tiles, n_tiles):
+    _check(size, _forced(size, tiles, n_tiles, wgmma=True), grid=2)
+
+
+def test_wgmma_channel_chunks():
+    size = (2, 7, 20, 9, 40, 3)
+    p = r08.plan(size, smem_limit=20 * 1024, wgmma=True)
+    assert p.chunked and p.chunks > 1 and p.kernel_name == "conv_wg_chunked_t1_n4"
+    _check(size, p, grid=3)
+
+
 def test_canonical_layers_pick_the_planned_kernels():
     conv1, conv2 = r08.plan(CONV1), r08.plan(CONV2)
     assert (conv1.kernel_name, conv1.band_rows, conv1.rounds) == ("conv_tc_pack_t10_n1", 80, 3)
     assert (conv2.kernel_name, conv2.band_rows, conv2.rounds) == ("conv_tc_t6_n2", 36, 2)
     assert conv1.smem_bytes < 46 * 1024 and conv2.smem_bytes < 74 * 1024  # two blocks per SM
+    conv1, conv2 = r08.plan(CONV1, wgmma=True), r08.plan(CONV2, wgmma=True)
+    assert (conv1.kernel_name, conv1.band_rows, conv1.rounds) == ("conv_wg_t1_n1", 80, 25)
+    assert (conv2.kernel_name, conv2.band_rows, conv2.rounds) == ("conv_wg_t3_n4", 36, 2)
 
 
 @pytest.mark.parametrize(

@@ -60,3 +60,20 @@ def test_compiling_leaves_python_strings_alone():
     # CPython's shared b" ", and every later " ".encode() would then return b"\x00"
     cuda_cpp.compile_source('extern "C" __global__ void k() {}', "empty.cu", "sm_80", cache=False)
     assert chr(32).encode() == bytes([32]) == b"\x20"
+
+
+def test_local_cu_includes_are_inlined(tmp_path):
+    """NVRTC compiles one string: ``#include "x.cu"`` of a sibling file is inlined (nested
+    too), other includes are left to NVRTC; rung 9 of conv reuses rung 8's kernel this way."""
+    from ladder.conv import r09_wgmma
+    from ladder.core.cuda_cpp import inline_includes
+
+    (tmp_path / "inner.cu").write_text("int inner;\n")
+    (tmp_path / "middle.cu").write_text('#include "inner.cu"\nint middle;\n')
+    (tmp_path / "outer.cu").write_text('#include <cuda_fp16.h>\n#include "middle.cu"\nint x;\n')
+    assert inline_includes(tmp_path / "outer.cu") == (
+        "#include <cuda_fp16.h>\nint inner;\n\nint middle;\n\nint x;\n"
+    )
+    text = r09_wgmma.SOURCE.text()
+    assert '#include "r08_tensor_core.cu"' not in text
+    assert "void conv_tc(" in text and "struct Wgmma" in text

@@ -97,40 +97,6 @@ __device__ __forceinline__ void mma_1688(float (&d)[4], unsigned a0, unsigned a1
       : "r"(a0), "r"(a1), "r"(b0));
 }
 
-// One window: TAPS filter rows (8, or fewer in the last 8-row block of a filter) of one channel
-// and one 8-column chunk, for the warp's T tiles and NT n8 tiles. src points at this lane's
-// column's quad at the window's first input row, frag at its B fragment of slot 0. Quad k,
-// (F(2k), F(2k + 1), F(2k + 1), F(2k + 2)), is the A fragment of tile i at step j = k - i: one
-// 16-byte load, used by every tile it serves, straight from the four registers it lands in.
-template <int T, int NT, int TAPS>
-__device__ __forceinline__ void window(float (&acc)[T][NT][4], const uint4* src,
-                                       const uint2* frag, int frag_stride) {
-  constexpr int STEPS = TAPS / 2;        // k16 steps: filter rows (2j, 2j + 1)
-  constexpr int USED = STEPS + TAPS % 2;  // plus one k8 step on the odd last row
-  constexpr int QUADS = T + USED - 1;
-  uint2 bw[USED][NT];
-#pragma unroll
-  for (int j = 0; j < USED; ++j)
-#pragma unroll
-    for (int nt = 0; nt < NT; ++nt) bw[j][nt] = frag[(j * frag_stride + nt) * 32];
-#pragma unroll
-  for (int k = 0; k < QUADS; ++k) {
-    const uint4 a = src[k];
-#pragma unroll
-    for (int j = 0; j < USED; ++j) {
-      const int i = k - j;
-      if (i < 0 || i >= T) continue;
-#pragma unroll
-      for (int nt = 0; nt < NT; ++nt) {
-        if (j < STEPS)
-          mma_16816(acc[i][nt], a.x, a.y, a.z, a.w, bw[j][nt].x, bw[j][nt].y);
-        else
-          mma_1688(acc[i][nt], a.x, a.y, bw[j][nt].x);
-      }
-    }
-  }
-}
-
 // n / d for 0 <= n < 2^31 with one multiply-high instead of a division: the GPU has no integer
 // divider, and a run-time `n / d` compiles to about 25 instructions through a float reciprocal.
 // The launcher computes (magic, shift) for each divisor (r08_tensor_core.py, fast_division):
@@ -188,6 +154,111 @@ struct Conv {
   int step_rows, step_cols;  // THREADS quads of a channel's relayout walk: rows and columns
 };
 
+// One entry of the weights in shared memory: the k16 x n8 block of B for channel cl of the
+// chunk, filter-column chunk qc, filter-row block pb, row pair `pair` and n8 tile `tile`
+// (entry ((((cl * QC + qc) * PB + pb) * PAIRS + pair) * NTP + tile), 256 bytes).
+// tap(n, k) is its element B[k][n]: k = 8 kh + kq is filter row 8 pb + 2 pair + kh, filter
+// column 8 qc + kq; n is filter 8 tile + n, or (PACK) filter 4 tile + n / 2 at shift n % 2,
+// whose weight sits one column to the right: w[f][p][q - shift]. Zero past M and K.
+struct WeightBlock {
+  const Conv& p;
+  int c, qc, pb, pair, tile;
+  __device__ WeightBlock(const Conv& conv, int e, int c0) : p(conv) {
+    tile = e % p.NTP;
+    e /= p.NTP;
+    pair = e % PAIRS;
+    e /= PAIRS;
+    pb = e % p.PB;
+    e /= p.PB;
+    qc = e % p.QC;
+    c = c0 + e / p.QC;
+  }
+  template <bool PACK>
+  __device__ unsigned tap(int n, int k) const {
+    const int f = PACK ? tile * 4 + n / 2 : tile * 8 + n, shift = PACK ? n % 2 : 0;
+    const int pp = pb * P_BLOCK + 2 * pair + k / Q_CHUNK, qq = qc * Q_CHUNK + k % Q_CHUNK - shift;
+    if (f >= p.M || pp >= p.K || qq < 0 || qq >= p.K) return 0u;
+    return p.w[(((long long)f * p.C + c) * p.K + pp) * p.K + qq];
+  }
+};
+
+// The mma.sync policy: a warp job is one warp's (see conv_tc); B entries are fragments.
+struct MmaSync {
+  static constexpr int JOB_WARPS = 1;
+
+  // Weights -> B fragments for channels [c0, c0 + cc): entry e holds lane (g, t)'s
+  // (b0, b1) = (B[2t, 2t + 1][g], B[2t + 8, 2t + 9][g]) at uint2 e * 32 + lane.
+  template <bool PACK>
+  static __device__ void stage_weights(const Conv& p, unsigned char* smem, int c0, int cc) {
+    const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
+    uint2* frags = reinterpret_cast<uint2*>(smem);
+    const int count = cc * p.QC * p.PB * PAIRS * p.NTP;
+    for (int e = warp; e < count; e += NWARPS) {
+      const WeightBlock b(p, e, c0);
+      frags[e * 32 + lane] =
+          make_uint2(b.tap<PACK>(g, 2 * t) | b.tap<PACK>(g, 2 * t + 1) << 16,
+                     b.tap<PACK>(g, 2 * t + 8) | b.tap<PACK>(g, 2 * t + 9) << 16);
+    }
+  }
+
+  // One window: TAPS filter rows (8, or fewer in the last 8-row block of a filter) of one
+  // channel and one 8-column chunk, for the warp's T tiles and NT n8 tiles. src points at
+  // this lane's column's quad at the window's first input row, entry at the B entry of row
+  // pair 0. Quad k, (F(2k), F(2k + 1), F(2k + 1), F(2k + 2)), is the A fragment of tile i at
+  // step j = k - i: one 16-byte load, used by every tile it serves, straight from the four
+  // registers it lands in.
+  template <int T, int NT, int TAPS>
+  static __device__ __forceinline__ void window(float (&acc)[T][NT][4], const uint4* src,
+                                                const unsigned char* smem, int entry,
+                                                int frag_stride) {
+    const uint2* frag = reinterpret_cast<const uint2*>(smem) + entry * 32 + threadIdx.x % 32;
+    constexpr int STEPS = TAPS / 2;        // k16 steps: filter rows (2j, 2j + 1)
+    constexpr int USED = STEPS + TAPS % 2;  // plus one k8 step on the odd last row
+    constexpr int QUADS = T + USED - 1;
+    uint2 bw[USED][NT];
+#pragma unroll
+    for (int j = 0; j < USED; ++j)
+#pragma unroll
+      for (int nt = 0; nt < NT; ++nt) bw[j][nt] = frag[(j * frag_stride + nt) * 32];
+#pragma unroll
+    for (int k = 0; k < QUADS; ++k) {
+      const uint4 a = src[k];
+#pragma unroll
+      for (int j = 0; j < USED; ++j) {
+        const int i = k - j;
+        if (i < 0 || i >= T) continue;
+#pragma unroll
+        for (int nt = 0; nt < NT; ++nt) {
+          if (j < STEPS)
+            mma_16816(acc[i][nt], a.x, a.y, a.z, a.w, bw[j][nt].x, bw[j][nt].y);
+          else
+            mma_1688(acc[i][nt], a.x, a.y, bw[j][nt].x);
+        }
+      }
+    }
+  }
+
+  // The window for TAPS filter rows, chosen at run time (taps is warp-uniform).
+  template <int T, int NT>
+  static __device__ __forceinline__ void window(float (&acc)[T][NT][4], const uint4* src,
+                                                const unsigned char* smem, int entry,
+                                                int frag_stride, int taps) {
+    switch (taps) {
+      case 8: window<T, NT, 8>(acc, src, smem, entry, frag_stride); break;
+      case 7: window<T, NT, 7>(acc, src, smem, entry, frag_stride); break;
+      case 6: window<T, NT, 6>(acc, src, smem, entry, frag_stride); break;
+      case 5: window<T, NT, 5>(acc, src, smem, entry, frag_stride); break;
+      case 4: window<T, NT, 4>(acc, src, smem, entry, frag_stride); break;
+      case 3: window<T, NT, 3>(acc, src, smem, entry, frag_stride); break;
+      case 2: window<T, NT, 2>(acc, src, smem, entry, frag_stride); break;
+      default: window<T, NT, 1>(acc, src, smem, entry, frag_stride); break;
+    }
+  }
+
+  template <int T, int NT>
+  static __device__ __forceinline__ void finish(float (&)[T][NT][4]) {}
+};
+
 // CHUNKED: the channels do not fit in shared memory at once; they are staged in chunks inside
 // each round (accumulators live across the staging). Otherwise a band is staged once, with
 // all of its channels and weights, and every round reads it.
@@ -198,20 +269,21 @@ struct Conv {
 // of filter t: no transpose before the store. A lane reads only even input columns (2 j + 8 qc
 // + 2 t), so only the even columns' quads are staged: quad column u holds pair words of input
 // columns 2 u and 2 u + 1.
-template <int T, int NT, bool CHUNKED, bool PACK>
+template <int T, int NT, bool CHUNKED, bool PACK, class Mma = MmaSync>
 __device__ __forceinline__ void conv_tc(const Conv& p) {
-  static_assert(!PACK || (NT == 1 && !CHUNKED), "packing is for one n8 tile of whole bands");
   constexpr int ROWS = 2 * T;            // output rows of a job (a sub-band)
   constexpr int CSTEP = PACK ? 2 : 1;    // input columns per quad column
   extern __shared__ __align__(16) unsigned char smem[];
   const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32, g = lane / 4, t = lane % 4;
+  // A job is JOB_WARPS warps' (mma.sync: 1; wgmma: the 4 of a warpgroup); SLOTS jobs per round
+  constexpr int JOB_WARPS = Mma::JOB_WARPS, SLOTS = NWARPS / JOB_WARPS;
+  const int slot = warp / JOB_WARPS, member = warp % JOB_WARPS;
 
   const int Ho = p.Ho, Wo = p.Wo, Wn = p.Wn, QC = p.QC, PB = p.PB, NTP = p.NTP, NFG = p.NFG;
   const int RIN = p.RIN;
   const int items = p.items;
 
-  // shared memory: B fragments | the input's A quads | raw input slots
-  uint2* frags = reinterpret_cast<uint2*>(smem);
+  // shared memory: B entries | the input's A quads | raw input slots
   uint4* quads = reinterpret_cast<uint4*>(smem + p.quads_at);
   unsigned short* raw = reinterpret_cast<unsigned short*>(smem + p.raw_at);
   const unsigned raw_shared = (unsigned)__cvta_generic_to_shared(raw);
@@ -290,29 +362,10 @@ __device__ __forceinline__ void conv_tc(const Conv& p) {
     }
   };
 
-  // Weights -> B fragments for channels [c0, c0 + cc) and every filter, zero past M and K.
+  // Weights -> B entries for channels [c0, c0 + cc) and every filter (the policy's layout).
   auto stage_weights = [&](int chunk) {
-    const int c0 = chunk * p.chunk_channels, cc = min(p.chunk_channels, p.C - c0);
-    const int count = cc * QC * PB * PAIRS * NTP;
-    for (int e = warp; e < count; e += NWARPS) {
-      int rest = e;
-      const int tile = rest % NTP;
-      rest /= NTP;
-      const int pair = rest % PAIRS;
-      rest /= PAIRS;
-      const int pb = rest % PB;
-      rest /= PB;
-      const int qc = rest % QC, cl = rest / QC;
-      // lane (g, t) holds B column g: filter g, or (PACK) filter g / 2 at shift g % 2
-      const int f = PACK ? tile * 4 + g / 2 : tile * 8 + g, shift = PACK ? g % 2 : 0;
-      const int ph = pb * P_BLOCK + 2 * pair, q = qc * Q_CHUNK + 2 * t - shift;
-      auto tap = [&](int pp, int qq) -> unsigned {
-        if (f >= p.M || pp >= p.K || qq < 0 || qq >= p.K) return 0u;
-        return p.w[(((long long)f * p.C + c0 + cl) * p.K + pp) * p.K + qq];
-      };
-      frags[e * 32 + lane] = make_uint2(tap(ph, q) | tap(ph, q + 1) << 16,
-                                        tap(ph + 1, q) | tap(ph + 1, q + 1) << 16);
-    }
+    const int c0 = chunk * p.chunk_channels;
+    Mma::template stage_weights<PACK>(p, smem, c0, min(p.chunk_channels, p.C - c0));
   };
 
   // Accumulate channels [chunk * chunk_channels, + cc) of a warp's job into acc.
@@ -325,21 +378,12 @@ __device__ __forceinline__ void conv_tc(const Conv& p) {
           // this lane's column's quads from the sub-band's top row + 8 pb
           const uint4* src = lane_quads + (cl * p.cols + qc * Q_CHUNK / CSTEP) * p.quad_stride +
                              pb * (P_BLOCK / 2);
-          const uint2* frag =
-              frags + (((cl * QC + qc) * PB + pb) * PAIRS * NTP + fg * NT) * 32 + lane;
-          switch (taps) {
-            case 8: window<T, NT, 8>(acc, src, frag, NTP); break;
-            case 7: window<T, NT, 7>(acc, src, frag, NTP); break;
-            case 6: window<T, NT, 6>(acc, src, frag, NTP); break;
-            case 5: window<T, NT, 5>(acc, src, frag, NTP); break;
-            case 4: window<T, NT, 4>(acc, src, frag, NTP); break;
-            case 3: window<T, NT, 3>(acc, src, frag, NTP); break;
-            case 2: window<T, NT, 2>(acc, src, frag, NTP); break;
-            default: window<T, NT, 1>(acc, src, frag, NTP); break;
-          }
+          const int entry = ((cl * QC + qc) * PB + pb) * PAIRS * NTP + fg * NT;
+          Mma::template window<T, NT>(acc, src, smem, entry, NTP, taps);
         }
       }
     }
+    Mma::finish(acc);  // the accumulators are complete (wgmma: its asynchronous groups retired)
   };
 
   // Only one commit group is ever pending: the load of (item, chunk). The first barrier makes
@@ -362,15 +406,18 @@ __device__ __forceinline__ void conv_tc(const Conv& p) {
     origin(item, b, h0);
     const int sub_bands = (min(p.band_rows, Ho - h0) + ROWS - 1) / ROWS;
     const int columns = sub_bands * Wn, groups = (columns + 7) / 8;
-    const int jobs = groups * NFG, rounds = (jobs + NWARPS - 1) / NWARPS;
+    const int supergroups = (groups + JOB_WARPS - 1) / JOB_WARPS;
+    const int jobs = supergroups * NFG, rounds = (jobs + SLOTS - 1) / SLOTS;
     if (!CHUNKED) stage(item, 0, item + gridDim.x, 0);
-    // job = round * NWARPS + warp = fg * groups + group, kept by subtraction (no division)
-    for (int round = 0, fg = 0, group = warp; round < rounds; ++round, group += NWARPS) {
-      while (group >= groups) {
-        group -= groups;
+    // job = round * SLOTS + slot = fg * supergroups + sg, kept by subtraction (no division);
+    // warp `member` of the job's JOB_WARPS takes column group sg * JOB_WARPS + member
+    for (int round = 0, fg = 0, sg = slot; round < rounds; ++round, sg += SLOTS) {
+      while (sg >= supergroups) {
+        sg -= supergroups;
         ++fg;
       }
-      const bool active = round * NWARPS + warp < jobs;  // warp-uniform
+      const int group = sg * JOB_WARPS + member;
+      const bool active = round * SLOTS + slot < jobs;  // uniform over the job's warps
 
       // This lane's column (A rows g and g + 8 of every tile; PACK: output column 2 col); a
       // dead lane reads column 0. Its fragment quads start at input column CSTEP col + 2t.
@@ -432,7 +479,7 @@ __device__ __forceinline__ void conv_tc(const Conv& p) {
 #pragma unroll
       for (int nt = 0; nt < NT; ++nt) {
         const int row_shift = narrow ? g / 4 : 0;  // the pixel row a lane stores, per tile
-        const int f = PACK ? fg * 4 + t : (fg * NT + nt) * 8 + (narrow ? g % 4 : g);
+        const int f = (fg * NT + nt) * (PACK ? 4 : 8) + (PACK ? t : narrow ? g % 4 : g);
         const bool f_live = f < p.M;
         unsigned short* plane = p.y + ((long long)b * p.M + (f_live ? f : 0)) * Ho * Wo;
         unsigned short* ya = plane + (ha0 + row_shift) * Wo + wa;
@@ -475,7 +522,7 @@ __device__ __forceinline__ void conv_tc(const Conv& p) {
 }
 
 // The launcher passes the fields of Conv in order, as scalars (r08_tensor_core.py, Plan.args).
-#define CONV_TC_KERNEL(NAME, T, NT, CHUNKED, PACK)                                          \
+#define CONV_TC_KERNEL(NAME, T, NT, CHUNKED, PACK, MMA)                                     \
   extern "C" __global__ void __launch_bounds__(THREADS, MIN_BLOCKS)                         \
       NAME(const unsigned short* x, const unsigned short* w, unsigned short* y,             \
            long long x_halves, int B, int C, int M, int H, int W, int K, int Ho, int Wo,    \
@@ -490,18 +537,20 @@ __device__ __forceinline__ void conv_tc(const Conv& p) {
                  slot_chunks, quads_at, raw_at, bands_magic, bands_shift, wn_magic,         \
                  wn_shift, slot_magic, slot_shift, cols_magic, cols_shift, step_rows,       \
                  step_cols};                                                                \
-    conv_tc<T, NT, CHUNKED, PACK>(p);                                                       \
+    conv_tc<T, NT, CHUNKED, PACK, MMA>(p);                                                  \
   }
 
+#ifndef CONV_TC_LIBRARY  // r09_wgmma.cu includes this file for conv_tc and its own kernels
 // (T, NT): T m16 tiles (2T output rows) and NT n8 tiles (8 NT filters) per warp job
-CONV_TC_KERNEL(conv_tc_t2_n1, 2, 1, false, false)
-CONV_TC_KERNEL(conv_tc_t6_n1, 6, 1, false, false)
-CONV_TC_KERNEL(conv_tc_t10_n1, 10, 1, false, false)
-CONV_TC_KERNEL(conv_tc_t2_n2, 2, 2, false, false)
-CONV_TC_KERNEL(conv_tc_t6_n2, 6, 2, false, false)
-CONV_TC_KERNEL(conv_tc_chunked_t2_n1, 2, 1, true, false)
-CONV_TC_KERNEL(conv_tc_chunked_t2_n2, 2, 2, true, false)
+CONV_TC_KERNEL(conv_tc_t2_n1, 2, 1, false, false, MmaSync)
+CONV_TC_KERNEL(conv_tc_t6_n1, 6, 1, false, false, MmaSync)
+CONV_TC_KERNEL(conv_tc_t10_n1, 10, 1, false, false, MmaSync)
+CONV_TC_KERNEL(conv_tc_t2_n2, 2, 2, false, false, MmaSync)
+CONV_TC_KERNEL(conv_tc_t6_n2, 6, 2, false, false, MmaSync)
+CONV_TC_KERNEL(conv_tc_chunked_t2_n1, 2, 1, true, false, MmaSync)
+CONV_TC_KERNEL(conv_tc_chunked_t2_n2, 2, 2, true, false, MmaSync)
 // packed: 2T rows x 16 columns x 4 filters per job
-CONV_TC_KERNEL(conv_tc_pack_t2_n1, 2, 1, false, true)
-CONV_TC_KERNEL(conv_tc_pack_t6_n1, 6, 1, false, true)
-CONV_TC_KERNEL(conv_tc_pack_t10_n1, 10, 1, false, true)
+CONV_TC_KERNEL(conv_tc_pack_t2_n1, 2, 1, false, true, MmaSync)
+CONV_TC_KERNEL(conv_tc_pack_t6_n1, 6, 1, false, true, MmaSync)
+CONV_TC_KERNEL(conv_tc_pack_t10_n1, 10, 1, false, true, MmaSync)
+#endif  // CONV_TC_LIBRARY

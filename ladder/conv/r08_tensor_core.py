@@ -201,6 +201,9 @@ ALIGN = 16  # bytes: x is read in 16-byte cp.async chunks
 # T (m16 tiles, 2T output rows, per warp job) compiled for each NT (n8 tiles, 8 NT filters)
 TILES = {1: (10, 6, 2), 2: (6, 2)}  # packed kernels: those of NT = 1 (4 filters x 2 shifts)
 PACK_FILTERS = 4  # filters of a packed n8 tile
+WARPGROUP = 4  # warps of a wgmma job (rung 9)
+WG_TILES = {1: (1,), 2: (1,), 4: (3, 2, 1)}  # rung 9: T per NT (n8 tiles: 4 NT filters)
+WG_CHUNKED = (1, 4)  # rung 9's chunked kernel: (T, NT)
 CHUNKED_TILES = 2  # the kernels that stage channels in chunks inside each round
 SMEM_TARGET = 96 * 1024  # bytes a block tries to stay under: two blocks per SM, like registers
 SMEM_LIMIT = 227 * 1024  # the opt-in maximum per block on sm_90 (sm_80: 163 KB)
@@ -245,6 +248,7 @@ class Plan:
     band_rows: int  # output rows per item, a multiple of 2T
     chunk_channels: int  # channels staged at once
     packed: bool = False  # two output columns per n8 tile (at most 4 filters; see the .cu)
+    wgmma: bool = False  # rung 9's kernels: warpgroup jobs (4 warps) and wgmma (r09_wgmma.cu)
 
     # shapes derived from the size
     @property
@@ -271,7 +275,7 @@ class Plan:
 
     @property
     def NFG(self) -> int:
-        per_group = PACK_FILTERS if self.packed else 8 * self.n_tiles
+        per_group = (PACK_FILTERS if self.packed else 8) * self.n_tiles
         return _ceil(self.size[2], per_group)
 
     @property
@@ -360,14 +364,23 @@ class Plan:
 
     @property
     def kernel_name(self) -> str:
+        if self.wgmma:  # always packed
+            return f"conv_wg_{'chunked_' if self.chunked else ''}t{self.tiles}_n{self.n_tiles}"
         mode = "chunked_" if self.chunked else "pack_" if self.packed else ""
         return f"conv_tc_{mode}t{self.tiles}_n{self.n_tiles}"
 
     @property
+    def job_warps(self) -> int:
+        """Warps per job: one (mma.sync), or the 4 of a warpgroup (wgmma)."""
+        return WARPGROUP if self.wgmma else 1
+
+    @property
     def rounds(self) -> int:
-        """Rounds of warp jobs in a full band."""
+        """Rounds of jobs in a full band (NWARPS / job_warps jobs per round)."""
         sub_bands = _ceil(min(self.band_rows, self.Ho), 2 * self.tiles)
-        return _ceil(_ceil(sub_bands * self.Wn, 8) * self.NFG, NWARPS)
+        groups = _ceil(sub_bands * self.Wn, 8)
+        jobs = _ceil(groups, self.job_warps) * self.NFG
+        return _ceil(jobs, NWARPS // self.job_warps)
 
     def params(self) -> dict[str, int]:
         """PARAMS by name: the size, then what the launcher derives for the kernel."""
@@ -389,32 +402,59 @@ def _tiles(ho: int, choices: tuple[int, ...]) -> int:
     return min(choices, key=lambda t: (_ceil(ho, 2 * t) * 2 * t * (1 + 2 / t), -t))
 
 
-def plan(size: tuple[int, ...], smem_limit: int = SMEM_LIMIT) -> Plan:
+def _wg_tiles(ho: int, wn: int, n_filter_groups: int, choices: tuple[int, ...]) -> int:
+    """Rung 9's T for a whole image: fewest rounds of warpgroup jobs (a job spans 4 groups of 8
+    columns, NWARPS / 4 jobs per round) times a job's cost, taken as T + 1 (its T tiles plus
+    the per-window overhead that they share: quad loads, fence, wait, epilogue setup); larger T
+    on ties. On conv2 this picks T = 3 (2 even rounds of 2 jobs, 768 A rows per image) over
+    T = 2 (3 rounds of 5 jobs, 640 A rows): measured 0.412 and 0.423 ms, T = 1 0.467 ms."""
+    span, slots = 8 * WARPGROUP, NWARPS // WARPGROUP
+
+    def cost(t: int) -> tuple[int, int]:
+        jobs = _ceil(_ceil(ho, 2 * t) * wn, span) * n_filter_groups
+        return _ceil(jobs, slots) * (t + 1), -t
+
+    return min(choices, key=cost)
+
+
+def plan(size: tuple[int, ...], smem_limit: int = SMEM_LIMIT, wgmma: bool = False) -> Plan:
     """The launch plan for (B, C, M, H, W, K): a whole image per item when it fits in
-    SMEM_TARGET bytes, else bands of rows, else (up to smem_limit) channels in chunks."""
+    SMEM_TARGET bytes, else bands of rows, else (up to smem_limit) channels in chunks.
+    ``wgmma``: rung 9's kernels (always packed; NT = 1, 2 or 4 n8 tiles by M)."""
     b, c, m, h, w, k = (int(v) for v in size)
     size = (b, c, m, h, w, k)
     ho = h - k + 1
-    # Packing fills conv1's 4 empty filter slots; with K a multiple of 8 the shifted copy
-    # would need one more column chunk, as many mma as the slots it fills.
-    packed = m <= PACK_FILTERS and k % Q_CHUNK != 0
-    n_tiles = 2 if _ceil(m, 8) % 2 == 0 and not packed else 1
-    t = _tiles(ho, TILES[n_tiles])
+    if wgmma:
+        packed = True
+        n_tiles = 1 if m <= PACK_FILTERS else 2 if m <= 2 * PACK_FILTERS else 4
+        groups = _ceil(m, PACK_FILTERS * n_tiles)
+        t = _wg_tiles(ho, _ceil(w - k + 1, 2), groups, WG_TILES[n_tiles])
+        chunked_t, chunked_nt = WG_CHUNKED
+    else:
+        # Packing fills conv1's 4 empty filter slots; with K a multiple of 8 the shifted copy
+        # would need one more column chunk, as many mma as the slots it fills.
+        packed = m <= PACK_FILTERS and k % Q_CHUNK != 0
+        n_tiles = 2 if _ceil(m, 8) % 2 == 0 and not packed else 1
+        t = _tiles(ho, TILES[n_tiles])
+        chunked_t, chunked_nt = CHUNKED_TILES, n_tiles
     rows = 2 * t
     for budget in dict.fromkeys((min(SMEM_TARGET, smem_limit), smem_limit)):
         for band in range(_ceil(ho, rows) * rows, 0, -rows):
-            found = Plan(size, t, n_tiles, False, band, c, packed)
+            found = Plan(size, t, n_tiles, False, band, c, packed, wgmma)
             if found.smem_bytes <= budget:
                 return _checked(found)
+
+    def chunked(cc: int) -> Plan:
+        return Plan(size, chunked_t, chunked_nt, True, 2 * chunked_t, cc, wgmma, wgmma)
+
     for budget in dict.fromkeys((min(SMEM_TARGET, smem_limit), smem_limit)):
         for cc in range(c, 0, -1):
-            found = Plan(size, CHUNKED_TILES, n_tiles, True, 2 * CHUNKED_TILES, cc)
-            if found.smem_bytes <= budget:
-                return _checked(found)
+            if chunked(cc).smem_bytes <= budget:
+                return _checked(chunked(cc))
     raise ValueError(
         f"conv size {size} is too large for this rung: one channel's input rows and weights "
-        f"need {Plan(size, CHUNKED_TILES, n_tiles, True, 2 * CHUNKED_TILES, 1).smem_bytes} "
-        f"bytes of shared memory, more than the {smem_limit} a block can have"
+        f"need {chunked(1).smem_bytes} bytes of shared memory, more than the {smem_limit} a "
+        "block can have"
     )
 
 
@@ -458,19 +498,48 @@ def _blocks_per_sm(kernel: Any, smem: int, device: Any) -> int:
 
 
 @functools.lru_cache(maxsize=64)
-def _configure(size: tuple[int, ...], device_id: int) -> tuple[Plan, Any, int, tuple[Any, ...]]:
+def _configure(
+    size: tuple[int, ...], device_id: int, source: cuda_cpp.CudaSource, wgmma: bool
+) -> tuple[Plan, Any, int, tuple[Any, ...]]:
     """The plan, the loaded kernel (opted in to its shared memory), the grid and the scalar
     arguments for a size on a device: computed once, so that a timed launch queries nothing."""
     import cupy
 
     device = cupy.cuda.Device(device_id)
-    found = plan(size, int(device.attributes["MaxSharedMemoryPerBlockOptin"]))
-    kernel = SOURCE.kernel(found.kernel_name)
+    found = plan(size, int(device.attributes["MaxSharedMemoryPerBlockOptin"]), wgmma)
+    kernel = source.kernel(found.kernel_name)
     if kernel.max_dynamic_shared_size_bytes < found.smem_bytes:
         kernel.max_dynamic_shared_size_bytes = found.smem_bytes
     per_sm = _blocks_per_sm(kernel, found.smem_bytes, device)
     grid = min(found.items, int(device.attributes["MultiProcessorCount"]) * per_sm)
     return found, kernel, grid, found.scalars()
+
+
+def run(
+    x: Any, w: Any, out: Any, stream: Any, source: cuda_cpp.CudaSource, wgmma: bool = False
+) -> Any:
+    """Check the arrays and launch ``source``'s kernel for their size (this rung's, or with
+    ``wgmma`` rung 9's, which shares the planner and the launch)."""
+    import cupy
+
+    x, w, out, _ = check_arrays(x, w, out, ("float16",))
+    size = size_of(x, w)
+    if out.size == 0:
+        return out
+    with _cupy_stream(stream):
+        if size[1] == 0:  # no channels: every sum is empty
+            cupy.asarray(out).fill(0)
+            return out
+        found, kernel, grid, scalars = _configure(
+            size, cupy.cuda.runtime.getDevice(), source, wgmma
+        )
+        x_at = int(pointer(x))
+        if x_at % ALIGN:  # cp.async reads 16-byte chunks: copy x to aligned memory
+            aligned = cupy.asarray(x).copy()
+            x_at = int(pointer(aligned))
+        pointers = (np.uint64(x_at), pointer(w), pointer(out))
+        kernel((grid,), (THREADS,), (*pointers, *scalars), shared_mem=found.smem_bytes)
+    return out
 
 
 @rung(
@@ -483,21 +552,4 @@ def _configure(size: tuple[int, ...], device_id: int) -> tuple[Plan, Any, int, t
     min_cc=(8, 0),
 )
 def launch(x: Any, w: Any, out: Any = None, *, stream: Any = 0) -> Any:
-    import cupy
-
-    x, w, out, _ = check_arrays(x, w, out, ("float16",))
-    size = size_of(x, w)
-    if out.size == 0:
-        return out
-    with _cupy_stream(stream):
-        if size[1] == 0:  # no channels: every sum is empty
-            cupy.asarray(out).fill(0)
-            return out
-        found, kernel, grid, scalars = _configure(size, cupy.cuda.runtime.getDevice())
-        x_at = int(pointer(x))
-        if x_at % ALIGN:  # cp.async reads 16-byte chunks: copy x to aligned memory
-            aligned = cupy.asarray(x).copy()
-            x_at = int(pointer(aligned))
-        pointers = (np.uint64(x_at), pointer(w), pointer(out))
-        kernel((grid,), (THREADS,), (*pointers, *scalars), shared_mem=found.smem_bytes)
-    return out
+    return run(x, w, out, stream, SOURCE)

@@ -22,6 +22,7 @@ from __future__ import annotations
 import functools
 import hashlib
 import os
+import re
 import sysconfig
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -180,7 +181,9 @@ class CudaSource:
         return self.path.name
 
     def text(self) -> str:
-        return self.path.read_text()
+        """The source, with ``#include "x.cu"`` of a file beside it inlined (NVRTC compiles one
+        string and does not look beside the file for quoted includes)."""
+        return inline_includes(self.path)
 
     def build(self, arch: str, cache: bool = True) -> Build:
         return compile_source(self.text(), self.name, arch, self.options, cache=cache)
@@ -202,6 +205,16 @@ class CudaSource:
                 self._modules[target] = module
             found = self._modules[(target, name)] = module.get_function(name)
         return found
+
+
+_LOCAL_INCLUDE = re.compile(r'^#include "([\w.]+\.cu)"[^\n]*$', re.MULTILINE)
+
+
+def inline_includes(path: Path) -> str:
+    """``path``'s text with each ``#include "name.cu"`` replaced by that sibling file's text
+    (recursively): other headers are left to NVRTC's include path."""
+    text = path.read_text()
+    return _LOCAL_INCLUDE.sub(lambda m: inline_includes(path.with_name(m.group(1))), text)
 
 
 SOURCES: dict[str, CudaSource] = {}

@@ -1,0 +1,165 @@
+// Rung 9 (conv): rung 8's fused convolution with Hopper's warpgroup MMA (wgmma) instead of
+// mma.sync. Build for sm_90a: wgmma exists only there.
+//
+// Everything but the multiply is rung 8's (r08_tensor_core.cu, included below): the persistent
+// blocks, the cp.async staging, the rewrite of the input as A quads, the packed n8 tiles (4
+// filters x 2 column shifts) and the epilogue. What changes is the policy conv_tc is
+// instantiated with:
+//
+// - A job belongs to a warpgroup (4 warps), not to a warp: warp w of the group takes column
+//   group 4 sg + w, and one wgmma.m64nNk16 multiplies the group's 4 x 16 A rows (each warp's
+//   own 16, from its own registers: the A fragment of wgmma's register form is mma.sync's
+//   m16n8k16 A fragment, one per warp) by a k16 x N slice of the weights, N = 8 NT.
+//   Accumulator registers are laid out as NT m16n8 tiles, as before, so the epilogue is
+//   unchanged.
+// - B is not loaded into registers at all: wgmma reads it from shared memory through a matrix
+//   descriptor. Each 256-byte weight entry is two 8 x 8 "core matrices" (8 n rows of 16 bytes:
+//   8 k), the k8 halves 128 bytes apart (the descriptor's leading byte offset, LBO) and the n8
+//   tiles 256 bytes apart (stride byte offset, SBO), no swizzle: the canonical K-major layout.
+// - wgmma is asynchronous. A window loads its quads, fences (wgmma.fence: the registers just
+//   written are ordered before the multiplies that read them), issues its multiplies and
+//   commits them as one group, then waits until at most that group is in flight (so the
+//   previous window's registers are free); the job waits for all of its groups before its
+//   epilogue reads the accumulators (and before a chunked job's next staging overwrites
+//   shared memory).
+// - There is no k8 wgmma for half: an odd last filter row (K = 7: row 6) is a k16 step whose
+//   second row has zero weights. Its A registers hold the next input row, which is staged.
+#define CONV_TC_LIBRARY
+#include "r08_tensor_core.cu"
+
+// D (64 x 8 NT, FP32) += A (64 x 16, this warp's 16 rows in a) * B (16 x 8 NT, by descriptor).
+// Operands after the accumulators: a0..a3, the descriptor, then scale-d = 1 (accumulate),
+// imm-scale-a = imm-scale-b = 1 and imm-trans-b = 0 (B is K-major, as stored).
+template <int NT>
+__device__ __forceinline__ void wgmma_rs(float (&d)[NT][4], uint4 a, unsigned long long b);
+
+template <>
+__device__ __forceinline__ void wgmma_rs<1>(float (&d)[1][4], uint4 a, unsigned long long b) {
+  asm volatile(
+      "wgmma.mma_async.sync.aligned.m64n8k16.f32.f16.f16 "
+      "{%0, %1, %2, %3}, {%4, %5, %6, %7}, %8, 1, 1, 1, 0;\n"
+      : "+f"(d[0][0]), "+f"(d[0][1]), "+f"(d[0][2]), "+f"(d[0][3])
+      : "r"(a.x), "r"(a.y), "r"(a.z), "r"(a.w), "l"(b));
+}
+template <>
+__device__ __forceinline__ void wgmma_rs<2>(float (&d)[2][4], uint4 a, unsigned long long b) {
+  asm volatile(
+      "wgmma.mma_async.sync.aligned.m64n16k16.f32.f16.f16 "
+      "{%0, %1, %2, %3, %4, %5, %6, %7}, {%8, %9, %10, %11}, %12, 1, 1, 1, 0;\n"
+      : "+f"(d[0][0]), "+f"(d[0][1]), "+f"(d[0][2]), "+f"(d[0][3]),
+        "+f"(d[1][0]), "+f"(d[1][1]), "+f"(d[1][2]), "+f"(d[1][3])
+      : "r"(a.x), "r"(a.y), "r"(a.z), "r"(a.w), "l"(b));
+}
+template <>
+__device__ __forceinline__ void wgmma_rs<4>(float (&d)[4][4], uint4 a, unsigned long long b) {
+  asm volatile(
+      "wgmma.mma_async.sync.aligned.m64n32k16.f32.f16.f16 "
+      "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15}, "
+      "{%16, %17, %18, %19}, %20, 1, 1, 1, 0;\n"
+      : "+f"(d[0][0]), "+f"(d[0][1]), "+f"(d[0][2]), "+f"(d[0][3]),
+        "+f"(d[1][0]), "+f"(d[1][1]), "+f"(d[1][2]), "+f"(d[1][3]),
+        "+f"(d[2][0]), "+f"(d[2][1]), "+f"(d[2][2]), "+f"(d[2][3]),
+        "+f"(d[3][0]), "+f"(d[3][1]), "+f"(d[3][2]), "+f"(d[3][3])
+      : "r"(a.x), "r"(a.y), "r"(a.z), "r"(a.w), "l"(b));
+}
+
+constexpr unsigned CORE_BYTES = 128;  // one 8 x 8 core matrix: 8 rows of 16 bytes
+
+// The descriptor of a weight entry at shared address `addr`: address, LBO and SBO in 16-byte
+// units (bits 0-13, 16-29, 32-45), swizzle mode 0 (bits 62-63).
+__device__ __forceinline__ unsigned long long weight_desc(unsigned addr) {
+  return (unsigned long long)((addr & 0x3FFFF) >> 4) |
+         (unsigned long long)(CORE_BYTES >> 4) << 16 |
+         (unsigned long long)(FRAG_BYTES >> 4) << 32;
+}
+
+struct Wgmma {
+  static constexpr int JOB_WARPS = 4;
+
+  // Weights -> core matrices for channels [c0, c0 + cc): row u of 16 bytes is entry u / 16,
+  // k8 half u / 8 % 2, n row u % 8, holding B[8 half + 0..7][n].
+  template <bool PACK>
+  static __device__ void stage_weights(const Conv& p, unsigned char* smem, int c0, int cc) {
+    uint4* rows = reinterpret_cast<uint4*>(smem);
+    const int count = cc * p.QC * p.PB * PAIRS * p.NTP * (FRAG_BYTES / 16);
+    for (int u = threadIdx.x; u < count; u += THREADS) {
+      const WeightBlock b(p, u / 16, c0);
+      const int half = u / 8 % 2, n = u % 8;
+      unsigned v[4];
+#pragma unroll
+      for (int i = 0; i < 4; ++i) {
+        const int k = 8 * half + 2 * i;
+        v[i] = b.tap<PACK>(n, k) | b.tap<PACK>(n, k + 1) << 16;
+      }
+      rows[u] = make_uint4(v[0], v[1], v[2], v[3]);
+    }
+    // wgmma reads B through the async proxy; these stores went through the generic one. The
+    // proxy fence (then the staging barrier) makes them visible to it: without it rung 9 read
+    // stale weights.
+    asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
+  }
+
+  // One window (as MmaSync::window, taps filter rows): the quads are loaded first, then one
+  // fence, then every (tile, step) multiply, committed as one group. entry + j NTP is row pair
+  // j's weights. Every window issues all PAIRS k16 steps: a step past the filter's last row
+  // (j >= ceil(taps / 2)) reads an entry whose rows 8 pb + 2j, + 1 are past K, all zero, and
+  // A quads that are not loaded (they may lie past the staged ones) but set to zero. The
+  // alternatives cost more: a multiply under a run-time branch makes ptxas serialize every
+  // wgmma (warning C7520), and one window per taps (as MmaSync) keeps each case's A registers
+  // alive across windows (125 registers for T = 1; T = 2 serialized, C7511). No waste for
+  // K = 7 (ceil(7 / 2) = PAIRS), up to 4x for a 1 x 1 filter.
+  template <int T, int NT>
+  static __device__ __forceinline__ void window(float (&acc)[T][NT][4], const uint4* src,
+                                                const unsigned char* smem, int entry,
+                                                int frag_stride, int taps) {
+    constexpr int QUADS = T + PAIRS - 1;
+    const int loaded = T + (taps + 1) / 2 - 1;  // the quads the filter's rows reach
+    // row pair j's descriptor is pair 0's plus j NTP entries (in the 16-byte units of its
+    // address field, which cannot carry: shared addresses stay below 2^18)
+    const unsigned long long desc0 =
+        weight_desc((unsigned)__cvta_generic_to_shared(smem) + entry * FRAG_BYTES);
+    const unsigned step = frag_stride * (FRAG_BYTES >> 4);
+    uint4 a[QUADS];
+#pragma unroll
+    for (int k = 0; k < QUADS; ++k) a[k] = k < loaded ? src[k] : make_uint4(0, 0, 0, 0);
+    asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");
+#pragma unroll
+    for (int k = 0; k < QUADS; ++k) {
+#pragma unroll
+      for (int j = 0; j < PAIRS; ++j) {
+        const int i = k - j;
+        if (i < 0 || i >= T) continue;
+        wgmma_rs<NT>(acc[i], a[k], desc0 + j * step);
+      }
+    }
+    asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
+    // The next window loads its quads into the same registers (a run-time loop), and PTX
+    // forbids writing an A register before the wgmma that reads it has completed.
+    asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory");
+  }
+
+  // Every committed group has completed: the accumulators may be read, shared memory reused.
+  // The empty asm that "modifies" each accumulator after the wait keeps the compiler from
+  // moving the epilogue's reads of them above it: to the compiler the wait touches no
+  // register, and without this the epilogue read unfinished sums (errors from 1e-3 to 26%,
+  // different on every run).
+  template <int T, int NT>
+  static __device__ __forceinline__ void finish(float (&acc)[T][NT][4]) {
+    asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory");
+#pragma unroll
+    for (int i = 0; i < T; ++i)
+#pragma unroll
+      for (int nt = 0; nt < NT; ++nt)
+#pragma unroll
+        for (int e = 0; e < 4; ++e) asm volatile("" : "+f"(acc[i][nt][e])::"memory");
+  }
+};
+
+// Packed (4 filters x 2 shifts per n8 tile): 2T rows x 64 output columns x 4 NT filters per
+// warpgroup job.
+CONV_TC_KERNEL(conv_wg_t1_n1, 1, 1, false, true, Wgmma)
+CONV_TC_KERNEL(conv_wg_t1_n2, 1, 2, false, true, Wgmma)
+CONV_TC_KERNEL(conv_wg_t1_n4, 1, 4, false, true, Wgmma)
+CONV_TC_KERNEL(conv_wg_t2_n4, 2, 4, false, true, Wgmma)
+CONV_TC_KERNEL(conv_wg_t3_n4, 3, 4, false, true, Wgmma)
+CONV_TC_KERNEL(conv_wg_chunked_t1_n4, 1, 4, true, true, Wgmma)

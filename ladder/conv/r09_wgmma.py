@@ -1,0 +1,106 @@
+"""Rung 9, Hopper's warpgroup MMA: rung 8's fused convolution issued as wgmma (sm_90a only).
+
+What changes from rung 8 is one policy (``r09_wgmma.cu``, which includes rung 8's kernel): a
+job belongs to a warpgroup of 4 warps instead of one warp, each k16 step is one
+``wgmma.mma_async.m64nNk16`` for the whole group (each warp supplies its own 16 A rows from its
+own registers: the A fragment of wgmma's register form is mma.sync's), and the weights are not
+loaded into registers at all: wgmma reads them from shared memory through a matrix descriptor,
+so they are staged as 8 x 8 "core matrices" (PTX's K-major layout without swizzle) instead of
+per-lane fragments. The staging, the A quads, the packing and the epilogue are rung 8's. Every
+job is packed (4 filters x 2 column shifts per n8 tile), with N = 8, 16 or 32 (NT = 1, 2 or 4
+n8 tiles) by the number of filters: conv2's 16 filters x 2 shifts fill m64n32k16.
+
+Why. Rung 8's docstring ends on arithmetic: at mma.sync's rate conv2's tensor work alone fills
+most of twice its floor. A microbenchmark on the H200 (results/nvidia-h200-wgmma-shapes.json,
+constant operands, so upper bounds) measured what each instruction shape can reach: mma.sync
+m16n8k16 631 TFLOP/s at best, wgmma with A in registers 280 (N = 8), 524 (N = 16), 854 (N =
+32) and 969 (N = 64). The same run checked the layouts this rung relies on: one m64nNk16
+against NumPy for N = 8, 16 and 32 is exact with the descriptor's LBO = 128 bytes (between the
+two k8 halves of an entry) and SBO = 256 (between n8 tiles), and wrong with the two swapped.
+
+Prediction. conv2 on m64n32k16 at about 850 TFLOP/s: with T = 3 (the planner's choice, below)
+a job computes 768 A rows per image, 126 GFLOP-equivalent over 10,000 images, about 0.15 ms of
+tensor time (rung 8's mma.sync work took about 0.2 ms at its GEMM-ladder rate), and wgmma
+takes the B fragment loads (8 of rung 8's 17 loads per window) and their address arithmetic
+out of the window. If the rest (staging, rewrite, epilogue) overlapped as well as on rung 8,
+conv2 would fall from 0.52 toward 0.3 ms. conv1 should get slower: it has 4 filters, so its
+packed tiles are N = 8, the shape that reaches 280 TFLOP/s, less than half of mma.sync.
+
+Three things the first version got wrong, each found on the GPU and each a rule of wgmma:
+- ptxas keeps the A registers of every wgmma that has not completed alive, and serialized all
+  multiplies (its warning C7511) when a window per filter-row count (rung 8's switch over
+  taps) left as many register arrays alive across windows as there were cases; a multiply
+  under a run-time branch (skipping steps past the last filter row) serialized them too
+  (C7520, "divergent path"). So every window issues all four k16 steps, with zero weights
+  past the filter and zero A quads where none are staged: no waste for K = 7 (ceil(7 / 2) = 4
+  steps), up to 4x for a 1 x 1 filter.
+- Writing an A register before the wgmma that reads it has completed is undefined, and the
+  next window's loads write the same registers (a run-time loop). With one group left in
+  flight (``wait_group 1``) conv2's outputs were wrong by 1e-3 to 26%, different on every
+  run; ``wait_group 0`` after each window fixed it and cost 1.4% (0.421 against 0.415 ms in
+  one-off timings, results/nvidia-h200-conv-wgmma-plans.json).
+- wgmma reads B through the async proxy and the weights are written with ordinary stores, so
+  each thread issues ``fence.proxy.async.shared::cta`` after writing them (before the staging
+  barrier); the accumulators are pinned after the final wait (an empty asm that "writes"
+  them) so that the compiler cannot move the epilogue's reads above it.
+
+Measured by ``ladder bench`` (results/nvidia-h200.json): conv2 0.410 ms against rung 8's 0.519
+in the same run, 21% faster, 3.51x its floor of 0.117 ms (rung 8: 4.44x; target: within 2x,
+missed). conv1 0.605 ms against rung 8's 0.264 (3.91x, rung 8 1.71x), as predicted slower.
+Against cuDNN FP32's sum (18.823 ms) rung 9 is 18.55x faster, rung 8 24.05x.
+
+Why conv2 gained 21% and not the predicted 40%. Nsight Compute (results/nvidia-h200-profile-
+conv2-wgmma.json) counts 19,792 warp instructions per image, about as many as rung 8 (20,075
+in its profile), with the schedulers issuing on 52% of cycles, so the tensor pipes (HGMMA is
+3.9% of the instructions, each a 64 x 32 x 16 multiply) are far from busy. The per-instruction
+counts (results/nvidia-h200-profile-conv2-wgmma-sass.json, a one-off ncu run) show where the
+instructions and the warps' waiting go per image: the wgmma windows 7,936 instructions (41% of
+the stall samples; each window issues 12 HGMMA among about 124 instructions of loop control,
+quad loads, descriptor moves to uniform registers, the fence and the wait), the epilogue 5,144
+(29%: 24 stores per job, each with its own bounds and alignment tests), the rewrite of the
+input 3,796 (12%) and the second staging barrier with the next image's copy 2,290 (12%).
+Removing the B loads took instructions out of the window, and the wait after each window put
+time back in. The tile count matters for the same reason: T = 3 (2 even rounds of 2 warpgroup
+jobs per image, 768 A rows) measured 0.412 ms in one-off timings (results/nvidia-h200-conv-
+wgmma-plans.json), T = 2 (5 jobs in 3 rounds,
+one warpgroup idle in the last, 640 A rows) 0.423 ms with 13.5% of its samples at the staging
+barrier, T = 1 (10 jobs, 640 rows, 4 HGMMA per window) 0.467 ms; the planner scores rounds x
+(T + 1).
+
+Next steps: a leaner packed epilogue (per job one base pointer, per store only a row test);
+fewer instructions per window (the channel, column-chunk and row-block loops flattened, the
+descriptors kept in uniform registers); two register arrays for the quads so that one window
+stays in flight while the next loads; staging the next image while the warpgroups compute.
+conv1 stays on rung 8: packing only 4 filters cannot fill a wide wgmma.
+
+ptxas (``ladder check conv --rungs wgmma``, sm_90a, ``__launch_bounds__(256, 2)``):
+conv_wg_t3_n4 107 registers, conv_wg_t2_n4 85, conv_wg_t1_n4 66, conv_wg_t1_n2 56,
+conv_wg_t1_n1 66, conv_wg_chunked_t1_n4 76; no spills and no ptxas performance warnings.
+compute-sanitizer's memcheck and racecheck report no errors (results/nvidia-h200-sanitize-conv
+.json). Checked without a GPU by ``tests/test_conv_tensor_core_emulation.py``, whose lane-by-
+lane emulation reads B from the core-matrix layout as the PTX ISA defines it.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ladder.conv import r08_tensor_core as r08
+from ladder.core import cuda_cpp
+from ladder.core.rung import rung
+
+SOURCE = cuda_cpp.source(__file__, "r09_wgmma.cu", archs=("sm_90a",), arch_specific=True)
+
+
+@rung(
+    problem="conv",
+    number=9,
+    name="wgmma",
+    title="Hopper: the fused convolution on wgmma (warpgroup jobs, weights from shared memory)",
+    dtypes=("float16",),
+    needs=("cupy",),
+    min_cc=(9, 0),
+    max_cc=(9, 0),
+)
+def launch(x: Any, w: Any, out: Any = None, *, stream: Any = 0) -> Any:
+    return r08.run(x, w, out, stream, SOURCE, wgmma=True)
