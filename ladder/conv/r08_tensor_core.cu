@@ -262,7 +262,10 @@ struct MmaSync {
 // CHUNKED: the channels do not fit in shared memory at once; they are staged in chunks inside
 // each round (accumulators live across the staging). Otherwise a band is staged once, with
 // all of its channels and weights, and every round reads it.
-// PACK (at most 4 filters, NT = 1, not CHUNKED): an n8 tile holds 4 filters x 2 column shifts,
+// Mma: the multiply policy, MmaSync here (a job is one warp's, B entries are per-lane fragments)
+// or rung 9's Wgmma (r09_wgmma.cu: a job is a warpgroup's, B entries are core matrices).
+// PACK (rung 8: at most 4 filters, NT = 1, whole bands; rung 9: always, any NT, chunked too):
+// an n8 tile holds 4 filters x 2 column shifts,
 // n = 2 f + s, with B'[(p, q)][(f, s)] = w[f][p][q - s] (zero outside 0 <= q - s < K), and A
 // row g is output column 2 j (j: the lane's column pair), so D[g][(f, s)] = y[f][h][2 j + s].
 // One mma covers 16 output columns instead of 8, and lane (g, t) ends with two adjacent pixels

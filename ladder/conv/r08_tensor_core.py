@@ -247,7 +247,7 @@ class Plan:
     chunked: bool  # channels staged in chunks inside each round
     band_rows: int  # output rows per item, a multiple of 2T
     chunk_channels: int  # channels staged at once
-    packed: bool = False  # two output columns per n8 tile (at most 4 filters; see the .cu)
+    packed: bool = False  # two output columns per n8 tile (rung 8: at most 4 filters; see the .cu)
     wgmma: bool = False  # rung 9's kernels: warpgroup jobs (4 warps) and wgmma (r09_wgmma.cu)
 
     # shapes derived from the size
@@ -445,7 +445,7 @@ def plan(size: tuple[int, ...], smem_limit: int = SMEM_LIMIT, wgmma: bool = Fals
                 return _checked(found)
 
     def chunked(cc: int) -> Plan:
-        return Plan(size, chunked_t, chunked_nt, True, 2 * chunked_t, cc, wgmma, wgmma)
+        return Plan(size, chunked_t, chunked_nt, True, 2 * chunked_t, cc, packed=wgmma, wgmma=wgmma)
 
     for budget in dict.fromkeys((min(SMEM_TARGET, smem_limit), smem_limit)):
         for cc in range(c, 0, -1):

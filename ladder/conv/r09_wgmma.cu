@@ -18,10 +18,10 @@
 //   tiles 256 bytes apart (stride byte offset, SBO), no swizzle: the canonical K-major layout.
 // - wgmma is asynchronous. A window loads its quads, fences (wgmma.fence: the registers just
 //   written are ordered before the multiplies that read them), issues its multiplies and
-//   commits them as one group, then waits until at most that group is in flight (so the
-//   previous window's registers are free); the job waits for all of its groups before its
-//   epilogue reads the accumulators (and before a chunked job's next staging overwrites
-//   shared memory).
+//   commits them as one group, then waits for it to complete: the next window loads its quads
+//   into the same registers, and an A register must not be written while a wgmma that reads
+//   it is in flight. The epilogue then reads finished accumulators, and a chunked job's next
+//   staging may overwrite shared memory.
 // - There is no k8 wgmma for half: an odd last filter row (K = 7: row 6) is a k16 step whose
 //   second row has zero weights. Its A registers hold the next input row, which is staged.
 #define CONV_TC_LIBRARY
