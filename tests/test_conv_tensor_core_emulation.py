@@ -15,6 +15,7 @@ and the hardware's own rounding inside an mma (the emulation sums in float64, th
 in FP32; both are far inside the tolerance).
 """
 
+import collections
 import re
 from pathlib import Path
 
@@ -30,6 +31,9 @@ NAN_HALF = 0x7E00
 CORE_BYTES = 128  # a wgmma core matrix: 8 rows of 16 bytes (r09_wgmma.cu)
 
 
+PATHS: collections.Counter = collections.Counter()  # the branches the emulated kernel took
+
+
 def fast_div(n, magic: int, shift: int):
     """The kernel's fast_div: (umulhi(n, magic) + n) >> shift, for ints or lane vectors."""
     wide = np.asarray(n, dtype=np.uint64)
@@ -43,7 +47,7 @@ def origin(item: int, p: r08.Plan) -> tuple[int, int]:
 
 
 def test_constants_match_the_cu_file():
-    for name in ("NWARPS", "P_BLOCK", "Q_CHUNK", "FRAG_BYTES"):
+    for name in ("NWARPS", "P_BLOCK", "Q_CHUNK", "FRAG_BYTES", "PACK_FILTERS"):
         found = re.search(rf"constexpr int {name} = (\d+);", SOURCE)
         assert found and int(found.group(1)) == getattr(r08, name), name
     macro = SOURCE[SOURCE.index("#define CONV_TC_KERNEL") : SOURCE.index("const Conv p{")]
@@ -164,6 +168,8 @@ def emulate(x: np.ndarray, w: np.ndarray, p: r08.Plan, grid: int, y_skew: int = 
             c0 = chunk * p.chunk_channels
             cc = min(p.chunk_channels, C - c0)
             rows = min(p.RIN, H - h0)
+            words = p.packed and W % 2 == 0  # the kernel's aligned-word path
+            PATHS["rewrite: words" if words else "rewrite: halves"] += 1
             for cl in range(cc):
                 skew = band_start(b, c0 + cl, h0) & 7
                 src = cl * p.slot_chunks * 8 + skew
@@ -176,8 +182,14 @@ def emulate(x: np.ndarray, w: np.ndarray, p: r08.Plan, grid: int, y_skew: int = 
                     while k < quads_per_column:
                         xc = CSTEP * col
 
-                        def pair_word(r, xc=xc, src=src):
+                        def pair_word(r, xc=xc, src=src, col=col):
                             live = r < rows
+                            if words:  # one aligned 32-bit word, word r W / 2 + col
+                                at = src + 2 * (r * (W // 2) + col)
+                                assert (p.raw_at + 2 * at) % 4 == 0, "a misaligned word"
+                                if not (live and col < W // 2):
+                                    return 0
+                                return int(s.raw[at]) | int(s.raw[at + 1]) << 16
                             lo = int(s.raw[src + r * W + xc]) if live and xc < W else 0
                             hi = int(s.raw[src + r * W + xc + 1]) if live and xc + 1 < W else 0
                             return lo | hi << 16
@@ -404,6 +416,29 @@ def _epilogue(acc, rnd, warp, groups, columns, b, h0, p, y, writes, y_skew):
         assert np.array_equal(sbb, np.where(lb, nb // Wo, 0))
         ha0, hb0 = h0 + sba * ROWS, h0 + sbb * ROWS
         same_row = la & lb & (sba == sbb)
+    aligned_pairs = p.packed and Wo % 2 == 0 and y_skew % 2 == 0  # the kernel's pairs_aligned
+    PATHS["epilogue: aligned pairs" if aligned_pairs else "epilogue: general"] += 1
+    if aligned_pairs:  # one 32-bit word per store, only a row test
+        h = h0 + sb * ROWS
+        half_wo, plane = Wo // 2, p.Ho * (Wo // 2)
+        y_image = y_skew // 2 + b * M * plane  # in 32-bit words of y
+        at = h * half_wo + col
+        for nt in range(NT):
+            f = (fg * NT + nt) * r08.PACK_FILTERS + T4
+            live = la & (f < M)
+            at_f = np.where(live, f, 0) * plane + at
+            for i in range(p.tiles):
+                for r in range(2):
+                    pair = _pack_half2(acc[i][nt][2 * r], acc[i][nt][2 * r + 1])
+                    stored = live & (h + 2 * i + r < p.Ho)
+                    word = y_image + at_f + (2 * i + r) * half_wo
+                    for lane in np.flatnonzero(stored):
+                        y[2 * word[lane] : 2 * word[lane] + 2] = [
+                            pair[lane] & 0xFFFF,
+                            pair[lane] >> 16,
+                        ]
+                        writes[2 * word[lane] : 2 * word[lane] + 2] += 1
+        return
     narrow = not p.packed and NT == 1 and M - fg * 8 <= 4
     step = 2 * Wo
     for nt in range(NT):
@@ -578,6 +613,29 @@ def test_channel_chunks(grid):
 def test_misaligned_output_takes_the_two_halves_path():
     size = (2, 2, 5, 9, 12, 3)
     _check(size, r08.plan(size), grid=1, y_skew=1)
+
+
+@pytest.mark.parametrize(
+    "size, y_skew, paths",
+    [
+        # conv1-like (even W and Wo), aligned y: the packed fast paths
+        ((2, 1, 3, 22, 20, 7), 0, {"rewrite: words", "epilogue: aligned pairs"}),
+        # the same with y one half off its alignment: the general epilogue
+        ((2, 1, 3, 22, 20, 7), 1, {"rewrite: words", "epilogue: general"}),
+        # odd W (even Wo = W - K + 1 with K even): halves in the rewrite, aligned stores
+        ((1, 2, 4, 15, 17, 4), 0, {"rewrite: halves", "epilogue: aligned pairs"}),
+        # odd Wo: the general epilogue
+        ((1, 2, 4, 15, 16, 4), 0, {"rewrite: words", "epilogue: general"}),
+    ],
+    ids=str,
+)
+def test_packed_fast_paths_and_their_fallbacks(size, y_skew, paths):
+    for wgmma in (False, True):
+        p = r08.plan(size, wgmma=wgmma)
+        assert p.packed
+        PATHS.clear()
+        _check(size, p, grid=2, y_skew=y_skew)
+        assert set(PATHS) == paths
 
 
 def test_kernel_arguments_follow_the_cu_signature():

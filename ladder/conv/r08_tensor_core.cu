@@ -65,6 +65,7 @@ constexpr int P_BLOCK = 8;                // filter rows per window: 4 row pairs
 constexpr int PAIRS = P_BLOCK / 2;        // B fragment slots per window
 constexpr int Q_CHUNK = 8;                // filter columns per k8 half of a k16 step
 constexpr int FRAG_BYTES = 256;           // one B fragment: 32 lanes x (b0, b1)
+constexpr int PACK_FILTERS = 4;           // filters of a packed n8 tile (x 2 column shifts)
 constexpr int MIN_BLOCKS = 2;             // blocks per SM the register budget is fitted for
 static_assert(FRAG_BYTES == 32 * sizeof(uint2), "a B fragment is one uint2 per lane");
 
@@ -107,6 +108,20 @@ __device__ __forceinline__ void mma_1688(float (&d)[4], unsigned a0, unsigned a1
 // constant bank: no registers.
 __device__ __forceinline__ int fast_div(int n, unsigned magic, int shift) {
   return (int)((__umulhi((unsigned)n, magic) + (unsigned)n) >> shift);
+}
+
+// The pointer, through an empty asm: the compiler cannot fold the arithmetic that made it into
+// the addresses computed from it (which it otherwise redoes in 64 bits at every store).
+template <class P>
+__device__ __forceinline__ P* opaque(P* ptr) {
+  asm("" : "+l"(ptr));
+  return ptr;
+}
+
+// A 32-bit store to global memory (through an opaque pointer the compiler no longer knows is
+// global, and would store through the generic address space).
+__device__ __forceinline__ void st_global(unsigned* ptr, unsigned value) {
+  asm volatile("st.global.b32 [%0], %1;\n" ::"l"(ptr), "r"(value) : "memory");
 }
 
 // (lo, hi) rounded to half, lo in the low 16 bits.
@@ -175,7 +190,7 @@ struct WeightBlock {
   }
   template <bool PACK>
   __device__ unsigned tap(int n, int k) const {
-    const int f = PACK ? tile * 4 + n / 2 : tile * 8 + n, shift = PACK ? n % 2 : 0;
+    const int f = PACK ? tile * PACK_FILTERS + n / 2 : tile * 8 + n, shift = PACK ? n % 2 : 0;
     const int pp = pb * P_BLOCK + 2 * pair + k / Q_CHUNK, qq = qc * Q_CHUNK + k % Q_CHUNK - shift;
     if (f >= p.M || pp >= p.K || qq < 0 || qq >= p.K) return 0u;
     return p.w[(((long long)f * p.C + c) * p.K + pp) * p.K + qq];
@@ -285,6 +300,8 @@ __device__ __forceinline__ void conv_tc(const Conv& p) {
   const int Ho = p.Ho, Wo = p.Wo, Wn = p.Wn, QC = p.QC, PB = p.PB, NTP = p.NTP, NFG = p.NFG;
   const int RIN = p.RIN;
   const int items = p.items;
+  // packed pairs are 4-byte aligned everywhere (see the epilogue)
+  const bool pairs_aligned = (Wo & 1) == 0 && (reinterpret_cast<size_t>(p.y) & 3) == 0;
 
   // shared memory: B entries | the input's A quads | raw input slots
   uint4* quads = reinterpret_cast<uint4*>(smem + p.quads_at);
@@ -340,21 +357,38 @@ __device__ __forceinline__ void conv_tc(const Conv& p) {
     const int walk_row = fast_div(tid, p.cols_magic, p.cols_shift);
     const int walk_col = tid - walk_row * p.cols;
     const int quads_per_column = (RIN + 1) / 2;  // the last holds row RIN (zero) when RIN is odd
+    // Packed with an even W (conv1 and conv2): every row of the band starts at an even half (so
+    // does the band, so its skew is even) and a packed column reads input columns 2 col and
+    // 2 col + 1, so a pair word is one aligned 32-bit word of the raw slot, word r W / 2 + col,
+    // live when its row is and col < W / 2: one load and one row test instead of two loads and
+    // four tests (the general path below, for odd W or unpacked columns of any parity).
+    const bool words = PACK && (p.W & 1) == 0;  // uniform over the block
+    const int half_w = p.W >> 1;
     for (int cl = 0; cl < cc; ++cl) {
       const int skew = (int)((first_band + cl * plane) & 7);
       const unsigned short* src = raw + cl * p.slot_chunks * 8 + skew;
       uint4* dst = quads + cl * p.cols * p.quad_stride;
+      const unsigned* src_words = reinterpret_cast<const unsigned*>(src);  // used when even
       for (int k = walk_row, col = walk_col; k < quads_per_column;) {
-        const int xc = CSTEP * col;
-        auto pair_word = [&](int r) -> unsigned {
-          const bool live = r < rows;
-          const unsigned lo = live && xc < p.W ? src[r * p.W + xc] : 0u;
-          const unsigned hi = live && xc + 1 < p.W ? src[r * p.W + xc + 1] : 0u;
-          return lo | hi << 16;
-        };
-        const unsigned middle = pair_word(2 * k + 1);
-        dst[col * p.quad_stride + k] =
-            make_uint4(pair_word(2 * k), middle, middle, pair_word(2 * k + 2));
+        uint4 quad;
+        if (words) {
+          const unsigned* top = src_words + 2 * k * half_w + col;  // row 2k's word
+          const bool live = col < half_w;
+          const unsigned m = live && 2 * k + 1 < rows ? top[half_w] : 0u;
+          quad = make_uint4(live && 2 * k < rows ? top[0] : 0u, m, m,
+                            live && 2 * k + 2 < rows ? top[2 * half_w] : 0u);
+        } else {
+          const int xc = CSTEP * col;
+          auto pair_word = [&](int r) -> unsigned {
+            const bool live = r < rows;
+            const unsigned lo = live && xc < p.W ? src[r * p.W + xc] : 0u;
+            const unsigned hi = live && xc + 1 < p.W ? src[r * p.W + xc + 1] : 0u;
+            return lo | hi << 16;
+          };
+          const unsigned m = pair_word(2 * k + 1);
+          quad = make_uint4(pair_word(2 * k), m, m, pair_word(2 * k + 2));
+        }
+        dst[col * p.quad_stride + k] = quad;
         k += p.step_rows;
         col += p.step_cols;
         if (col >= p.cols) {
@@ -444,6 +478,36 @@ __device__ __forceinline__ void conv_tc(const Conv& p) {
       }
       if (!active) continue;
 
+      // The packed epilogue when every pair is aligned (Wo even, y 4-byte aligned: conv1 and
+      // conv2): lane (g, t) holds filter f = 4 (fg NT + nt) + t at output columns 2 col and
+      // 2 col + 1 of rows h + 2i and h + 2i + 1, always in one row (2 col < Wo) and at a
+      // 4-byte boundary (every plane, row and 2 col is even). So each store is one 32-bit
+      // store whose only test is its row (and, per n8 tile, the filter): per job one base
+      // pointer, per tile and row a constant offset in words. The general epilogue below
+      // tests both halves, their row and their alignment at every store.
+      if (PACK && pairs_aligned) {
+        const int h = h0 + sb * ROWS, half_wo = Wo >> 1;
+        const long long plane = (long long)Ho * half_wo;  // words
+        const int at = h * half_wo + col;  // the lane's first word in its plane
+        unsigned* y_image = reinterpret_cast<unsigned*>(p.y) + b * p.M * plane;
+#pragma unroll
+        for (int nt = 0; nt < NT; ++nt) {
+          const int f = (fg * NT + nt) * PACK_FILTERS + t;
+          const bool live = n_live && f < p.M;
+          // per filter a 64-bit pointer, per store a 32-bit offset in its plane (one add and
+          // one wide multiply-add); opaque, or the compiler redoes it all in 64 bits per store
+          unsigned* yf = opaque(y_image + (live ? f : 0) * plane);
+#pragma unroll
+          for (int i = 0; i < T; ++i)
+#pragma unroll
+            for (int r = 0; r < 2; ++r)
+              if (live && h + 2 * i + r < Ho)
+                st_global(yf + (at + (2 * i + r) * half_wo),
+                          pack_half2(acc[i][nt][2 * r], acc[i][nt][2 * r + 1]));
+        }
+        continue;
+      }
+
       // Epilogue: an 8 x 8 (pixels x filters) half of a tile goes out as one movmatrix
       // transpose, after which lane (g, t) holds one filter at columns (na, na + 1) = 2t, 2t + 1
       // of the group: one half2 store when the two are adjacent in a row and 4-byte aligned.
@@ -482,7 +546,7 @@ __device__ __forceinline__ void conv_tc(const Conv& p) {
 #pragma unroll
       for (int nt = 0; nt < NT; ++nt) {
         const int row_shift = narrow ? g / 4 : 0;  // the pixel row a lane stores, per tile
-        const int f = (fg * NT + nt) * (PACK ? 4 : 8) + (PACK ? t : narrow ? g % 4 : g);
+        const int f = (fg * NT + nt) * (PACK ? PACK_FILTERS : 8) + (PACK ? t : narrow ? g % 4 : g);
         const bool f_live = f < p.M;
         unsigned short* plane = p.y + ((long long)b * p.M + (f_live ? f : 0)) * Ho * Wo;
         unsigned short* ya = plane + (ha0 + row_shift) * Wo + wa;

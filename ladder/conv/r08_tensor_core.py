@@ -129,7 +129,8 @@ with the rewrite costing about what it did (half as many entries, each of three 
 Measured: windows of 71 (conv2) and 63 (conv1) instructions with no moves, 20,075 and 13,007
 warp instructions per image (17% and 10% fewer; "quads" in the same file).
 
-Timed by ``ladder bench`` after both changes (results/nvidia-h200.json): 0.261 ms (conv1) and
+Timed by ``ladder bench`` after both changes (results/nvidia-h200.json as of commit d458bf8):
+0.261 ms (conv1) and
 0.527 ms (conv2), 0.788 ms for both, 23.89x cuDNN FP32's 18.826 ms in the same run (target: 5x,
 met). Against the floors that is 1.67x for conv1 (target: within 2x, met; it was 3.49x) and
 4.49x for conv2 (missed; it was 4.74x). conv1 now keeps DRAM 50% busy (Nsight Compute,
@@ -153,23 +154,39 @@ instead of 2 x 54 KB, still leave room for two blocks per SM; no transpose); and
 44% of the budget left), or less padding (19% of conv2's tensor work multiplies the 8th, zero
 filter column and padded pixels).
 
+Leaner packed stores and aligned input words (found while working on rung 9, whose kernel this
+is; its docstring has the SASS reading). The general epilogue tests both halves of a pair, their
+row and their alignment at every store and rebuilt a 64-bit address each time, about 13
+instructions per store; when Wo is even and y 4-byte aligned, a packed pair is always two
+adjacent, aligned outputs of one row, so that case stores one 32-bit word with only a row test
+(about 6.5 instructions). When W is even, a packed column's pair word is one aligned 32-bit
+word of the staged rows: one load and one test instead of two and four. conv1 (W = 86, Wo =
+80) takes both. Measured by Nsight Compute (results/nvidia-h200-profile-conv1-lean.json):
+10,895 warp instructions per image instead of 13,007 (16% fewer), DRAM 59% busy instead of
+50%; by ``ladder bench`` (results/nvidia-h200.json): conv1 0.222 ms, 15% faster than 0.261,
+1.43x its floor (target: within 2x, met), and rung 8's sum 0.740 ms, 25.44x cuDNN FP32's
+18.818 ms in the same run (target: 5x, met). conv2 runs unpacked on this rung and is unchanged
+(0.518 ms, 4.44x).
+
 compute-sanitizer (``ladder sanitize conv``, results/nvidia-h200-sanitize-conv.json) found one
 invalid 16-byte read in this rung: the last cp.async chunk of x crossed the end of the array
 when B C H W is not a multiple of 8 (src-size zero-filled the tail, but the access still
 crossed). That chunk is now copied half by half; memcheck and racecheck report no errors.
 
 ptxas reports (``ladder check conv --rungs tensor-core``, sm_90; sm_80 in brackets), with
-``__launch_bounds__(256, 2)``: conv_tc_pack_t10_n1 127 registers (126), conv_tc_t6_n2 126
-(121), conv_tc_t10_n1 128 (128), conv_tc_pack_t6_n1 and conv_tc_t6_n1 95 (93, 94),
-conv_tc_t2_n2 78 (75), conv_tc_pack_t2_n1 and conv_tc_t2_n1 62 (60, 59), and the chunked
-kernels 63 and 77 (61, 72); no spill stores or loads, no stack, in any of them. Two blocks of 8
-warps fit per SM.
+``__launch_bounds__(256, 2)``: conv_tc_pack_t10_n1 125 registers (124), conv_tc_t6_n2 124
+(119), conv_tc_t10_n1 128 (127), conv_tc_pack_t6_n1 and conv_tc_t6_n1 95 (92, 93),
+conv_tc_t2_n2 76 (75), conv_tc_pack_t2_n1 and conv_tc_t2_n1 60 and 61 (60, 59), and the
+chunked kernels 64 and 77 (60, 72); no spill stores or loads, no stack, in any of them. Two
+blocks of 8 warps fit per SM.
 
 Checked without a GPU by ``tests/test_conv_tensor_core_emulation.py``: a lane-by-lane NumPy
 emulation of the kernel (the .cu index formulas, the planner's layout, the PTX fragment tables
 of m16n8k16, m16n8k8 and movmatrix) over odd shapes, every kernel variant, bands, channel
 chunks, packed kernels (odd Wo, K = 1 and 8, M = 1 and 9), K up to 12, C K K = 3240 and
-M = 70, against float64, with every output stored once.
+M = 70, against float64, with every output stored once; both paths of the packed rewrite (even
+and odd W) and of the packed epilogue (aligned pairs, and the general one for odd Wo or a
+misaligned y).
 """
 
 from __future__ import annotations

@@ -121,16 +121,14 @@ struct Wgmma {
     const unsigned step = frag_stride * (FRAG_BYTES >> 4);
     uint4 a[QUADS];
 #pragma unroll
-    for (int k = 0; k < QUADS; ++k) a[k] = k < loaded ? src[k] : make_uint4(0, 0, 0, 0);
+    for (int k = 0; k < QUADS; ++k)  // the first T are always loaded (taps >= 1)
+      a[k] = k < T || k < loaded ? src[k] : make_uint4(0, 0, 0, 0);
     asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");
 #pragma unroll
-    for (int k = 0; k < QUADS; ++k) {
+    for (int j = 0; j < PAIRS; ++j) {
+      const unsigned long long desc = desc0 + j * step;
 #pragma unroll
-      for (int j = 0; j < PAIRS; ++j) {
-        const int i = k - j;
-        if (i < 0 || i >= T) continue;
-        wgmma_rs<NT>(acc[i], a[k], desc0 + j * step);
-      }
+      for (int i = 0; i < T; ++i) wgmma_rs<NT>(acc[i], a[i + j], desc);
     }
     asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
     // The next window loads its quads into the same registers (a run-time loop), and PTX

@@ -44,7 +44,8 @@ Three things the first version got wrong, each found on the GPU and each a rule 
   barrier); the accumulators are pinned after the final wait (an empty asm that "writes"
   them) so that the compiler cannot move the epilogue's reads above it.
 
-Measured by ``ladder bench`` (results/nvidia-h200.json): conv2 0.410 ms against rung 8's 0.519
+Measured by ``ladder bench`` (results/nvidia-h200.json as of commit 5e895e6): conv2 0.410 ms
+against rung 8's 0.519
 in the same run, 21% faster, 3.51x its floor of 0.117 ms (rung 8: 4.44x; target: within 2x,
 missed). conv1 0.605 ms against rung 8's 0.264 (3.91x, rung 8 1.71x), as predicted slower.
 Against cuDNN FP32's sum (18.823 ms) rung 9 is 18.55x faster, rung 8 24.05x.
@@ -67,15 +68,52 @@ one warpgroup idle in the last, 640 A rows) 0.423 ms with 13.5% of its samples a
 barrier, T = 1 (10 jobs, 640 rows, 4 HGMMA per window) 0.467 ms; the planner scores rounds x
 (T + 1).
 
-Next steps: a leaner packed epilogue (per job one base pointer, per store only a row test);
-fewer instructions per window (the channel, column-chunk and row-block loops flattened, the
-descriptors kept in uniform registers); two register arrays for the quads so that one window
-stays in flight while the next loads; staging the next image while the warpgroups compute.
-conv1 stays on rung 8: packing only 4 filters cannot fill a wide wgmma.
+Leaner stores, aligned input words, shorter windows (the first steps this docstring listed
+next, as of commit 5e895e6). Reading the SASS of conv_wg_t3_n4 (``cuobjdump -sass`` of the
+``nvcc -cubin -arch=sm_90a`` build) showed what the counts meant: each of a job's 24 stores
+took about 13 instructions (two halves' bounds, the row, the alignment, and a 64-bit address
+rebuilt per store), each window 105 instructions around its 12 HGMMA (12 register clears and 6
+tests for quads, of which the first T are always loaded, and 24 R2UR moving descriptors into
+uniform registers),
+and each quad of the rewrite 6 16-bit loads and 12 tests. The changes, all in rung 8's shared
+code except the window: when Wo is even and y 4-byte aligned (conv1, conv2) a packed pair is
+always two adjacent, aligned outputs of one row, so the epilogue stores one 32-bit word per
+(tile, row, n8 tile) with only a row test, from a per-filter pointer plus a 32-bit offset (an
+empty asm keeps the compiler from folding the pointer back into 64-bit arithmetic per store:
+6.5 instructions per store with predication instead of branches); when W is even a packed
+column's pair word is one aligned 32-bit word of the staged rows; the first T quads of a window
+are loaded without a test (loaded >= T), and the multiplies are issued step by step (j outer,
+tile inner: the same order per accumulator, one descriptor per step). Predicted from the static
+counts: about a quarter fewer instructions per image (windows 87 instead of 105 per 12 HGMMA,
+epilogue about half), so about 0.3 ms if conv2 stayed bound by issuing them. Measured by Nsight
+Compute (results/nvidia-h200-profile-conv2-wgmma-lean.json): 16,638 warp instructions per
+image instead of 19,792 (16% fewer), but the schedulers now issue on 47% of cycles instead of
+52%: the instructions went, the waiting stayed. ``ladder bench`` (results/nvidia-h200.json):
+conv2 0.380 ms (6.7% faster than 0.410 as of commit 5e895e6), 3.26x its floor of 0.117 ms
+(target: within 2x, missed); conv1 0.584 ms; rung 9's sum 0.965 ms, 19.50x cuDNN FP32's 18.818
+ms in the same run. The same changes made rung 8's conv1 15% faster (its docstring).
+
+One step tried and reverted: keeping one window in flight. Each window waited (wait_group 1)
+for the one before the previous and the windows alternated between two call sites, each with
+its own A registers, so the next window's loads could overlap the previous one's multiplies.
+ptxas then serialized every wgmma, an arrive and a wait around each of the 24 HGMMA (SASS of
+the same build, no warning printed); it did the same with the pairs unconditional. So every
+window still waits for its own group.
+
+What limits conv2 now: waiting, not issuing. Each window waits for its 12 multiplies before the
+next loads its quads, and a block waits at two barriers per image while it rewrites the input.
+With 4 warps per scheduler (114 registers allow two blocks of 8 warps per SM) the other
+warpgroups cover only part of it. One-off timings of the forced plans after these changes
+(results/nvidia-h200-conv-wgmma-plans.json, "after_lean_stores"): T = 2 0.374 ms, T = 3 (the
+planner's) 0.384, T = 1 0.439; the planner's choice was left as it is, 3% off. Next steps:
+stage the next image while the warpgroups compute (two quad buffers, no barrier wait per
+image); wgmma with both operands from shared memory, so that no A register is written while a
+window is in flight and ptxas can keep windows in flight; more warps per SM. conv1 stays on
+rung 8: packing only 4 filters cannot fill a wide wgmma.
 
 ptxas (``ladder check conv --rungs wgmma``, sm_90a, ``__launch_bounds__(256, 2)``):
-conv_wg_t3_n4 107 registers, conv_wg_t2_n4 85, conv_wg_t1_n4 66, conv_wg_t1_n2 56,
-conv_wg_t1_n1 66, conv_wg_chunked_t1_n4 76; no spills and no ptxas performance warnings.
+conv_wg_t3_n4 114 registers, conv_wg_t2_n4 100, conv_wg_t1_n4 79, conv_wg_t1_n2 72,
+conv_wg_t1_n1 65, conv_wg_chunked_t1_n4 83; no spills and no ptxas performance warnings.
 compute-sanitizer's memcheck and racecheck report no errors (results/nvidia-h200-sanitize-conv
 .json). Checked without a GPU by ``tests/test_conv_tensor_core_emulation.py``, whose lane-by-
 lane emulation reads B from the core-matrix layout as the PTX ISA defines it.
