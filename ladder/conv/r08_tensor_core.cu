@@ -489,7 +489,7 @@ __device__ __forceinline__ void conv_tc(const Conv& p) {
         const int h = h0 + sb * ROWS, half_wo = Wo >> 1;
         const long long plane = (long long)Ho * half_wo;  // words
         const int at = h * half_wo + col;  // the lane's first word in its plane
-        unsigned* y_image = reinterpret_cast<unsigned*>(p.y) + b * p.M * plane;
+        unsigned* y_image = reinterpret_cast<unsigned*>(p.y) + (long long)b * p.M * plane;
 #pragma unroll
         for (int nt = 0; nt < NT; ++nt) {
           const int f = (fg * NT + nt) * PACK_FILTERS + t;
