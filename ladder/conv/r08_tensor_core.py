@@ -424,7 +424,10 @@ def _wg_tiles(ho: int, wn: int, n_filter_groups: int, choices: tuple[int, ...]) 
     columns, NWARPS / 4 jobs per round) times a job's cost, taken as T + 1 (its T tiles plus
     the per-window overhead that they share: quad loads, fence, wait, epilogue setup); larger T
     on ties. On conv2 this picks T = 3 (2 even rounds of 2 jobs, 768 A rows per image) over
-    T = 2 (3 rounds of 5 jobs, 640 A rows): measured 0.412 and 0.423 ms, T = 1 0.467 ms."""
+    T = 2 (3 rounds of 5 jobs, 640 A rows): measured 0.412 and 0.423 ms, T = 1 0.467 ms, in
+    one-off timings (results/nvidia-h200-conv-wgmma-plans.json). After the leaner stores the
+    order of T = 2 and 3 flipped (0.374 against 0.384 ms, "after_lean_stores" in that file);
+    the score was left as it is, 3% off on conv2."""
     span, slots = 8 * WARPGROUP, NWARPS // WARPGROUP
 
     def cost(t: int) -> tuple[int, int]:
