@@ -105,11 +105,24 @@ next loads its quads, and a block waits at two barriers per image while it rewri
 With 4 warps per scheduler (114 registers allow two blocks of 8 warps per SM) the other
 warpgroups cover only part of it. One-off timings of the forced plans after these changes
 (results/nvidia-h200-conv-wgmma-plans.json, "after_lean_stores"): T = 2 0.374 ms, T = 3 (the
-planner's) 0.384, T = 1 0.439; the planner's choice was left as it is, 3% off. Next steps:
-stage the next image while the warpgroups compute (two quad buffers, no barrier wait per
-image); wgmma with both operands from shared memory, so that no A register is written while a
-window is in flight and ptxas can keep windows in flight; more warps per SM. conv1 stays on
+planner's) 0.384, T = 1 0.439; the planner's choice was left as it is, 3% off. conv1 stays on
 rung 8: packing only 4 filters cannot fill a wide wgmma.
+
+Tried next, and not landed (branch conv-r10-wide-wgmma): both operands from shared memory with
+the operands swapped, filters on M (16 filters x 2 column shifts x 2 row shifts = 64 rows) and
+pixels on a wide N (conv2's 289 2 x 2 pixels per image as two jobs of N = 152), the input
+rewritten once per image as 16-byte rows of B (4x its bytes), so that a job's 16 multiplies are
+one group with no A registers and 73% of the tensor work is useful (here 57%). Correct on every
+shape tried on the H200, but slower: conv2 0.458 ms against this rung's 0.382 in the same run
+(one-off timings, results/nvidia-h200-conv-wide-wgmma.json). Nsight Compute
+(results/nvidia-h200-profile-conv2-wide-wgmma.json) counts 13,569 warp instructions per image
+with the schedulers issuing on 33% of cycles: the instructions moved from the windows into the
+rewrite and the stores (per region, results/nvidia-h200-profile-conv2-wide-wgmma-sass.json), and
+a version that rewrote the next image under the multiplies (two buffers, one block per SM) took
+0.533 ms, its epilogue exposed. The tensor work was never the limit at this size. Next steps:
+take the rewrite off the warps that compute and store (a producer warpgroup, or TMA's im2col
+mode, which needs a driver call CuPy does not expose) and stage the stores through shared
+memory so that whole lines leave at once; more warps per SM.
 
 ptxas (``ladder check conv --rungs wgmma``, sm_90a, ``__launch_bounds__(256, 2)``):
 conv_wg_t3_n4 114 registers, conv_wg_t2_n4 100, conv_wg_t1_n4 79, conv_wg_t1_n2 72,
