@@ -27,6 +27,7 @@ from ladder.conv.problem import CONV1, CONV2, TEST_SIZES, conv_numpy
 
 SOURCE = Path(r08.__file__).with_name("r08_tensor_core.cu").read_text()
 WG_SOURCE = Path(r08.__file__).with_name("r09_wgmma.cu").read_text()
+WGB_SOURCE = Path(r08.__file__).with_name("r10_row_shifts.cu").read_text()
 NAN_HALF = 0x7E00
 CORE_BYTES = 128  # a wgmma core matrix: 8 rows of 16 bytes (r09_wgmma.cu)
 
@@ -53,7 +54,7 @@ def test_constants_match_the_cu_file():
     macro = SOURCE[SOURCE.index("#define CONV_TC_KERNEL") : SOURCE.index("const Conv p{")]
     names = re.findall(r"(?:long long|unsigned|int) (\w+)(?=[,)])", macro)
     assert tuple(names) == r08.PARAMS
-    kernels = r"CONV_TC_KERNEL\((\w+), (\d+), (\d+), (true|false), (true|false), (\w+)\)"
+    kernels = r"CONV_TC_KERNEL\((\w+), (\d+), (\d+), (true|false), (true|false|2), (\w+)\)"
     compiled = set(re.findall(kernels, SOURCE))
     wanted = {
         (f"conv_tc_t{t}_n{nt}", str(t), str(nt), "false", "false", "MmaSync")
@@ -78,6 +79,15 @@ def test_constants_match_the_cu_file():
     t, nt = r08.WG_CHUNKED
     wanted.add((f"conv_wg_chunked_t{t}_n{nt}", str(t), str(nt), "true", "true", "Wgmma"))
     assert set(re.findall(kernels, WG_SOURCE)) == wanted
+    # rung 10: PACK == 2 (row shifts too), the WgmmaBlocks policy
+    wanted = {
+        (f"conv_wgb_t{t}_n{nt}", str(t), str(nt), "false", "2", "WgmmaBlocks")
+        for nt, ts in r08.WGB_TILES.items()
+        for t in ts
+    }
+    t, nt = r08.WGB_CHUNKED
+    wanted.add((f"conv_wgb_chunked_t{t}_n{nt}", str(t), str(nt), "true", "2", "WgmmaBlocks"))
+    assert set(re.findall(kernels, WGB_SOURCE)) == wanted
 
 
 # ---- the mma instructions, from the PTX ISA fragment tables --------------------------------
@@ -129,7 +139,7 @@ def emulate(x: np.ndarray, w: np.ndarray, p: r08.Plan, grid: int, y_skew: int = 
     off its 16-byte alignment (the epilogue then takes its two-halves path)."""
     B, C, M, H, W, K = p.size
     T, NT = p.tiles, p.n_tiles
-    ROWS = 2 * T
+    ROWS = p.tile_rows * T
     CSTEP = 2 if p.packed else 1
     xb = np.ascontiguousarray(x, np.float16).reshape(-1).view(np.uint16)
     wb = np.ascontiguousarray(w, np.float16).reshape(-1).view(np.uint16)
@@ -174,7 +184,7 @@ def emulate(x: np.ndarray, w: np.ndarray, p: r08.Plan, grid: int, y_skew: int = 
                 skew = band_start(b, c0 + cl, h0) & 7
                 src = cl * p.slot_chunks * 8 + skew
                 dst = cl * p.cols * p.quad_stride
-                quads_per_column = (p.RIN + 1) // 2
+                quads_per_column = p.quad_stride if p.blocks else (p.RIN + 1) // 2
                 written = np.zeros((p.cols, quads_per_column), np.int64)
                 for tid in range(r08.THREADS):  # each thread's walk, THREADS quads apart
                     k = int(fast_div(tid, p.cols_magic, p.cols_shift))
@@ -195,7 +205,11 @@ def emulate(x: np.ndarray, w: np.ndarray, p: r08.Plan, grid: int, y_skew: int = 
                             return lo | hi << 16
 
                         middle = pair_word(2 * k + 1)
-                        quad = [pair_word(2 * k), middle, middle, pair_word(2 * k + 2)]
+                        if p.blocks:  # rows 2k, 2k + 2, 2k + 1, 2k + 3
+                            quad = [pair_word(2 * k), pair_word(2 * k + 2), middle]
+                            quad.append(pair_word(2 * k + 3))
+                        else:
+                            quad = [pair_word(2 * k), middle, middle, pair_word(2 * k + 2)]
                         s.quads[dst + col * p.quad_stride + k] = quad
                         written[col, k] += 1
                         k += p.step_rows
@@ -229,32 +243,36 @@ def emulate(x: np.ndarray, w: np.ndarray, p: r08.Plan, grid: int, y_skew: int = 
                     s.frags[e * 32 + LANE, 1] = tap(ph + 1, q) | tap(ph + 1, q + 1) << 16
                     continue
                 # Wgmma: 16-byte row (k8 half, n) holds B[8 half + 0..7][n]: n = 2 f' + shift,
-                # so lanes 8 half .. 8 half + 7 (as G) give the row n = G % 8
+                # so lanes 8 half .. 8 half + 7 (as G) give the row n = G % 8. Blocks: n8 tile
+                # `tile` is filters 4 (tile // 2) .. at row shift tile % 2, one filter row up.
+                quad, row_shift = (tile // 2, tile % 2) if p.blocks else (tile, 0)
                 for half in range(2):
                     n = LANE[:8]
-                    fn, sn = tile * 4 + n // 2, n % 2
+                    fn, sn = quad * 4 + n // 2, n % 2
                     qs = qc * r08.Q_CHUNK + np.arange(8)[:, None] - sn  # (k, n)
 
                     def tap2(pp, qq, f=fn, cl=cl, c0=c0):
-                        ok = (f < M) & (pp < K) & (qq >= 0) & (qq < K)
+                        ok = (f < M) & (pp >= 0) & (pp < K) & (qq >= 0) & (qq < K)
                         index = (((f * C + c0 + cl) * K + pp) * K + qq) * ok
                         return np.where(ok, wb[index], 0).astype(np.uint16)
 
-                    rows = tap2(ph + half, qs).T  # (n, k)
+                    rows = tap2(ph + half - row_shift, qs).T  # (n, k)
                     start = e * r08.FRAG_BYTES + half * CORE_BYTES
                     s.bytes[start : start + CORE_BYTES] = rows.reshape(-1).view(np.uint8)
 
-        def wg_window(acc, src, entry, taps, s=s):  # Wgmma::window
-            quads = T + r08.PAIRS - 1
-            loaded = T + (taps + 1) // 2 - 1
+        def wg_window(acc, src, entry, taps, s=s):  # Wgmma::window, WgmmaBlocks::window
+            per_tile = 2 if p.blocks else 1  # the diagonal: (i, j) reads quad per_tile i + j
+            quads = per_tile * (T - 1) + r08.PAIRS
+            loaded = per_tile * (T - 1) + (taps + 1) // 2
             column_quad = src % p.quad_stride
-            assert np.all(column_quad + loaded <= (p.RIN + 1) // 2)
+            staged = p.quad_stride if p.blocks else (p.RIN + 1) // 2
+            assert np.all(column_quad + loaded <= staged)
             zero = np.zeros(32, np.uint32)
             for k in range(quads):
                 a = [s.quads[src + k, e] if k < loaded else zero for e in range(4)]
                 for j in range(r08.PAIRS):
-                    i = k - j
-                    if i < 0 or i >= T:
+                    i, off = divmod(k - j, per_tile)
+                    if off or i < 0 or i >= T:
                         continue
                     for nt in range(NT):  # the descriptor's layout: PTX's K-major, no swizzle
                         at = (entry + j * p.NTP + nt) * r08.FRAG_BYTES + G * 16 + 4 * T4
@@ -288,7 +306,7 @@ def emulate(x: np.ndarray, w: np.ndarray, p: r08.Plan, grid: int, y_skew: int = 
             for cl in range(cc):
                 for qc in range(p.QC):
                     for pb in range(p.PB):
-                        taps = min(r08.P_BLOCK, K - pb * r08.P_BLOCK)
+                        taps = min(r08.P_BLOCK, K + p.blocks - pb * r08.P_BLOCK)
                         src = (
                             lane_quads
                             + (cl * p.cols + qc * r08.Q_CHUNK // CSTEP) * p.quad_stride
@@ -352,7 +370,7 @@ def _job_accumulate(accs, warp, rnd, groups, columns, p, chunk, accumulate):
     sb = np.where(n_live, fast_div(n, p.wn_magic, p.wn_shift).astype(np.int64), 0)
     col = np.where(n_live, n - sb * p.Wn, 0)
     cstep = 2 if p.packed else 1
-    lane_quads = (col + 2 * T4 // cstep) * p.quad_stride + sb * p.tiles
+    lane_quads = (col + 2 * T4 // cstep) * p.quad_stride + sb * (p.tile_rows * p.tiles // 2)
     accumulate(acc, lane_quads, fg, chunk)
 
 
@@ -391,7 +409,7 @@ def _movmatrix_trans(a: np.ndarray) -> np.ndarray:
 
 def _epilogue(acc, rnd, warp, groups, columns, b, h0, p, y, writes, y_skew):
     M = p.size[2]
-    ROWS = 2 * p.tiles
+    ROWS = p.tile_rows * p.tiles
     NT = p.n_tiles
     Ho, Wo = p.Ho, p.Wo
     fg, group = _job(rnd, warp, groups, p.job_warps)
@@ -424,14 +442,15 @@ def _epilogue(acc, rnd, warp, groups, columns, b, h0, p, y, writes, y_skew):
         y_image = y_skew // 2 + b * M * plane  # in 32-bit words of y
         at = h * half_wo + col
         for nt in range(NT):
-            f = (fg * NT + nt) * r08.PACK_FILTERS + T4
+            f = ((fg * NT + nt) >> p.blocks) * r08.PACK_FILTERS + T4
             live = la & (f < M)
             at_f = np.where(live, f, 0) * plane + at
             for i in range(p.tiles):
                 for r in range(2):
+                    row = 4 * i + 2 * r + nt % 2 if p.blocks else 2 * i + r
                     pair = _pack_half2(acc[i][nt][2 * r], acc[i][nt][2 * r + 1])
-                    stored = live & (h + 2 * i + r < p.Ho)
-                    word = y_image + at_f + (2 * i + r) * half_wo
+                    stored = live & (h + row < p.Ho)
+                    word = y_image + at_f + row * half_wo
                     for lane in np.flatnonzero(stored):
                         y[2 * word[lane] : 2 * word[lane] + 2] = [
                             pair[lane] & 0xFFFF,
@@ -440,10 +459,14 @@ def _epilogue(acc, rnd, warp, groups, columns, b, h0, p, y, writes, y_skew):
                         writes[2 * word[lane] : 2 * word[lane] + 2] += 1
         return
     narrow = not p.packed and NT == 1 and M - fg * 8 <= 4
-    step = 2 * Wo
+    step = p.tile_rows * Wo
     for nt in range(NT):
         row_shift = G // 4 if narrow else 0
-        f = (fg * NT + nt) * (4 if p.packed else 8) + (T4 if p.packed else G % 4 if narrow else G)
+        if p.packed:
+            f = ((fg * NT + nt) >> p.blocks) * 4 + T4
+        else:
+            f = (fg * NT + nt) * 8 + (G % 4 if narrow else G)
+        row_at = nt % 2 if p.blocks else 0
         f_live = f < M
         plane = y_skew + (b * M + np.where(f_live, f, 0)) * Ho * Wo  # y: 16-byte aligned
         ya = plane + (ha0 + row_shift) * Wo + wa
@@ -479,8 +502,9 @@ def _epilogue(acc, rnd, warp, groups, columns, b, h0, p, y, writes, y_skew):
                     pair = _pack_half2(acc[i][nt][2 * half_row], acc[i][nt][2 * half_row + 1])
                     if not p.packed:
                         pair = _movmatrix_trans(pair)
-                    aligned = ~even if half_row and Wo & 1 else even
-                    store(pair, 2 * i + half_row, half_row * Wo, aligned, ya)
+                    r = (2 if p.blocks else 1) * half_row + row_at
+                    aligned = ~even if (r * Wo) & 1 else even
+                    store(pair, p.tile_rows * i + r, r * Wo, aligned, ya)
             ya = ya + step
 
 
@@ -501,11 +525,14 @@ def _check(size, p: r08.Plan, grid: int, y_skew: int = 0, seed: int = 0):
     assert err <= 2e-3, f"relative error {err:.2e} for {size} with {p}"
 
 
-def _forced(size, tiles, n_tiles, packed=False, wgmma=False):
-    """A whole-image plan for size on the kernel variant (tiles, n_tiles, packed, wgmma)."""
+def _forced(size, tiles, n_tiles, packed=False, wgmma=False, blocks=False):
+    """A whole-image plan for size on the kernel variant (tiles, n_tiles, packed, wgmma,
+    blocks)."""
     ho = size[3] - size[5] + 1
-    band = -(-ho // (2 * tiles)) * 2 * tiles
-    return r08.Plan(size, tiles, n_tiles, False, band, size[1], packed or wgmma, wgmma)
+    rows = (4 if blocks else 2) * tiles
+    band = -(-ho // rows) * rows
+    wgmma = wgmma or blocks
+    return r08.Plan(size, tiles, n_tiles, False, band, size[1], packed or wgmma, wgmma, blocks)
 
 
 @pytest.mark.parametrize("size", TEST_SIZES, ids=str)
@@ -546,6 +573,44 @@ def test_wgmma_channel_chunks():
     _check(size, p, grid=3)
 
 
+@pytest.mark.parametrize("size", TEST_SIZES, ids=str)
+def test_blocks_planned_launch_matches_float64(size):
+    small = (min(size[0], 2), *size[1:])
+    _check(small, r08.plan(small, blocks=True), grid=1)
+
+
+@pytest.mark.parametrize(
+    ("size", "tiles", "n_tiles"),
+    [
+        ((2, 1, 4, 23, 21, 7), 1, 2),  # odd Ho and Wo: the last block row and column half dead
+        ((2, 1, 4, 23, 21, 7), 2, 2),
+        ((2, 2, 7, 14, 15, 5), 1, 4),  # taps 6: the fourth k16 step reads zero weights
+        ((2, 2, 7, 14, 15, 5), 2, 4),
+        ((2, 3, 16, 15, 13, 7), 1, 8),
+        ((2, 3, 16, 15, 13, 7), 2, 8),
+        ((1, 4, 16, 22, 40, 7), 2, 8),  # conv2's width, two rows of sub-bands
+        ((2, 2, 12, 9, 10, 1), 2, 8),  # K = 1: two live input rows of eight
+        ((1, 2, 40, 20, 21, 12), 2, 8),  # K = 12: row blocks of 8 and 5, 3 filter groups
+        ((2, 3, 4, 12, 14, 8), 1, 2),  # K = 8: both shifted copies need a second chunk
+        ((2, 2, 20, 13, 12, 7), 2, 8),  # 20 filters: the second group has 4 live of 16
+    ],
+    ids=str,
+)
+def test_every_blocks_kernel_variant(size, tiles, n_tiles):
+    _check(size, _forced(size, tiles, n_tiles, blocks=True), grid=2)
+
+
+def test_blocks_channel_chunks_and_bands():
+    size = (2, 7, 20, 9, 40, 3)
+    p = r08.plan(size, smem_limit=24 * 1024, blocks=True)
+    assert p.chunked and p.chunks > 1 and p.kernel_name == "conv_wgb_chunked_t1_n8"
+    _check(size, p, grid=3)
+    size = (3, 2, 6, 29, 19, 5)
+    p = r08.plan(size, smem_limit=16 * 1024, blocks=True)
+    assert not p.chunked and p.bands > 1
+    _check(size, p, grid=2)
+
+
 def test_canonical_layers_pick_the_planned_kernels():
     conv1, conv2 = r08.plan(CONV1), r08.plan(CONV2)
     assert (conv1.kernel_name, conv1.band_rows, conv1.rounds) == ("conv_tc_pack_t10_n1", 80, 3)
@@ -554,6 +619,10 @@ def test_canonical_layers_pick_the_planned_kernels():
     conv1, conv2 = r08.plan(CONV1, wgmma=True), r08.plan(CONV2, wgmma=True)
     assert (conv1.kernel_name, conv1.band_rows, conv1.rounds) == ("conv_wg_t1_n1", 80, 25)
     assert (conv2.kernel_name, conv2.band_rows, conv2.rounds) == ("conv_wg_t3_n4", 36, 2)
+    conv1, conv2 = r08.plan(CONV1, blocks=True), r08.plan(CONV2, blocks=True)
+    assert (conv1.kernel_name, conv1.band_rows, conv1.rounds) == ("conv_wgb_t2_n2", 80, 7)
+    assert (conv2.kernel_name, conv2.band_rows, conv2.rounds) == ("conv_wgb_t1_n8", 36, 3)
+    assert conv1.smem_bytes < 46 * 1024 and conv2.smem_bytes < 72 * 1024
 
 
 @pytest.mark.parametrize(
@@ -630,8 +699,8 @@ def test_misaligned_output_takes_the_two_halves_path():
     ids=str,
 )
 def test_packed_fast_paths_and_their_fallbacks(size, y_skew, paths):
-    for wgmma in (False, True):
-        p = r08.plan(size, wgmma=wgmma)
+    for wgmma, blocks in ((False, False), (True, False), (True, True)):
+        p = r08.plan(size, wgmma=wgmma, blocks=blocks)
         assert p.packed
         PATHS.clear()
         _check(size, p, grid=2, y_skew=y_skew)

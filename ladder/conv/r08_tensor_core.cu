@@ -174,7 +174,9 @@ struct Conv {
 // (entry ((((cl * QC + qc) * PB + pb) * PAIRS + pair) * NTP + tile), 256 bytes).
 // tap(n, k) is its element B[k][n]: k = 8 kh + kq is filter row 8 pb + 2 pair + kh, filter
 // column 8 qc + kq; n is filter 8 tile + n, or (PACK) filter 4 tile + n / 2 at shift n % 2,
-// whose weight sits one column to the right: w[f][p][q - shift]. Zero past M and K.
+// whose weight sits one column to the right: w[f][p][q - shift]. PACK == 2 (rung 10) also
+// shifts rows: n8 tile `tile` is filters 4 (tile / 2) + n / 2 at row shift tile % 2, whose
+// weight sits one row down: w[f][p - row shift][q - shift]. Zero outside the filter and past M.
 struct WeightBlock {
   const Conv& p;
   int c, qc, pb, pair, tile;
@@ -188,11 +190,13 @@ struct WeightBlock {
     qc = e % p.QC;
     c = c0 + e / p.QC;
   }
-  template <bool PACK>
+  template <int PACK>
   __device__ unsigned tap(int n, int k) const {
-    const int f = PACK ? tile * PACK_FILTERS + n / 2 : tile * 8 + n, shift = PACK ? n % 2 : 0;
-    const int pp = pb * P_BLOCK + 2 * pair + k / Q_CHUNK, qq = qc * Q_CHUNK + k % Q_CHUNK - shift;
-    if (f >= p.M || pp >= p.K || qq < 0 || qq >= p.K) return 0u;
+    const int quad = PACK == 2 ? tile / 2 : tile, row_shift = PACK == 2 ? tile % 2 : 0;
+    const int f = PACK ? quad * PACK_FILTERS + n / 2 : tile * 8 + n, shift = PACK ? n % 2 : 0;
+    const int pp = pb * P_BLOCK + 2 * pair + k / Q_CHUNK - row_shift;
+    const int qq = qc * Q_CHUNK + k % Q_CHUNK - shift;
+    if (f >= p.M || pp < 0 || pp >= p.K || qq < 0 || qq >= p.K) return 0u;
     return p.w[(((long long)f * p.C + c) * p.K + pp) * p.K + qq];
   }
 };
@@ -203,7 +207,7 @@ struct MmaSync {
 
   // Weights -> B fragments for channels [c0, c0 + cc): entry e holds lane (g, t)'s
   // (b0, b1) = (B[2t, 2t + 1][g], B[2t + 8, 2t + 9][g]) at uint2 e * 32 + lane.
-  template <bool PACK>
+  template <int PACK>
   static __device__ void stage_weights(const Conv& p, unsigned char* smem, int c0, int cc) {
     const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
     uint2* frags = reinterpret_cast<uint2*>(smem);
@@ -287,9 +291,16 @@ struct MmaSync {
 // of filter t: no transpose before the store. A lane reads only even input columns (2 j + 8 qc
 // + 2 t), so only the even columns' quads are staged: quad column u holds pair words of input
 // columns 2 u and 2 u + 1.
-template <int T, int NT, bool CHUNKED, bool PACK, class Mma = MmaSync>
+// PACK == 2 (rung 10, r10_row_shifts.cu, wgmma only) packs row shifts too: a pixel is a 2 x 2
+// block of outputs, tile i's A row g is block row 2i (output rows 4i, 4i + 1) and A row g + 8
+// block row 2i + 1 (4i + 2, 4i + 3), and n8 tile 2 f4 + s_r holds filters 4 f4 .. + 3 at row
+// shift s_r: a tile covers 4 output rows, a window's k16 step j reads input rows 2k .. 2k + 3
+// with k = 2i + j, staged as quads (F(2k), F(2k + 2), F(2k + 1), F(2k + 3)) (see relayout).
+template <int T, int NT, bool CHUNKED, int PACK, class Mma = MmaSync>
 __device__ __forceinline__ void conv_tc(const Conv& p) {
-  constexpr int ROWS = 2 * T;            // output rows of a job (a sub-band)
+  constexpr bool BLOCKS = PACK == 2;     // 2 x 2 output blocks (row shifts packed too)
+  constexpr int TILE_ROWS = BLOCKS ? 4 : 2;  // output rows of an m16 tile
+  constexpr int ROWS = TILE_ROWS * T;    // output rows of a job (a sub-band)
   constexpr int CSTEP = PACK ? 2 : 1;    // input columns per quad column
   extern __shared__ __align__(16) unsigned char smem[];
   const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32, g = lane / 4, t = lane % 4;
@@ -343,7 +354,8 @@ __device__ __forceinline__ void conv_tc(const Conv& p) {
   };
 
   // Raw slots -> A quads: quad (cl, col, k) holds the pair words F(2k), F(2k + 1), F(2k + 1),
-  // F(2k + 2) of its column, where F(r) holds x[c0 + cl][h0 + r][xc] and [xc + 1] with
+  // F(2k + 2) of its column (BLOCKS: F(2k), F(2k + 2), F(2k + 1), F(2k + 3), every one of the
+  // quad_stride quads), where F(r) holds x[c0 + cl][h0 + r][xc] and [xc + 1] with
   // xc = CSTEP col, zero past the image. All threads walk the quads_per_column x cols quads of a
   // channel, THREADS apart in row-major order (the step is added, not divided: no division in
   // the loop); lanes read consecutive halves and write quads quad_stride (odd) apart, so
@@ -356,7 +368,8 @@ __device__ __forceinline__ void conv_tc(const Conv& p) {
     const long long first_band = band_start(b, c0, h0), plane = (long long)p.H * p.W;
     const int walk_row = fast_div(tid, p.cols_magic, p.cols_shift);
     const int walk_col = tid - walk_row * p.cols;
-    const int quads_per_column = (RIN + 1) / 2;  // the last holds row RIN (zero) when RIN is odd
+    // the last holds row RIN (zero) when RIN is odd; BLOCKS windows read every quad of a column
+    const int quads_per_column = BLOCKS ? p.quad_stride : (RIN + 1) / 2;
     // Packed with an even W (conv1 and conv2): every row of the band starts at an even half (so
     // does the band, so its skew is even) and a packed column reads input columns 2 col and
     // 2 col + 1, so a pair word is one aligned 32-bit word of the raw slot, word r W / 2 + col,
@@ -375,8 +388,12 @@ __device__ __forceinline__ void conv_tc(const Conv& p) {
           const unsigned* top = src_words + 2 * k * half_w + col;  // row 2k's word
           const bool live = col < half_w;
           const unsigned m = live && 2 * k + 1 < rows ? top[half_w] : 0u;
-          quad = make_uint4(live && 2 * k < rows ? top[0] : 0u, m, m,
-                            live && 2 * k + 2 < rows ? top[2 * half_w] : 0u);
+          const unsigned below = live && 2 * k + 2 < rows ? top[2 * half_w] : 0u;
+          if (BLOCKS)
+            quad = make_uint4(live && 2 * k < rows ? top[0] : 0u, below, m,
+                              live && 2 * k + 3 < rows ? top[3 * half_w] : 0u);
+          else
+            quad = make_uint4(live && 2 * k < rows ? top[0] : 0u, m, m, below);
         } else {
           const int xc = CSTEP * col;
           auto pair_word = [&](int r) -> unsigned {
@@ -386,7 +403,10 @@ __device__ __forceinline__ void conv_tc(const Conv& p) {
             return lo | hi << 16;
           };
           const unsigned m = pair_word(2 * k + 1);
-          quad = make_uint4(pair_word(2 * k), m, m, pair_word(2 * k + 2));
+          if (BLOCKS)
+            quad = make_uint4(pair_word(2 * k), pair_word(2 * k + 2), m, pair_word(2 * k + 3));
+          else
+            quad = make_uint4(pair_word(2 * k), m, m, pair_word(2 * k + 2));
         }
         dst[col * p.quad_stride + k] = quad;
         k += p.step_rows;
@@ -411,7 +431,9 @@ __device__ __forceinline__ void conv_tc(const Conv& p) {
     for (int cl = 0; cl < cc; ++cl) {
       for (int qc = 0; qc < QC; ++qc) {
         for (int pb = 0; pb < PB; ++pb) {
-          const int taps = min(P_BLOCK, p.K - pb * P_BLOCK);  // filter rows in this block
+          // input rows of the block with nonzero weights: filter rows (BLOCKS: and row K,
+          // filter row K - 1 of the row-shifted outputs)
+          const int taps = min(P_BLOCK, p.K + BLOCKS - pb * P_BLOCK);
           // this lane's column's quads from the sub-band's top row + 8 pb
           const uint4* src = lane_quads + (cl * p.cols + qc * Q_CHUNK / CSTEP) * p.quad_stride +
                              pb * (P_BLOCK / 2);
@@ -462,7 +484,8 @@ __device__ __forceinline__ void conv_tc(const Conv& p) {
       const bool n_live = n < columns;
       const int sb = n_live ? fast_div(n, p.wn_magic, p.wn_shift) : 0;
       const int col = n_live ? n - sb * Wn : 0;
-      const uint4* lane_quads = quads + (col + 2 * t / CSTEP) * p.quad_stride + sb * T;
+      const uint4* lane_quads =
+          quads + (col + 2 * t / CSTEP) * p.quad_stride + sb * (ROWS / 2);
 
       float acc[T][NT][4] = {};
       if (CHUNKED) {
@@ -484,7 +507,9 @@ __device__ __forceinline__ void conv_tc(const Conv& p) {
       // 4-byte boundary (every plane, row and 2 col is even). So each store is one 32-bit
       // store whose only test is its row (and, per n8 tile, the filter): per job one base
       // pointer, per tile and row a constant offset in words. The general epilogue below
-      // tests both halves, their row and their alignment at every store.
+      // tests both halves, their row and their alignment at every store. BLOCKS: n8 tile nt
+      // is filters 4 ((fg NT + nt) / 2) + t at row shift nt % 2, and the tile's rows are
+      // 4i + 2r + nt % 2.
       if (PACK && pairs_aligned) {
         const int h = h0 + sb * ROWS, half_wo = Wo >> 1;
         const long long plane = (long long)Ho * half_wo;  // words
@@ -492,7 +517,7 @@ __device__ __forceinline__ void conv_tc(const Conv& p) {
         unsigned* y_image = reinterpret_cast<unsigned*>(p.y) + (long long)b * p.M * plane;
 #pragma unroll
         for (int nt = 0; nt < NT; ++nt) {
-          const int f = (fg * NT + nt) * PACK_FILTERS + t;
+          const int f = ((fg * NT + nt) >> BLOCKS) * PACK_FILTERS + t;
           const bool live = n_live && f < p.M;
           // per filter a 64-bit pointer, per store a 32-bit offset in its plane (one add and
           // one wide multiply-add); opaque, or the compiler redoes it all in 64 bits per store
@@ -500,10 +525,12 @@ __device__ __forceinline__ void conv_tc(const Conv& p) {
 #pragma unroll
           for (int i = 0; i < T; ++i)
 #pragma unroll
-            for (int r = 0; r < 2; ++r)
-              if (live && h + 2 * i + r < Ho)
-                st_global(yf + (at + (2 * i + r) * half_wo),
+            for (int r = 0; r < 2; ++r) {
+              const int row = BLOCKS ? 4 * i + 2 * r + nt % 2 : 2 * i + r;
+              if (live && h + row < Ho)
+                st_global(yf + (at + row * half_wo),
                           pack_half2(acc[i][nt][2 * r], acc[i][nt][2 * r + 1]));
+            }
         }
         continue;
       }
@@ -542,11 +569,13 @@ __device__ __forceinline__ void conv_tc(const Conv& p) {
         same_row = la && lb && sba == sbb;
       }
       const bool narrow = !PACK && NT == 1 && p.M - fg * 8 <= 4;  // warp-uniform
-      const int step = 2 * Wo;                             // elements between tiles
+      const int step = TILE_ROWS * Wo;                     // elements between tiles
 #pragma unroll
       for (int nt = 0; nt < NT; ++nt) {
         const int row_shift = narrow ? g / 4 : 0;  // the pixel row a lane stores, per tile
-        const int f = (fg * NT + nt) * (PACK ? PACK_FILTERS : 8) + (PACK ? t : narrow ? g % 4 : g);
+        const int f = PACK ? ((fg * NT + nt) >> BLOCKS) * PACK_FILTERS + t
+                           : (fg * NT + nt) * 8 + (narrow ? g % 4 : g);
+        const int row_at = BLOCKS ? nt % 2 : 0;  // BLOCKS: the n8 tile's row shift
         const bool f_live = f < p.M;
         unsigned short* plane = p.y + ((long long)b * p.M + (f_live ? f : 0)) * Ho * Wo;
         unsigned short* ya = plane + (ha0 + row_shift) * Wo + wa;
@@ -578,7 +607,9 @@ __device__ __forceinline__ void conv_tc(const Conv& p) {
               const unsigned rounded =
                   pack_half2(acc[i][nt][2 * half_row], acc[i][nt][2 * half_row + 1]);
               const unsigned pair = PACK ? rounded : transpose_8x8(rounded);
-              store(pair, 2 * i + half_row, half_row * Wo, half_row && (Wo & 1) ? !even : even);
+              // BLOCKS: the second A row is the next block row, two output rows down
+              const int r = (BLOCKS ? 2 : 1) * half_row + row_at;
+              store(pair, TILE_ROWS * i + r, r * Wo, (r * Wo) & 1 ? !even : even);
             }
           }
         }

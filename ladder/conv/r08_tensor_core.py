@@ -221,6 +221,8 @@ PACK_FILTERS = 4  # filters of a packed n8 tile
 WARPGROUP = 4  # warps of a wgmma job (rung 9)
 WG_TILES = {1: (1,), 2: (1,), 4: (3, 2, 1)}  # rung 9: T per NT (n8 tiles: 4 NT filters)
 WG_CHUNKED = (1, 4)  # rung 9's chunked kernel: (T, NT)
+WGB_TILES = {2: (2, 1), 4: (2, 1), 8: (2, 1)}  # rung 10: T per NT (n8 tiles: 2 NT filters)
+WGB_CHUNKED = (1, 8)  # rung 10's chunked kernel: (T, NT)
 CHUNKED_TILES = 2  # the kernels that stage channels in chunks inside each round
 SMEM_TARGET = 96 * 1024  # bytes a block tries to stay under: two blocks per SM, like registers
 SMEM_LIMIT = 227 * 1024  # the opt-in maximum per block on sm_90 (sm_80: 163 KB)
@@ -266,6 +268,12 @@ class Plan:
     chunk_channels: int  # channels staged at once
     packed: bool = False  # two output columns per n8 tile (rung 8: at most 4 filters; see the .cu)
     wgmma: bool = False  # rung 9's kernels: warpgroup jobs (4 warps) and wgmma (r09_wgmma.cu)
+    blocks: bool = False  # rung 10's: row shifts packed too, 2 x 2 output blocks (wgmma only)
+
+    @property
+    def tile_rows(self) -> int:
+        """Output rows of an m16 tile: two, or (blocks) two block rows of two."""
+        return 4 if self.blocks else 2
 
     # shapes derived from the size
     @property
@@ -283,7 +291,8 @@ class Plan:
 
     @property
     def PB(self) -> int:
-        return _ceil(self.size[5], P_BLOCK)
+        """8-row blocks of a filter; with row shifts, the shifted copy reaches row K."""
+        return _ceil(self.size[5] + self.blocks, P_BLOCK)
 
     @property
     def Wn(self) -> int:
@@ -293,7 +302,7 @@ class Plan:
     @property
     def NFG(self) -> int:
         per_group = (PACK_FILTERS if self.packed else 8) * self.n_tiles
-        return _ceil(self.size[2], per_group)
+        return _ceil(self.size[2], per_group // 2 if self.blocks else per_group)
 
     @property
     def NTP(self) -> int:
@@ -332,7 +341,12 @@ class Plan:
     @property
     def quad_stride(self) -> int:
         """Quads per column: one per two input rows, an odd count so that the 8 columns of a
-        quarter warp's 16-byte loads fall in 8 different groups of 4 banks."""
+        quarter warp's 16-byte loads fall in 8 different groups of 4 banks. With row shifts
+        (blocks) a column holds every quad a window can read, up to quad 2T + 1 of the last
+        window of the last sub-band (2T quads per sub-band, 4 per window)."""
+        if self.blocks:
+            sub_bands = self.band_rows // (self.tile_rows * self.tiles)
+            return (2 * self.tiles * sub_bands + 4 * self.PB - 2) | 1
         return _ceil(self.RIN, 2) | 1
 
     @property
@@ -381,6 +395,8 @@ class Plan:
 
     @property
     def kernel_name(self) -> str:
+        if self.blocks:
+            return f"conv_wgb_{'chunked_' if self.chunked else ''}t{self.tiles}_n{self.n_tiles}"
         if self.wgmma:  # always packed
             return f"conv_wg_{'chunked_' if self.chunked else ''}t{self.tiles}_n{self.n_tiles}"
         mode = "chunked_" if self.chunked else "pack_" if self.packed else ""
@@ -394,7 +410,7 @@ class Plan:
     @property
     def rounds(self) -> int:
         """Rounds of jobs in a full band (NWARPS / job_warps jobs per round)."""
-        sub_bands = _ceil(min(self.band_rows, self.Ho), 2 * self.tiles)
+        sub_bands = _ceil(min(self.band_rows, self.Ho), self.tile_rows * self.tiles)
         groups = _ceil(sub_bands * self.Wn, 8)
         jobs = _ceil(groups, self.job_warps) * self.NFG
         return _ceil(jobs, NWARPS // self.job_warps)
@@ -419,7 +435,9 @@ def _tiles(ho: int, choices: tuple[int, ...]) -> int:
     return min(choices, key=lambda t: (_ceil(ho, 2 * t) * 2 * t * (1 + 2 / t), -t))
 
 
-def _wg_tiles(ho: int, wn: int, n_filter_groups: int, choices: tuple[int, ...]) -> int:
+def _wg_tiles(
+    ho: int, wn: int, n_filter_groups: int, choices: tuple[int, ...], tile_rows: int = 2
+) -> int:
     """Rung 9's T for a whole image: fewest rounds of warpgroup jobs (a job spans 4 groups of 8
     columns, NWARPS / 4 jobs per round) times a job's cost, taken as T + 1 (its T tiles plus
     the per-window overhead that they share: quad loads, fence, wait, epilogue setup); larger T
@@ -427,24 +445,37 @@ def _wg_tiles(ho: int, wn: int, n_filter_groups: int, choices: tuple[int, ...]) 
     T = 2 (3 rounds of 5 jobs, 640 A rows): measured 0.412 and 0.423 ms, T = 1 0.467 ms, in
     one-off timings (results/nvidia-h200-conv-wgmma-plans.json). After the leaner stores the
     order of T = 2 and 3 flipped (0.374 against 0.384 ms, "after_lean_stores" in that file);
-    the score was left as it is, 3% off on conv2."""
+    the score was left as it is, 3% off on conv2. Rung 10's tiles are 4 rows (tile_rows), and
+    its ties go to the smaller T: on conv2 T = 1 (3 rounds of 5 jobs) and T = 2 (2 rounds of 3)
+    tie, and T = 1 measured 0.382 ms against 0.411 (one-off timings,
+    results/nvidia-h200-conv-row-shift-plans.json)."""
     span, slots = 8 * WARPGROUP, NWARPS // WARPGROUP
 
     def cost(t: int) -> tuple[int, int]:
-        jobs = _ceil(_ceil(ho, 2 * t) * wn, span) * n_filter_groups
-        return _ceil(jobs, slots) * (t + 1), -t
+        jobs = _ceil(_ceil(ho, tile_rows * t) * wn, span) * n_filter_groups
+        return _ceil(jobs, slots) * (t + 1), t if tile_rows == 4 else -t
 
     return min(choices, key=cost)
 
 
-def plan(size: tuple[int, ...], smem_limit: int = SMEM_LIMIT, wgmma: bool = False) -> Plan:
+def plan(
+    size: tuple[int, ...], smem_limit: int = SMEM_LIMIT, wgmma: bool = False, blocks: bool = False
+) -> Plan:
     """The launch plan for (B, C, M, H, W, K): a whole image per item when it fits in
     SMEM_TARGET bytes, else bands of rows, else (up to smem_limit) channels in chunks.
-    ``wgmma``: rung 9's kernels (always packed; NT = 1, 2 or 4 n8 tiles by M)."""
+    ``wgmma``: rung 9's kernels (always packed; NT = 1, 2 or 4 n8 tiles by M). ``blocks``:
+    rung 10's (wgmma, row shifts packed too; NT = 2, 4 or 8 by M)."""
     b, c, m, h, w, k = (int(v) for v in size)
     size = (b, c, m, h, w, k)
     ho = h - k + 1
-    if wgmma:
+    wgmma = wgmma or blocks
+    if blocks:
+        packed = True
+        n_tiles = 2 if m <= PACK_FILTERS else 4 if m <= 2 * PACK_FILTERS else 8
+        groups = _ceil(m, PACK_FILTERS * n_tiles // 2)
+        t = _wg_tiles(ho, _ceil(w - k + 1, 2), groups, WGB_TILES[n_tiles], tile_rows=4)
+        chunked_t, chunked_nt = WGB_CHUNKED
+    elif wgmma:
         packed = True
         n_tiles = 1 if m <= PACK_FILTERS else 2 if m <= 2 * PACK_FILTERS else 4
         groups = _ceil(m, PACK_FILTERS * n_tiles)
@@ -457,15 +488,16 @@ def plan(size: tuple[int, ...], smem_limit: int = SMEM_LIMIT, wgmma: bool = Fals
         n_tiles = 2 if _ceil(m, 8) % 2 == 0 and not packed else 1
         t = _tiles(ho, TILES[n_tiles])
         chunked_t, chunked_nt = CHUNKED_TILES, n_tiles
-    rows = 2 * t
+    rows = (4 if blocks else 2) * t
     for budget in dict.fromkeys((min(SMEM_TARGET, smem_limit), smem_limit)):
         for band in range(_ceil(ho, rows) * rows, 0, -rows):
-            found = Plan(size, t, n_tiles, False, band, c, packed, wgmma)
+            found = Plan(size, t, n_tiles, False, band, c, packed, wgmma, blocks)
             if found.smem_bytes <= budget:
                 return _checked(found)
 
     def chunked(cc: int) -> Plan:
-        return Plan(size, chunked_t, chunked_nt, True, 2 * chunked_t, cc, packed=wgmma, wgmma=wgmma)
+        band = (4 if blocks else 2) * chunked_t
+        return Plan(size, chunked_t, chunked_nt, True, band, cc, wgmma, wgmma, blocks)
 
     for budget in dict.fromkeys((min(SMEM_TARGET, smem_limit), smem_limit)):
         for cc in range(c, 0, -1):
@@ -519,14 +551,14 @@ def _blocks_per_sm(kernel: Any, smem: int, device: Any) -> int:
 
 @functools.lru_cache(maxsize=64)
 def _configure(
-    size: tuple[int, ...], device_id: int, source: cuda_cpp.CudaSource, wgmma: bool
+    size: tuple[int, ...], device_id: int, source: cuda_cpp.CudaSource, wgmma: bool, blocks: bool
 ) -> tuple[Plan, Any, int, tuple[Any, ...]]:
     """The plan, the loaded kernel (opted in to its shared memory), the grid and the scalar
     arguments for a size on a device: computed once, so that a timed launch queries nothing."""
     import cupy
 
     device = cupy.cuda.Device(device_id)
-    found = plan(size, int(device.attributes["MaxSharedMemoryPerBlockOptin"]), wgmma)
+    found = plan(size, int(device.attributes["MaxSharedMemoryPerBlockOptin"]), wgmma, blocks)
     kernel = source.kernel(found.kernel_name)
     if kernel.max_dynamic_shared_size_bytes < found.smem_bytes:
         kernel.max_dynamic_shared_size_bytes = found.smem_bytes
@@ -536,10 +568,16 @@ def _configure(
 
 
 def run(
-    x: Any, w: Any, out: Any, stream: Any, source: cuda_cpp.CudaSource, wgmma: bool = False
+    x: Any,
+    w: Any,
+    out: Any,
+    stream: Any,
+    source: cuda_cpp.CudaSource,
+    wgmma: bool = False,
+    blocks: bool = False,
 ) -> Any:
     """Check the arrays and launch ``source``'s kernel for their size (this rung's, or with
-    ``wgmma`` rung 9's, which shares the planner and the launch)."""
+    ``wgmma`` rung 9's and with ``blocks`` rung 10's, which share the planner and the launch)."""
     import cupy
 
     x, w, out, _ = check_arrays(x, w, out, ("float16",))
@@ -551,7 +589,7 @@ def run(
             cupy.asarray(out).fill(0)
             return out
         found, kernel, grid, scalars = _configure(
-            size, cupy.cuda.runtime.getDevice(), source, wgmma
+            size, cupy.cuda.runtime.getDevice(), source, wgmma, blocks
         )
         x_at = int(pointer(x))
         if x_at % ALIGN:  # cp.async reads 16-byte chunks: copy x to aligned memory

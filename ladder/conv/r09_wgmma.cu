@@ -78,7 +78,7 @@ struct Wgmma {
 
   // Weights -> core matrices for channels [c0, c0 + cc): row u of 16 bytes is entry u / 16,
   // k8 half u / 8 % 2, n row u % 8, holding B[8 half + 0..7][n].
-  template <bool PACK>
+  template <int PACK>
   static __device__ void stage_weights(const Conv& p, unsigned char* smem, int c0, int cc) {
     uint4* rows = reinterpret_cast<uint4*>(smem);
     const int count = cc * p.QC * p.PB * PAIRS * p.NTP * (FRAG_BYTES / 16);
@@ -107,13 +107,15 @@ struct Wgmma {
   // alternatives cost more: a multiply under a run-time branch makes ptxas serialize every
   // wgmma (warning C7520), and one window per taps (as MmaSync) keeps each case's A registers
   // alive across windows (125 registers for T = 1; T = 2 serialized, C7511). No waste for
-  // K = 7 (ceil(7 / 2) = PAIRS), up to 4x for a 1 x 1 filter.
-  template <int T, int NT>
+  // K = 7 (ceil(7 / 2) = PAIRS), up to 4x for a 1 x 1 filter. The (tile i, step j) multiply
+  // reads quad DIAGONAL i + j: 1 here, 2 for rung 10's 4-row tiles (r10_row_shifts.cu).
+  template <int T, int NT, int DIAGONAL = 1>
   static __device__ __forceinline__ void window(float (&acc)[T][NT][4], const uint4* src,
                                                 const unsigned char* smem, int entry,
                                                 int frag_stride, int taps) {
-    constexpr int QUADS = T + PAIRS - 1;
-    const int loaded = T + (taps + 1) / 2 - 1;  // the quads the filter's rows reach
+    constexpr int QUADS = DIAGONAL * (T - 1) + PAIRS;
+    constexpr int ALWAYS = DIAGONAL * (T - 1) + 1;  // quads step 0 reads (taps >= 1)
+    const int loaded = DIAGONAL * (T - 1) + (taps + 1) / 2;  // the quads the rows reach
     // row pair j's descriptor is pair 0's plus j NTP entries (in the 16-byte units of its
     // address field, which cannot carry: shared addresses stay below 2^18)
     const unsigned long long desc0 =
@@ -121,14 +123,14 @@ struct Wgmma {
     const unsigned step = frag_stride * (FRAG_BYTES >> 4);
     uint4 a[QUADS];
 #pragma unroll
-    for (int k = 0; k < QUADS; ++k)  // the first T are always loaded (taps >= 1)
-      a[k] = k < T || k < loaded ? src[k] : make_uint4(0, 0, 0, 0);
+    for (int k = 0; k < QUADS; ++k)  // the first ALWAYS are loaded without a test
+      a[k] = k < ALWAYS || k < loaded ? src[k] : make_uint4(0, 0, 0, 0);
     asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");
 #pragma unroll
     for (int j = 0; j < PAIRS; ++j) {
       const unsigned long long desc = desc0 + j * step;
 #pragma unroll
-      for (int i = 0; i < T; ++i) wgmma_rs<NT>(acc[i], a[i + j], desc);
+      for (int i = 0; i < T; ++i) wgmma_rs<NT>(acc[i], a[DIAGONAL * i + j], desc);
     }
     asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
     // The next window loads its quads into the same registers (a run-time loop), and PTX
@@ -153,6 +155,7 @@ struct Wgmma {
   }
 };
 
+#ifndef CONV_WG_LIBRARY  // r10_row_shifts.cu includes this file for Wgmma and its own kernels
 // Packed (4 filters x 2 shifts per n8 tile): 2T rows x 64 output columns x 4 NT filters per
 // warpgroup job.
 CONV_TC_KERNEL(conv_wg_t1_n1, 1, 1, false, true, Wgmma)
@@ -161,3 +164,4 @@ CONV_TC_KERNEL(conv_wg_t1_n4, 1, 4, false, true, Wgmma)
 CONV_TC_KERNEL(conv_wg_t2_n4, 2, 4, false, true, Wgmma)
 CONV_TC_KERNEL(conv_wg_t3_n4, 3, 4, false, true, Wgmma)
 CONV_TC_KERNEL(conv_wg_chunked_t1_n4, 1, 4, true, true, Wgmma)
+#endif  // CONV_WG_LIBRARY
