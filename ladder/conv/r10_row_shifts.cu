@@ -15,8 +15,8 @@
 // - A window covers 8 input rows below each block row, filter rows 0 .. 7 at row shift 0 and
 //   -1 .. 6 at shift 1: one window per channel and column chunk when K <= 7 (conv2), and
 //   ceil((K + 1) / 8) windows per filter in general (as QC for the column shift).
-// Per multiply, twice rung 9's outputs for the same A registers: half the quad loads, half the
-// wgmma instructions per output, at the N = 64 shape.
+// Per multiply, twice rung 9's outputs for the same A registers: half the wgmma instructions
+// per output, and at the same T half the quad loads (r10_row_shifts.py has what it measured).
 #define CONV_WG_LIBRARY
 #include "r09_wgmma.cu"
 
