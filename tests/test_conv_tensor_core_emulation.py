@@ -28,8 +28,10 @@ from ladder.conv.problem import CONV1, CONV2, TEST_SIZES, conv_numpy
 SOURCE = Path(r08.__file__).with_name("r08_tensor_core.cu").read_text()
 WG_SOURCE = Path(r08.__file__).with_name("r09_wgmma.cu").read_text()
 WGB_SOURCE = Path(r08.__file__).with_name("r10_row_shifts.cu").read_text()
+WGJ_SOURCE = Path(r08.__file__).with_name("r11_one_group.cu").read_text()
 NAN_HALF = 0x7E00
 CORE_BYTES = 128  # a wgmma core matrix: 8 rows of 16 bytes (r09_wgmma.cu)
+SEGMENTS = int(re.search(r"constexpr int SEGMENTS = (\d+);", SOURCE).group(1))  # rung 11
 
 
 PATHS: collections.Counter = collections.Counter()  # the branches the emulated kernel took
@@ -88,6 +90,15 @@ def test_constants_match_the_cu_file():
     t, nt = r08.WGB_CHUNKED
     wanted.add((f"conv_wgb_chunked_t{t}_n{nt}", str(t), str(nt), "true", "2", "WgmmaBlocks"))
     assert set(re.findall(kernels, WGB_SOURCE)) == wanted
+    # rung 11: one kernel per NT for each (C, T) the planner may pick, the WgmmaJob policy
+    macro = WGJ_SOURCE[WGJ_SOURCE.index("#define CONV_WGJ_KERNELS") :]
+    per_nt = re.findall(r"CONV_TC_KERNEL\(conv_wgj_c##CH##_t##T##_n(\d), T, \1, false, 2, ", macro)
+    assert sorted(int(nt) for nt in per_nt) == sorted(r08.WGB_TILES)
+    assert "WgmmaJob<CH>" in macro
+    used = {
+        (int(c), int(t)) for c, t in re.findall(r"^CONV_WGJ_KERNELS\((\d+), (\d+)\)$", macro, re.M)
+    }
+    assert used == {(c, t) for c, ts in r08.JOB_TILES.items() for t in ts}
 
 
 # ---- the mma instructions, from the PTX ISA fragment tables --------------------------------
@@ -180,6 +191,9 @@ def emulate(x: np.ndarray, w: np.ndarray, p: r08.Plan, grid: int, y_skew: int = 
             rows = min(p.RIN, H - h0)
             words = p.packed and W % 2 == 0  # the kernel's aligned-word path
             PATHS["rewrite: words" if words else "rewrite: halves"] += 1
+            if p.one_group and words:
+                slide(b, h0, c0, cc, rows)
+                return
             for cl in range(cc):
                 skew = band_start(b, c0 + cl, h0) & 7
                 src = cl * p.slot_chunks * 8 + skew
@@ -218,6 +232,36 @@ def emulate(x: np.ndarray, w: np.ndarray, p: r08.Plan, grid: int, y_skew: int = 
                             col -= p.cols
                             k += 1
                 assert np.all(written == 1), "the relayout walk must write every quad once"
+
+        def slide(b, h0, c0, cc, rows, s=s):  # relayout's SLIDE path (rung 11)
+            PATHS["rewrite: slide"] += 1
+            per_column, half_w = p.quad_stride, W // 2
+            columns, seg_len = cc * p.cols, -(-per_column // SEGMENTS)
+            written = np.zeros((cc * p.cols, per_column), np.int64)
+            for u in range(columns * SEGMENTS):  # thread u % THREADS, pass u // THREADS
+                seg, column = divmod(u, columns)
+                cl = int(fast_div(column, p.cols_magic, p.cols_shift))
+                col = column - cl * p.cols
+                skew = band_start(b, c0 + cl, h0) & 7
+                src = cl * p.slot_chunks * 8 + skew + 2 * col  # in halves: word col
+
+                def word(r, src=src, col=col):
+                    if not (col < half_w and r < rows):
+                        return 0
+                    at = src + 2 * r * half_w
+                    assert (p.raw_at + 2 * at) % 4 == 0, "a misaligned word"
+                    return int(s.raw[at]) | int(s.raw[at + 1]) << 16
+
+                k = seg * seg_len
+                end = min(k + seg_len, per_column)
+                even, odd = word(2 * k), word(2 * k + 1)
+                while k < end:
+                    even_next, odd_next = word(2 * k + 2), word(2 * k + 3)
+                    s.quads[column * p.quad_stride + k] = [even, even_next, odd, odd_next]
+                    written[column, k] += 1
+                    even, odd = even_next, odd_next
+                    k += 1
+            assert np.all(written == 1), "the sliding rewrite must write every quad once"
 
         def stage_weights(chunk, s=s):
             c0 = chunk * p.chunk_channels
@@ -302,6 +346,14 @@ def emulate(x: np.ndarray, w: np.ndarray, p: r08.Plan, grid: int, y_skew: int = 
                             _accumulate(acc[i][nt], a[:2], [bw[j][nt][:, 0]])
 
         def accumulate(acc, lane_quads, fg, chunk):
+            if p.one_group:  # WgmmaJob::job: every channel's window, in one group
+                assert not p.chunked and p.QC == p.PB == 1 and p.size[1] in r08.JOB_TILES
+                PATHS["job: one group"] += 1
+                taps = min(r08.P_BLOCK, K + 1)
+                for cl in range(C):
+                    src = lane_quads + cl * p.cols * p.quad_stride
+                    wg_window(acc, src, cl * r08.PAIRS * p.NTP + fg * NT, taps)
+                return
             cc = min(p.chunk_channels, C - chunk * p.chunk_channels)
             for cl in range(cc):
                 for qc in range(p.QC):
@@ -441,6 +493,29 @@ def _epilogue(acc, rnd, warp, groups, columns, b, h0, p, y, writes, y_skew):
         half_wo, plane = Wo // 2, p.Ho * (Wo // 2)
         y_image = y_skew // 2 + b * M * plane  # in 32-bit words of y
         at = h * half_wo + col
+        if p.one_group:  # LEAN: a pointer per filter, an offset and a test per output row
+            PATHS["epilogue: per filter"] += 1
+            row_at = [rr * half_wo for rr in range(p.tile_rows * p.tiles)]
+            row_live = [h + rr < p.Ho for rr in range(p.tile_rows * p.tiles)]
+            for q in range(NT // 2):
+                f = (fg * (NT // 2) + q) * r08.PACK_FILTERS + T4
+                live = la & (f < M)
+                yf = y_image + np.where(live, f, 0) * plane + at
+                for i in range(p.tiles):
+                    for r in range(2):
+                        for sr in range(2):
+                            rr = 4 * i + 2 * r + sr
+                            pair = _pack_half2(
+                                acc[i][2 * q + sr][2 * r], acc[i][2 * q + sr][2 * r + 1]
+                            )
+                            word = yf + row_at[rr]
+                            for lane in np.flatnonzero(live & row_live[rr]):
+                                y[2 * word[lane] : 2 * word[lane] + 2] = [
+                                    pair[lane] & 0xFFFF,
+                                    pair[lane] >> 16,
+                                ]
+                                writes[2 * word[lane] : 2 * word[lane] + 2] += 1
+            return
         for nt in range(NT):
             f = ((fg * NT + nt) >> p.blocks) * r08.PACK_FILTERS + T4
             live = la & (f < M)
@@ -525,14 +600,16 @@ def _check(size, p: r08.Plan, grid: int, y_skew: int = 0, seed: int = 0):
     assert err <= 2e-3, f"relative error {err:.2e} for {size} with {p}"
 
 
-def _forced(size, tiles, n_tiles, packed=False, wgmma=False, blocks=False):
+def _forced(size, tiles, n_tiles, packed=False, wgmma=False, blocks=False, one_group=False):
     """A whole-image plan for size on the kernel variant (tiles, n_tiles, packed, wgmma,
-    blocks)."""
+    blocks, one_group)."""
     ho = size[3] - size[5] + 1
+    blocks = blocks or one_group
     rows = (4 if blocks else 2) * tiles
     band = -(-ho // rows) * rows
     wgmma = wgmma or blocks
-    return r08.Plan(size, tiles, n_tiles, False, band, size[1], packed or wgmma, wgmma, blocks)
+    packed = packed or wgmma
+    return r08.Plan(size, tiles, n_tiles, False, band, size[1], packed, wgmma, blocks, one_group)
 
 
 @pytest.mark.parametrize("size", TEST_SIZES, ids=str)
@@ -611,6 +688,53 @@ def test_blocks_channel_chunks_and_bands():
     _check(size, p, grid=2)
 
 
+@pytest.mark.parametrize("size", TEST_SIZES, ids=str)
+def test_one_group_planned_launch_matches_float64(size):
+    small = (min(size[0], 2), *size[1:])
+    _check(small, r08.plan(small, one_group=True), grid=1)
+
+
+@pytest.mark.parametrize(
+    ("size", "tiles", "n_tiles"),
+    [
+        ((2, 1, 4, 23, 22, 6), 1, 2),  # odd Ho and Wo (even W: the sliding rewrite), one channel
+        ((2, 1, 4, 23, 22, 7), 2, 2),
+        ((2, 1, 16, 14, 16, 5), 2, 8),  # taps 6: the fourth k16 step reads zero weights
+        ((2, 2, 7, 14, 16, 5), 1, 4),
+        ((1, 2, 20, 13, 12, 7), 1, 8),  # 20 filters: the second group has 4 live of 16
+        ((2, 3, 16, 15, 14, 7), 1, 8),
+        ((2, 3, 3, 9, 10, 1), 1, 2),  # K = 1: quads 1 to 3 of a window are zeros, not loaded
+        ((1, 4, 16, 22, 40, 7), 1, 8),  # conv2's width and channels
+        ((2, 4, 8, 11, 18, 6), 1, 4),
+    ],
+    ids=str,
+)
+def test_every_one_group_kernel_variant(size, tiles, n_tiles):
+    assert size[1] in r08.JOB_TILES and tiles in r08.JOB_TILES[size[1]]
+    PATHS.clear()
+    _check(size, _forced(size, tiles, n_tiles, one_group=True), grid=2)
+    assert PATHS["job: one group"] and PATHS["rewrite: slide"]
+    wo_even = (size[4] - size[5] + 1) % 2 == 0  # else the general epilogue (odd Wo)
+    assert bool(PATHS["epilogue: per filter"]) == wo_even != bool(PATHS["epilogue: general"])
+
+
+def test_one_group_falls_back_to_rung_10_where_it_cannot_apply():
+    for size in ((2, 5, 16, 40, 40, 7), (2, 3, 4, 12, 14, 8), (2, 2, 5, 12, 14, 9)):
+        p = r08.plan(size, one_group=True)  # C > 4, K = 8 and 9: rung 10's kernels
+        assert not p.one_group and p.blocks and p == r08.plan(size, blocks=True)
+    size = (2, 3, 6, 29, 40, 5)
+    p = r08.plan(size, smem_limit=26 * 1024, one_group=True)  # bands of rows: still one group
+    assert p.one_group and p.bands == 3
+    _check(size, p, grid=2)
+    p = r08.plan(size, smem_limit=18 * 1024, one_group=True)  # channel chunks: rung 10's
+    assert p.chunked and not p.one_group and p.kernel_name == "conv_wgb_chunked_t1_n8"
+    size = (1, 2, 4, 15, 17, 4)  # odd W: the one-group job, rung 10's rewrite (halves)
+    p = r08.plan(size, one_group=True)
+    PATHS.clear()
+    _check(size, p, grid=1)
+    assert p.one_group and PATHS["rewrite: halves"] and not PATHS["rewrite: slide"]
+
+
 def test_canonical_layers_pick_the_planned_kernels():
     conv1, conv2 = r08.plan(CONV1), r08.plan(CONV2)
     assert (conv1.kernel_name, conv1.band_rows, conv1.rounds) == ("conv_tc_pack_t10_n1", 80, 3)
@@ -623,6 +747,9 @@ def test_canonical_layers_pick_the_planned_kernels():
     assert (conv1.kernel_name, conv1.band_rows, conv1.rounds) == ("conv_wgb_t2_n2", 80, 7)
     assert (conv2.kernel_name, conv2.band_rows, conv2.rounds) == ("conv_wgb_t1_n8", 36, 3)
     assert conv1.smem_bytes < 46 * 1024 and conv2.smem_bytes < 72 * 1024
+    conv1, conv2 = r08.plan(CONV1, one_group=True), r08.plan(CONV2, one_group=True)
+    assert (conv1.kernel_name, conv1.band_rows, conv1.rounds) == ("conv_wgj_c1_t2_n2", 80, 7)
+    assert (conv2.kernel_name, conv2.band_rows, conv2.rounds) == ("conv_wgj_c4_t1_n8", 36, 3)
 
 
 @pytest.mark.parametrize(

@@ -204,6 +204,7 @@ struct WeightBlock {
 // The mma.sync policy: a warp job is one warp's (see conv_tc); B entries are fragments.
 struct MmaSync {
   static constexpr int JOB_WARPS = 1;
+  static constexpr int JOB_CHANNELS = 0;  // windows per channel (rung 11: one group per job)
 
   // Weights -> B fragments for channels [c0, c0 + cc): entry e holds lane (g, t)'s
   // (b0, b1) = (B[2t, 2t + 1][g], B[2t + 8, 2t + 9][g]) at uint2 e * 32 + lane.
@@ -302,6 +303,10 @@ __device__ __forceinline__ void conv_tc(const Conv& p) {
   constexpr int TILE_ROWS = BLOCKS ? 4 : 2;  // output rows of an m16 tile
   constexpr int ROWS = TILE_ROWS * T;    // output rows of a job (a sub-band)
   constexpr int CSTEP = PACK ? 2 : 1;    // input columns per quad column
+  // LEAN (rung 11, r11_one_group.cu): the rewrite slides down column segments (even W) and
+  // the epilogue keeps one pointer per filter (see each)
+  constexpr bool LEAN = BLOCKS && Mma::JOB_CHANNELS > 0;
+  constexpr int SEGMENTS = 3;            // segments per column of the sliding rewrite
   extern __shared__ __align__(16) unsigned char smem[];
   const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32, g = lane / 4, t = lane % 4;
   // A job is JOB_WARPS warps' (mma.sync: 1; wgmma: the 4 of a warpgroup); SLOTS jobs per round
@@ -377,6 +382,33 @@ __device__ __forceinline__ void conv_tc(const Conv& p) {
     // four tests (the general path below, for odd W or unpacked columns of any parity).
     const bool words = PACK && (p.W & 1) == 0;  // uniform over the block
     const int half_w = p.W >> 1;
+    if (LEAN && words) {
+      // Rung 11: a thread walks a segment of one column down, and since quad k + 1 is rows
+      // 2k + 2 .. 2k + 5, it keeps two of quad k's words and loads two: two loads and one
+      // store per quad, no walk arithmetic. A warp's lanes take consecutive columns (one
+      // division per segment), so neither the loads nor the stores conflict.
+      const int columns = cc * p.cols, seg_len = (quads_per_column + SEGMENTS - 1) / SEGMENTS;
+      for (int u = tid; u < columns * SEGMENTS; u += THREADS) {
+        const int seg = u / columns, column = u - seg * columns;
+        const int cl = fast_div(column, p.cols_magic, p.cols_shift), col = column - cl * p.cols;
+        const int skew = (int)((first_band + cl * plane) & 7);
+        const unsigned* src =
+            reinterpret_cast<const unsigned*>(raw + cl * p.slot_chunks * 8 + skew) + col;
+        uint4* dst = quads + column * p.quad_stride;
+        const bool live = col < half_w;
+        auto word = [&](int r) { return live && r < rows ? src[r * half_w] : 0u; };
+        int k = seg * seg_len;
+        const int end = min(k + seg_len, quads_per_column);
+        unsigned even = word(2 * k), odd = word(2 * k + 1);
+        for (; k < end; ++k) {
+          const unsigned even_next = word(2 * k + 2), odd_next = word(2 * k + 3);
+          dst[k] = make_uint4(even, even_next, odd, odd_next);
+          even = even_next;
+          odd = odd_next;
+        }
+      }
+      return;
+    }
     for (int cl = 0; cl < cc; ++cl) {
       const int skew = (int)((first_band + cl * plane) & 7);
       const unsigned short* src = raw + cl * p.slot_chunks * 8 + skew;
@@ -427,6 +459,14 @@ __device__ __forceinline__ void conv_tc(const Conv& p) {
 
   // Accumulate channels [chunk * chunk_channels, + cc) of a warp's job into acc.
   auto accumulate = [&](float (&acc)[T][NT][4], const uint4* lane_quads, int fg, int chunk) {
+    if constexpr (Mma::JOB_CHANNELS > 0) {
+      // Rung 11: all channels (C == JOB_CHANNELS, one window each: QC == PB == 1) in one
+      // group, behind one wait (r11_one_group.cu).
+      Mma::template job<T, NT>(acc, lane_quads, smem, fg * NT, NTP, p.cols * p.quad_stride,
+                               min(P_BLOCK, p.K + BLOCKS));
+      Mma::finish(acc);
+      return;
+    }
     const int cc = min(p.chunk_channels, p.C - chunk * p.chunk_channels);
     for (int cl = 0; cl < cc; ++cl) {
       for (int qc = 0; qc < QC; ++qc) {
@@ -515,22 +555,55 @@ __device__ __forceinline__ void conv_tc(const Conv& p) {
         const long long plane = (long long)Ho * half_wo;  // words
         const int at = h * half_wo + col;  // the lane's first word in its plane
         unsigned* y_image = reinterpret_cast<unsigned*>(p.y) + (long long)b * p.M * plane;
+        if constexpr (LEAN) {
+          // One pointer per filter, at the lane's first word (n8 tiles 2q and 2q + 1 are the
+          // same filter at row shifts 0 and 1), and per output row of the job one offset and
+          // one test, loop-invariant: a store is then one wide multiply-add for its address,
+          // its rounding and itself (rung 10 recomputes a pointer per n8 tile and an offset
+          // and a test per store).
+          constexpr int JOB_ROWS = TILE_ROWS * T;
+          unsigned row_at[JOB_ROWS];  // unsigned: one IMAD.WIDE.U32 per address, no sign extension
+          bool row_live[JOB_ROWS];
 #pragma unroll
-        for (int nt = 0; nt < NT; ++nt) {
-          const int f = ((fg * NT + nt) >> BLOCKS) * PACK_FILTERS + t;
-          const bool live = n_live && f < p.M;
-          // per filter a 64-bit pointer, per store a 32-bit offset in its plane (one add and
-          // one wide multiply-add); opaque, or the compiler redoes it all in 64 bits per store
-          unsigned* yf = opaque(y_image + (live ? f : 0) * plane);
+          for (int rr = 0; rr < JOB_ROWS; ++rr) {
+            row_at[rr] = rr * half_wo;
+            row_live[rr] = h + rr < Ho;
+          }
 #pragma unroll
-          for (int i = 0; i < T; ++i)
+          for (int q = 0; q < NT / 2; ++q) {
+            const int f = (fg * (NT / 2) + q) * PACK_FILTERS + t;
+            if (!n_live || f >= p.M) continue;
+            unsigned* yf = opaque(y_image + f * plane + at);
 #pragma unroll
-            for (int r = 0; r < 2; ++r) {
-              const int row = BLOCKS ? 4 * i + 2 * r + nt % 2 : 2 * i + r;
-              if (live && h + row < Ho)
-                st_global(yf + (at + row * half_wo),
-                          pack_half2(acc[i][nt][2 * r], acc[i][nt][2 * r + 1]));
-            }
+            for (int i = 0; i < T; ++i)
+#pragma unroll
+              for (int r = 0; r < 2; ++r)
+#pragma unroll
+                for (int s = 0; s < 2; ++s) {
+                  const int rr = 4 * i + 2 * r + s;
+                  if (row_live[rr])
+                    st_global(yf + row_at[rr], pack_half2(acc[i][2 * q + s][2 * r],
+                                                          acc[i][2 * q + s][2 * r + 1]));
+                }
+          }
+        } else {
+#pragma unroll
+          for (int nt = 0; nt < NT; ++nt) {
+            const int f = ((fg * NT + nt) >> BLOCKS) * PACK_FILTERS + t;
+            const bool live = n_live && f < p.M;
+            // per filter a 64-bit pointer, per store a 32-bit offset in its plane (one add and
+            // one wide multiply-add); opaque, or the compiler redoes it all in 64 bits per store
+            unsigned* yf = opaque(y_image + (live ? f : 0) * plane);
+#pragma unroll
+            for (int i = 0; i < T; ++i)
+#pragma unroll
+              for (int r = 0; r < 2; ++r) {
+                const int row = BLOCKS ? 4 * i + 2 * r + nt % 2 : 2 * i + r;
+                if (live && h + row < Ho)
+                  st_global(yf + (at + row * half_wo),
+                            pack_half2(acc[i][nt][2 * r], acc[i][nt][2 * r + 1]));
+              }
+          }
         }
         continue;
       }

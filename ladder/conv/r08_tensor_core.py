@@ -223,6 +223,7 @@ WG_TILES = {1: (1,), 2: (1,), 4: (3, 2, 1)}  # rung 9: T per NT (n8 tiles: 4 NT 
 WG_CHUNKED = (1, 4)  # rung 9's chunked kernel: (T, NT)
 WGB_TILES = {2: (2, 1), 4: (2, 1), 8: (2, 1)}  # rung 10: T per NT (n8 tiles: 2 NT filters)
 WGB_CHUNKED = (1, 8)  # rung 10's chunked kernel: (T, NT)
+JOB_TILES = {1: (2, 1), 2: (1,), 3: (1,), 4: (1,)}  # rung 11: T by C (K <= 7), C 4T + 4 quads
 CHUNKED_TILES = 2  # the kernels that stage channels in chunks inside each round
 SMEM_TARGET = 96 * 1024  # bytes a block tries to stay under: two blocks per SM, like registers
 SMEM_LIMIT = 227 * 1024  # the opt-in maximum per block on sm_90 (sm_80: 163 KB)
@@ -269,6 +270,7 @@ class Plan:
     packed: bool = False  # two output columns per n8 tile (rung 8: at most 4 filters; see the .cu)
     wgmma: bool = False  # rung 9's kernels: warpgroup jobs (4 warps) and wgmma (r09_wgmma.cu)
     blocks: bool = False  # rung 10's: row shifts packed too, 2 x 2 output blocks (wgmma only)
+    one_group: bool = False  # rung 11's: one wgmma group per job, a sliding rewrite (blocks)
 
     @property
     def tile_rows(self) -> int:
@@ -395,6 +397,8 @@ class Plan:
 
     @property
     def kernel_name(self) -> str:
+        if self.one_group:
+            return f"conv_wgj_c{self.size[1]}_t{self.tiles}_n{self.n_tiles}"
         if self.blocks:
             return f"conv_wgb_{'chunked_' if self.chunked else ''}t{self.tiles}_n{self.n_tiles}"
         if self.wgmma:  # always packed
@@ -459,21 +463,31 @@ def _wg_tiles(
 
 
 def plan(
-    size: tuple[int, ...], smem_limit: int = SMEM_LIMIT, wgmma: bool = False, blocks: bool = False
+    size: tuple[int, ...],
+    smem_limit: int = SMEM_LIMIT,
+    wgmma: bool = False,
+    blocks: bool = False,
+    one_group: bool = False,
 ) -> Plan:
     """The launch plan for (B, C, M, H, W, K): a whole image per item when it fits in
     SMEM_TARGET bytes, else bands of rows, else (up to smem_limit) channels in chunks.
     ``wgmma``: rung 9's kernels (always packed; NT = 1, 2 or 4 n8 tiles by M). ``blocks``:
-    rung 10's (wgmma, row shifts packed too; NT = 2, 4 or 8 by M)."""
+    rung 10's (wgmma, row shifts packed too; NT = 2, 4 or 8 by M). ``one_group``: rung 11's,
+    rung 10's with one wgmma group per job where C is in JOB_TILES (which limits T: every
+    channel's quads are in registers at once), K <= 7 (one window per channel) and no channel
+    chunks are needed; rung 10's kernels otherwise."""
     b, c, m, h, w, k = (int(v) for v in size)
     size = (b, c, m, h, w, k)
     ho = h - k + 1
+    blocks = blocks or one_group
     wgmma = wgmma or blocks
+    one_group = one_group and c in JOB_TILES and k + 1 <= P_BLOCK
     if blocks:
         packed = True
         n_tiles = 2 if m <= PACK_FILTERS else 4 if m <= 2 * PACK_FILTERS else 8
         groups = _ceil(m, PACK_FILTERS * n_tiles // 2)
-        t = _wg_tiles(ho, _ceil(w - k + 1, 2), groups, WGB_TILES[n_tiles], tile_rows=4)
+        tiles = JOB_TILES[c] if one_group else WGB_TILES[n_tiles]
+        t = _wg_tiles(ho, _ceil(w - k + 1, 2), groups, tiles, tile_rows=4)
         chunked_t, chunked_nt = WGB_CHUNKED
     elif wgmma:
         packed = True
@@ -491,7 +505,7 @@ def plan(
     rows = (4 if blocks else 2) * t
     for budget in dict.fromkeys((min(SMEM_TARGET, smem_limit), smem_limit)):
         for band in range(_ceil(ho, rows) * rows, 0, -rows):
-            found = Plan(size, t, n_tiles, False, band, c, packed, wgmma, blocks)
+            found = Plan(size, t, n_tiles, False, band, c, packed, wgmma, blocks, one_group)
             if found.smem_bytes <= budget:
                 return _checked(found)
 
@@ -551,15 +565,23 @@ def _blocks_per_sm(kernel: Any, smem: int, device: Any) -> int:
 
 @functools.lru_cache(maxsize=64)
 def _configure(
-    size: tuple[int, ...], device_id: int, source: cuda_cpp.CudaSource, wgmma: bool, blocks: bool
+    size: tuple[int, ...],
+    device_id: int,
+    source: cuda_cpp.CudaSource,
+    wgmma: bool,
+    blocks: bool,
+    one_group: bool,
+    fallback: cuda_cpp.CudaSource | None = None,
 ) -> tuple[Plan, Any, int, tuple[Any, ...]]:
     """The plan, the loaded kernel (opted in to its shared memory), the grid and the scalar
     arguments for a size on a device: computed once, so that a timed launch queries nothing."""
     import cupy
 
     device = cupy.cuda.Device(device_id)
-    found = plan(size, int(device.attributes["MaxSharedMemoryPerBlockOptin"]), wgmma, blocks)
-    kernel = source.kernel(found.kernel_name)
+    smem_limit = int(device.attributes["MaxSharedMemoryPerBlockOptin"])
+    found = plan(size, smem_limit, wgmma, blocks, one_group)
+    # rung 11's planner falls back to rung 10's kernels, which are in rung 10's source
+    kernel = (fallback if one_group and not found.one_group else source).kernel(found.kernel_name)
     if kernel.max_dynamic_shared_size_bytes < found.smem_bytes:
         kernel.max_dynamic_shared_size_bytes = found.smem_bytes
     per_sm = _blocks_per_sm(kernel, found.smem_bytes, device)
@@ -575,9 +597,13 @@ def run(
     source: cuda_cpp.CudaSource,
     wgmma: bool = False,
     blocks: bool = False,
+    one_group: bool = False,
+    fallback: cuda_cpp.CudaSource | None = None,
 ) -> Any:
     """Check the arrays and launch ``source``'s kernel for their size (this rung's, or with
-    ``wgmma`` rung 9's and with ``blocks`` rung 10's, which share the planner and the launch)."""
+    ``wgmma`` rung 9's, with ``blocks`` rung 10's and with ``one_group`` rung 11's, which share
+    the planner and the launch). ``fallback``: the source of the kernels a ``one_group`` plan
+    falls back to (rung 10's)."""
     import cupy
 
     x, w, out, _ = check_arrays(x, w, out, ("float16",))
@@ -589,7 +615,7 @@ def run(
             cupy.asarray(out).fill(0)
             return out
         found, kernel, grid, scalars = _configure(
-            size, cupy.cuda.runtime.getDevice(), source, wgmma, blocks
+            size, cupy.cuda.runtime.getDevice(), source, wgmma, blocks, one_group, fallback
         )
         x_at = int(pointer(x))
         if x_at % ALIGN:  # cp.async reads 16-byte chunks: copy x to aligned memory

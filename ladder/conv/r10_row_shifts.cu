@@ -49,6 +49,7 @@ struct WgmmaBlocks : Wgmma {
   }
 };
 
+#ifndef CONV_WGB_LIBRARY  // r11_one_group.cu includes this file for WgmmaBlocks
 // 2 x 2 blocks (4 filters x 2 column shifts x 2 row shifts per pair of n8 tiles): 4T rows x
 // 64 output columns x 2 NT filters per warpgroup job.
 CONV_TC_KERNEL(conv_wgb_t1_n2, 1, 2, false, 2, WgmmaBlocks)
@@ -58,3 +59,4 @@ CONV_TC_KERNEL(conv_wgb_t2_n4, 2, 4, false, 2, WgmmaBlocks)
 CONV_TC_KERNEL(conv_wgb_t1_n8, 1, 8, false, 2, WgmmaBlocks)
 CONV_TC_KERNEL(conv_wgb_t2_n8, 2, 8, false, 2, WgmmaBlocks)
 CONV_TC_KERNEL(conv_wgb_chunked_t1_n8, 1, 8, true, 2, WgmmaBlocks)
+#endif  // CONV_WGB_LIBRARY

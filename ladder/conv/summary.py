@@ -11,7 +11,12 @@ from typing import Any
 
 from ladder.conv.problem import CONV, LAYERS
 
-TENSOR_CORE_RUNGS = {"tensor-core", "wgmma", "wgmma-blocks"}  # rungs on tensor cores
+TENSOR_CORE_RUNGS = {
+    "tensor-core",
+    "wgmma",
+    "wgmma-blocks",
+    "wgmma-one-group",
+}  # rungs on tensor cores
 
 
 def layer_of(
