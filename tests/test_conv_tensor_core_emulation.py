@@ -29,6 +29,7 @@ SOURCE = Path(r08.__file__).with_name("r08_tensor_core.cu").read_text()
 WG_SOURCE = Path(r08.__file__).with_name("r09_wgmma.cu").read_text()
 WGB_SOURCE = Path(r08.__file__).with_name("r10_row_shifts.cu").read_text()
 WGJ_SOURCE = Path(r08.__file__).with_name("r11_one_group.cu").read_text()
+WGK_SOURCE = Path(r08.__file__).with_name("r12_bulk.cu").read_text()
 NAN_HALF = 0x7E00
 CORE_BYTES = 128  # a wgmma core matrix: 8 rows of 16 bytes (r09_wgmma.cu)
 SEGMENTS = int(re.search(r"constexpr int SEGMENTS = (\d+);", SOURCE).group(1))  # rung 11
@@ -99,6 +100,15 @@ def test_constants_match_the_cu_file():
         (int(c), int(t)) for c, t in re.findall(r"^CONV_WGJ_KERNELS\((\d+), (\d+)\)$", macro, re.M)
     }
     assert used == {(c, t) for c, ts in r08.JOB_TILES.items() for t in ts}
+    # rung 12: rung 11's kernels with the WgmmaBulk policy
+    macro = WGK_SOURCE[WGK_SOURCE.index("#define CONV_WGK_KERNELS") :]
+    per_nt = re.findall(r"CONV_TC_KERNEL\(conv_wgk_c##CH##_t##T##_n(\d), T, \1, false, 2, ", macro)
+    assert sorted(int(nt) for nt in per_nt) == sorted(r08.WGB_TILES)
+    assert "WgmmaBulk<CH>" in macro
+    used = {
+        (int(c), int(t)) for c, t in re.findall(r"^CONV_WGK_KERNELS\((\d+), (\d+)\)$", macro, re.M)
+    }
+    assert used == {(c, t) for c, ts in r08.JOB_TILES.items() for t in ts}
 
 
 # ---- the mma instructions, from the PTX ISA fragment tables --------------------------------
@@ -142,7 +152,10 @@ class Smem:
         self.bytes = np.full(p.smem_bytes // 2, NAN_HALF, np.uint16).view(np.uint8)
         self.frags = self.bytes[: p.quads_at].view(np.uint32).reshape(-1, 2)  # uint2
         self.quads = self.bytes[p.quads_at : p.raw_at].view(np.uint32).reshape(-1, 4)  # uint4
-        self.raw = self.bytes[p.raw_at :].view(np.uint16)
+        self.raw = self.bytes[p.raw_at : p.raw_end].view(np.uint16)
+        # rung 12: one image's output, as halves, and how often each was stored this image
+        self.out = self.bytes[p.out_at : p.out_at + p.out_bytes].view(np.uint16)
+        self.out_writes = np.zeros(self.out.size, np.int64)
 
 
 def emulate(x: np.ndarray, w: np.ndarray, p: r08.Plan, grid: int, y_skew: int = 0):
@@ -156,6 +169,8 @@ def emulate(x: np.ndarray, w: np.ndarray, p: r08.Plan, grid: int, y_skew: int = 
     wb = np.ascontiguousarray(w, np.float16).reshape(-1).view(np.uint16)
     y = np.full(y_skew + B * M * p.Ho * p.Wo, NAN_HALF, np.uint16)
     writes = np.zeros(y.size, np.int64)
+    # rung 12: the output buffer when the plan has one and y is 16-byte aligned (bulk_out)
+    bulk_out = p.out_bytes > 0 and y_skew % 8 == 0
 
     for block in range(grid):
         s = Smem(p)
@@ -168,6 +183,25 @@ def emulate(x: np.ndarray, w: np.ndarray, p: r08.Plan, grid: int, y_skew: int = 
             c0 = chunk * p.chunk_channels
             cc = min(p.chunk_channels, C - c0)
             length = min(p.RIN, H - h0) * W
+            if p.bulk:  # rung 12: one bulk copy per channel (thread 0), the tail as below
+                for cl in range(cc):
+                    start = band_start(b, c0 + cl, h0)
+                    first = start & ~7
+                    n = (start - first + length + 7) >> 3
+                    slot = cl * p.slot_chunks
+                    assert n <= p.slot_chunks
+                    if first + 8 * n > p.x_halves:
+                        PATHS["copy: bulk, the last chunk by halves"] += 1
+                        n -= 1
+                        at = first + 8 * n
+                        tail = np.zeros(8, np.uint16)
+                        tail[: p.x_halves - at] = xb[at : p.x_halves]
+                        s.raw[(slot + n) * 8 : (slot + n + 1) * 8] = tail
+                    if n > 0:  # 16 n bytes, both ends 16-byte aligned
+                        PATHS["copy: bulk"] += 1
+                        assert first % 8 == 0 and (p.raw_at + 16 * slot) % 16 == 0
+                        s.raw[slot * 8 : (slot + n) * 8] = xb[first : first + 8 * n]
+                return
             for i in range(cc * p.slot_chunks):  # every thread's i, tid + THREADS steps
                 cl = int(fast_div(i, p.slot_magic, p.slot_shift))
                 k = i - cl * p.slot_chunks
@@ -370,7 +404,18 @@ def emulate(x: np.ndarray, w: np.ndarray, p: r08.Plan, grid: int, y_skew: int = 
                         else:
                             window(acc, src, entry * 32 + LANE, taps)
 
-        def stage(item, chunk, next_item, next_chunk):
+        def store_out(image, s=s):  # rung 12: the buffer out, one bulk copy of the image
+            PATHS["output: bulk copy"] += 1
+            assert np.all(s.out_writes == 1), "a buffered output was stored twice or never"
+            at = y_skew + image * M * p.Ho * p.Wo
+            assert at % 8 == 0 and s.out.size % 8 == 0  # 16-byte aligned, whole chunks
+            y[at : at + s.out.size] = s.out
+            writes[at : at + s.out.size] += 1
+            s.out_writes[:] = 0
+
+        def stage(item, chunk, next_item, next_chunk, block=block):
+            if bulk_out and item != block:
+                store_out(item - grid)
             relayout(item, chunk)
             if p.chunked:
                 stage_weights(chunk)
@@ -408,7 +453,10 @@ def emulate(x: np.ndarray, w: np.ndarray, p: r08.Plan, grid: int, y_skew: int = 
                 for warp in range(r08.NWARPS):
                     active, acc = accs[warp]
                     if active:
-                        _epilogue(acc, rnd, warp, groups, columns, b, h0, p, y, writes, y_skew)
+                        out = s if bulk_out else None
+                        _epilogue(acc, rnd, warp, groups, columns, b, h0, p, y, writes, y_skew, out)
+        if bulk_out and block < p.items:  # the block's last image
+            store_out(block + (p.items - 1 - block) // grid * grid)
     return y, writes
 
 
@@ -459,7 +507,9 @@ def _movmatrix_trans(a: np.ndarray) -> np.ndarray:
     return m[2 * T4, G] | m[2 * T4 + 1, G] << 16
 
 
-def _epilogue(acc, rnd, warp, groups, columns, b, h0, p, y, writes, y_skew):
+def _epilogue(acc, rnd, warp, groups, columns, b, h0, p, y, writes, y_skew, out=None):
+    """The job's stores into y (as halves, counted in writes), or with ``out`` (rung 12) into
+    out's image buffer."""
     M = p.size[2]
     ROWS = p.tile_rows * p.tiles
     NT = p.n_tiles
@@ -493,6 +543,10 @@ def _epilogue(acc, rnd, warp, groups, columns, b, h0, p, y, writes, y_skew):
         half_wo, plane = Wo // 2, p.Ho * (Wo // 2)
         y_image = y_skew // 2 + b * M * plane  # in 32-bit words of y
         at = h * half_wo + col
+        if out is not None:  # rung 12: the same layout in the image's buffer (h0 == 0)
+            assert p.one_group and p.bands == 1 and h0 == 0
+            PATHS["epilogue: into the buffer"] += 1
+            y, writes, y_image = out.out, out.out_writes, 0
         if p.one_group:  # LEAN: a pointer per filter, an offset and a test per output row
             PATHS["epilogue: per filter"] += 1
             row_at = [rr * half_wo for rr in range(p.tile_rows * p.tiles)]
@@ -600,16 +654,21 @@ def _check(size, p: r08.Plan, grid: int, y_skew: int = 0, seed: int = 0):
     assert err <= 2e-3, f"relative error {err:.2e} for {size} with {p}"
 
 
-def _forced(size, tiles, n_tiles, packed=False, wgmma=False, blocks=False, one_group=False):
+def _forced(
+    size, tiles, n_tiles, packed=False, wgmma=False, blocks=False, one_group=False, bulk=False
+):
     """A whole-image plan for size on the kernel variant (tiles, n_tiles, packed, wgmma,
-    blocks, one_group)."""
+    blocks, one_group, bulk)."""
     ho = size[3] - size[5] + 1
+    one_group = one_group or bulk
     blocks = blocks or one_group
     rows = (4 if blocks else 2) * tiles
     band = -(-ho // rows) * rows
     wgmma = wgmma or blocks
     packed = packed or wgmma
-    return r08.Plan(size, tiles, n_tiles, False, band, size[1], packed, wgmma, blocks, one_group)
+    return r08.Plan(
+        size, tiles, n_tiles, False, band, size[1], packed, wgmma, blocks, one_group, bulk
+    )
 
 
 @pytest.mark.parametrize("size", TEST_SIZES, ids=str)
@@ -735,6 +794,80 @@ def test_one_group_falls_back_to_rung_10_where_it_cannot_apply():
     assert p.one_group and PATHS["rewrite: halves"] and not PATHS["rewrite: slide"]
 
 
+@pytest.mark.parametrize("size", TEST_SIZES, ids=str)
+def test_bulk_planned_launch_matches_float64(size):
+    small = (min(size[0], 2), *size[1:])
+    _check(small, r08.plan(small, bulk=True), grid=1)
+
+
+BULK_VARIANTS = [
+    ((3, 1, 4, 23, 22, 6), 1, 2),  # odd Ho (a half sub-band), one channel; 3 images, 2 blocks
+    ((3, 1, 4, 23, 22, 7), 2, 2),
+    ((3, 1, 16, 14, 16, 5), 2, 8),
+    ((3, 2, 7, 14, 16, 5), 1, 4),  # M Ho Wo = 840: whole 16-byte chunks
+    ((2, 2, 20, 13, 12, 7), 1, 8),  # 20 filters
+    ((3, 3, 16, 15, 14, 7), 1, 8),
+    ((3, 3, 3, 9, 10, 1), 1, 2),  # K = 1; M Ho Wo = 270: no buffer (not whole chunks)
+    ((3, 4, 16, 22, 40, 7), 1, 8),  # conv2's width and channels
+    ((3, 4, 8, 11, 18, 6), 1, 4),
+]
+
+
+@pytest.mark.parametrize(("size", "tiles", "n_tiles"), BULK_VARIANTS, ids=str)
+def test_every_bulk_kernel_variant(size, tiles, n_tiles):
+    p = _forced(size, tiles, n_tiles, bulk=True)
+    _, _, m, _, w, k = size
+    ho, wo = size[3] - k + 1, w - k + 1
+    assert bool(p.out_bytes) == (wo % 2 == 0 and m * ho * wo % 8 == 0)
+    PATHS.clear()
+    _check(size, p, grid=2)
+    assert PATHS["copy: bulk"] and PATHS["job: one group"]
+    buffered = bool(p.out_bytes)
+    assert bool(PATHS["epilogue: into the buffer"]) == buffered == bool(PATHS["output: bulk copy"])
+    assert PATHS["output: bulk copy"] == (size[0] if buffered else 0)  # once per image
+
+
+def test_bulk_copies_the_last_chunk_of_x_by_halves():
+    size = (2, 3, 5, 11, 13, 3)  # B C H W = 858 halves: the last chunk reaches past x
+    p = r08.plan(size, bulk=True)
+    assert p.bulk and p.x_halves % 8 and p.out_bytes == 0  # Wo = 11 is odd
+    PATHS.clear()
+    _check(size, p, grid=1)
+    assert PATHS["copy: bulk, the last chunk by halves"] == 1 and PATHS["copy: bulk"]
+
+
+def test_bulk_output_buffer_only_where_it_can_serve():
+    size = (3, 2, 8, 14, 18, 5)  # M Ho Wo = 1120
+    p = r08.plan(size, bulk=True)
+    assert p.bulk and p.out_bytes == 2 * 8 * 10 * 14 and p.out_at == p.raw_end
+    assert p.bar_at == p.out_at + p.out_bytes and p.smem_bytes == p.bar_at + 8
+    PATHS.clear()  # y off its 16-byte alignment: the jobs store to global memory
+    _check(size, p, grid=2, y_skew=2)
+    assert PATHS["epilogue: per filter"] and not PATHS["output: bulk copy"]
+    banded = r08.plan(size, smem_limit=12 * 1024, bulk=True)  # bands of rows: no buffer
+    assert banded.bulk and banded.bands > 1 and banded.out_bytes == 0
+    PATHS.clear()
+    _check(size, banded, grid=2)
+    assert PATHS["copy: bulk"] and not PATHS["output: bulk copy"]
+
+    # the buffer only where it costs no resident block (blocks_per_sm: by shared memory alone)
+    def per_sm(limit):
+        return lambda smem: limit // (smem + 1024)
+
+    assert r08.out_buffer_or_not(p, per_sm(2 * (p.smem_bytes + 1024))) == p
+    lean = r08.out_buffer_or_not(p, per_sm(2 * (p.smem_bytes + 1024) - 1))
+    assert lean.out_bytes == 0 and lean.bar_at == lean.raw_end and lean.bulk
+    assert r08.out_buffer_or_not(lean, per_sm(1)) == lean
+
+
+def test_bulk_falls_back_to_rung_10_where_rung_11_does():
+    for size in ((2, 5, 16, 40, 40, 7), (2, 3, 4, 12, 14, 8)):
+        p = r08.plan(size, bulk=True)
+        assert not p.bulk and not p.one_group and p == r08.plan(size, blocks=True)
+    p = r08.plan((2, 3, 6, 29, 40, 5), smem_limit=18 * 1024, bulk=True)  # channel chunks
+    assert p.chunked and not p.bulk and p.kernel_name == "conv_wgb_chunked_t1_n8"
+
+
 def test_canonical_layers_pick_the_planned_kernels():
     conv1, conv2 = r08.plan(CONV1), r08.plan(CONV2)
     assert (conv1.kernel_name, conv1.band_rows, conv1.rounds) == ("conv_tc_pack_t10_n1", 80, 3)
@@ -750,6 +883,10 @@ def test_canonical_layers_pick_the_planned_kernels():
     conv1, conv2 = r08.plan(CONV1, one_group=True), r08.plan(CONV2, one_group=True)
     assert (conv1.kernel_name, conv1.band_rows, conv1.rounds) == ("conv_wgj_c1_t2_n2", 80, 7)
     assert (conv2.kernel_name, conv2.band_rows, conv2.rounds) == ("conv_wgj_c4_t1_n8", 36, 3)
+    conv1, conv2 = r08.plan(CONV1, bulk=True), r08.plan(CONV2, bulk=True)
+    assert (conv1.kernel_name, conv1.rounds, conv1.out_bytes) == ("conv_wgk_c1_t2_n2", 7, 51200)
+    assert (conv2.kernel_name, conv2.rounds, conv2.out_bytes) == ("conv_wgk_c4_t1_n8", 3, 36992)
+    assert conv2.smem_bytes + 1024 <= 228 * 1024 // 2  # two blocks per SM with the buffer
 
 
 @pytest.mark.parametrize(

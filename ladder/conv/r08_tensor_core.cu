@@ -137,6 +137,72 @@ __device__ __forceinline__ unsigned transpose_8x8(unsigned a) {
   return d;
 }
 
+// The LEAN epilogue's stores of one filter (n8 tiles 2q and 2q + 1 of a BLOCKS job, row
+// shifts 0 and 1): put(offset, pair) for each of the job's 4T output rows that is live.
+struct GlobalPut {
+  unsigned* at;
+  __device__ __forceinline__ void operator()(unsigned offset, unsigned pair) const {
+    st_global(at + offset, pair);
+  }
+};
+struct SharedPut {  // rung 12: into shared memory (at points there)
+  unsigned* at;
+  __device__ __forceinline__ void operator()(unsigned offset, unsigned pair) const {
+    at[offset] = pair;
+  }
+};
+template <int T, int NT, class Put>
+__device__ __forceinline__ void store_filter(const float (&acc)[T][NT][4], int q,
+                                             const unsigned (&row_at)[4 * T],
+                                             const bool (&row_live)[4 * T], Put put) {
+#pragma unroll
+  for (int i = 0; i < T; ++i)
+#pragma unroll
+    for (int r = 0; r < 2; ++r)
+#pragma unroll
+      for (int s = 0; s < 2; ++s) {
+        const int rr = 4 * i + 2 * r + s;
+        if (row_live[rr])
+          put(row_at[rr], pack_half2(acc[i][2 * q + s][2 * r], acc[i][2 * q + s][2 * r + 1]));
+      }
+}
+
+// The LEAN epilogue (rungs 11 and 12) of a BLOCKS job, NT n8 tiles: lane (g, t) holds filter
+// 4 (q0 + q) + t in n8 tiles 2q and 2q + 1 (row shifts 0 and 1). One pointer per filter, at
+// the lane's first word, and per output row of the job one offset and one test,
+// loop-invariant: a store is then one wide multiply-add for its address, its rounding and
+// itself (rung 10 recomputes a pointer per n8 tile and an offset and a test per store).
+struct LeanOut {
+  unsigned* y_image;  // the image's output in global memory, in words
+  unsigned* buffer;   // rung 12: the image's output buffer in shared memory (same layout)
+  long long plane;    // words per output plane
+  int at, h, Ho, half_wo, M;  // the lane's first word in its plane, the job's first row, ...
+  bool n_live, to_buffer;     // the lane's column is live; store into the buffer
+};
+template <int T, int NT>
+__device__ __forceinline__ void store_lean(const float (&acc)[T][NT][4], int q0, int t,
+                                           const LeanOut& o) {
+  constexpr int JOB_ROWS = 4 * T;
+  unsigned row_at[JOB_ROWS];  // unsigned: one IMAD.WIDE.U32 per address, no sign extension
+  bool row_live[JOB_ROWS];
+#pragma unroll
+  for (int rr = 0; rr < JOB_ROWS; ++rr) {
+    row_at[rr] = rr * o.half_wo;
+    row_live[rr] = o.h + rr < o.Ho;
+  }
+#pragma unroll
+  for (int q = 0; q < NT / 2; ++q) {
+    const int f = (q0 + q) * PACK_FILTERS + t;
+    if (!o.n_live || f >= o.M) continue;
+    if (o.to_buffer)  // rung 12: into the image's buffer (same layout, h0 = 0)
+      store_filter<T, NT>(acc, q, row_at, row_live,
+                          SharedPut{o.buffer + ((int)(f * o.plane) + o.at)});
+    else
+      store_filter<T, NT>(acc, q, row_at, row_live,
+                          GlobalPut{opaque(o.y_image + f * o.plane + o.at)});
+  }
+}
+
 // The launch parameters; the derived ones are computed by the launcher (r08_tensor_core.py,
 // Plan), so that they stay in the constant bank instead of taking registers.
 struct Conv {
@@ -167,6 +233,8 @@ struct Conv {
   unsigned cols_magic;
   int cols_shift;
   int step_rows, step_cols;  // THREADS quads of a channel's relayout walk: rows and columns
+  int out_at;  // rung 12: byte offset of the image's output buffer (0: none), see conv_tc
+  int bar_at;  // rung 12: byte offset of the input copy's mbarrier
 };
 
 // One entry of the weights in shared memory: the k16 x n8 block of B for channel cl of the
@@ -205,6 +273,7 @@ struct WeightBlock {
 struct MmaSync {
   static constexpr int JOB_WARPS = 1;
   static constexpr int JOB_CHANNELS = 0;  // windows per channel (rung 11: one group per job)
+  static constexpr bool BULK = false;     // rung 12: bulk copies in and out (r12_bulk.cu)
 
   // Weights -> B fragments for channels [c0, c0 + cc): entry e holds lane (g, t)'s
   // (b0, b1) = (B[2t, 2t + 1][g], B[2t + 8, 2t + 9][g]) at uint2 e * 32 + lane.
@@ -307,6 +376,10 @@ __device__ __forceinline__ void conv_tc(const Conv& p) {
   // the epilogue keeps one pointer per filter (see each)
   constexpr bool LEAN = BLOCKS && Mma::JOB_CHANNELS > 0;
   constexpr int SEGMENTS = 3;            // segments per column of the sliding rewrite
+  // BULK (rung 12, r12_bulk.cu): the input arrives by bulk copies (one per channel, one
+  // thread issues them, an mbarrier counts their bytes), and when the plan has an output buffer
+  // (whole images) the jobs store into it and one bulk copy writes the image out
+  constexpr bool BULK = Mma::BULK;
   extern __shared__ __align__(16) unsigned char smem[];
   const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32, g = lane / 4, t = lane % 4;
   // A job is JOB_WARPS warps' (mma.sync: 1; wgmma: the 4 of a warpgroup); SLOTS jobs per round
@@ -323,6 +396,11 @@ __device__ __forceinline__ void conv_tc(const Conv& p) {
   uint4* quads = reinterpret_cast<uint4*>(smem + p.quads_at);
   unsigned short* raw = reinterpret_cast<unsigned short*>(smem + p.raw_at);
   const unsigned raw_shared = (unsigned)__cvta_generic_to_shared(raw);
+  const unsigned bar = (unsigned)__cvta_generic_to_shared(smem + p.bar_at);  // BULK only
+  // BULK: an output buffer, and y 16-byte aligned (every image then is: M Ho Wo % 8 == 0)
+  const bool bulk_out = BULK && p.out_at != 0 && (reinterpret_cast<size_t>(p.y) & 15) == 0;
+  unsigned* out_words = reinterpret_cast<unsigned*>(smem + p.out_at);
+  unsigned loads = 0;  // BULK: input copies waited for (the mbarrier's phase)
 
   // The first element of channel c's band (rows from h0) of image b in x, in halves.
   auto band_start = [&](int b, int c, int h0) {
@@ -342,20 +420,43 @@ __device__ __forceinline__ void conv_tc(const Conv& p) {
     const int c0 = chunk * p.chunk_channels, cc = min(p.chunk_channels, p.C - c0);
     const int length = min(RIN, p.H - h0) * p.W;
     const long long first_band = band_start(b, c0, h0), plane = (long long)p.H * p.W;
-    for (int i = tid; i < cc * p.slot_chunks; i += THREADS) {
-      const int cl = fast_div(i, p.slot_magic, p.slot_shift), k = i - cl * p.slot_chunks;
-      const long long start = first_band + cl * plane, first = start & ~7LL;
-      if (k * 8 < (int)(start - first) + length) {
-        const long long at = first + (long long)k * 8;
-        const int slot = cl * p.slot_chunks + k;
-        if (at + 8 <= p.x_halves) {
-          cp_async16(raw_shared + slot * 16, p.x + at);
-        } else {  // the last chunk of x: never read past its end (see the header)
-          for (int e = 0; e < 8; ++e) raw[slot * 8 + e] = at + e < p.x_halves ? p.x[at + e] : 0;
+    if constexpr (BULK) {
+      // Rung 12: the same chunks (and slots) as below, but one bulk copy per channel, all
+      // issued by one thread and counted in bytes by the mbarrier, which the last arrival
+      // (after the copies) lets complete. The chunk past the end of x goes half by half.
+      if (tid == 0) {
+        Mma::fence_async();  // the rewrite's reads of the slots (generic) before these writes
+        for (int cl = 0; cl < cc; ++cl) {
+          const long long start = first_band + cl * plane, first = start & ~7LL;
+          int n = ((int)(start - first) + length + 7) >> 3;  // 16-byte chunks
+          const int slot = cl * p.slot_chunks;
+          if (first + 8LL * n > p.x_halves) {
+            --n;
+            const long long at = first + 8LL * n;
+            for (int e = 0; e < 8; ++e)
+              raw[(slot + n) * 8 + e] = at + e < p.x_halves ? p.x[at + e] : 0;
+          }
+          if (n > 0) Mma::load(bar, raw_shared + slot * 16, p.x + first, 16 * n);
+        }
+        Mma::arrive(bar);
+      }
+    } else {
+      for (int i = tid; i < cc * p.slot_chunks; i += THREADS) {
+        const int cl = fast_div(i, p.slot_magic, p.slot_shift), k = i - cl * p.slot_chunks;
+        const long long start = first_band + cl * plane, first = start & ~7LL;
+        if (k * 8 < (int)(start - first) + length) {
+          const long long at = first + (long long)k * 8;
+          const int slot = cl * p.slot_chunks + k;
+          if (at + 8 <= p.x_halves) {
+            cp_async16(raw_shared + slot * 16, p.x + at);
+          } else {  // the last chunk of x: never read past its end (see the header)
+            for (int e = 0; e < 8; ++e)
+              raw[slot * 8 + e] = at + e < p.x_halves ? p.x[at + e] : 0;
+          }
         }
       }
+      cp_async_commit();
     }
-    cp_async_commit();
   };
 
   // Raw slots -> A quads: quad (cl, col, k) holds the pair words F(2k), F(2k + 1), F(2k + 1),
@@ -488,15 +589,38 @@ __device__ __forceinline__ void conv_tc(const Conv& p) {
   // Only one commit group is ever pending: the load of (item, chunk). The first barrier makes
   // it visible and retires every warp's reads of the previous quads and fragments; after the
   // second the raw slots are free, and the load that follows is issued at once.
+  // BULK with an output buffer: the first barrier also completes the jobs' stores into it
+  // (each thread fences them for the async proxy first), after which one thread copies the
+  // previous image out; it waits until the copy has read the buffer before the second
+  // barrier, after which this image's jobs write it again.
+  auto store_out = [&](int image) {
+    if constexpr (BULK) {
+      const long long halves = (long long)p.M * Ho * Wo;
+      Mma::store(p.y + image * halves, (unsigned)__cvta_generic_to_shared(out_words),
+                 (unsigned)(2 * halves));
+    }
+  };
   auto stage = [&](int item, int chunk, int next_item, int next_chunk) {
-    cp_async_wait_all();
+    if constexpr (BULK) {
+      Mma::wait(bar, loads++ & 1);  // this item's input has landed
+      if (bulk_out) Mma::fence_async();
+    } else {
+      cp_async_wait_all();
+    }
     __syncthreads();
+    if (bulk_out && tid == 0 && item != (int)blockIdx.x) store_out(item - gridDim.x);
     relayout(item, chunk);
     if (CHUNKED) stage_weights(chunk);
+    if constexpr (BULK)
+      if (bulk_out && tid == 0) Mma::wait_read();
     __syncthreads();
     if (next_item < items) issue_raw(next_item, next_chunk);
   };
 
+  if constexpr (BULK) {
+    if (tid == 0) Mma::init(bar);
+    __syncthreads();  // before any thread waits on it
+  }
   if (!CHUNKED) stage_weights(0);  // published by the first item's barriers
   if ((int)blockIdx.x < items) issue_raw(blockIdx.x, 0);
 
@@ -556,36 +680,8 @@ __device__ __forceinline__ void conv_tc(const Conv& p) {
         const int at = h * half_wo + col;  // the lane's first word in its plane
         unsigned* y_image = reinterpret_cast<unsigned*>(p.y) + (long long)b * p.M * plane;
         if constexpr (LEAN) {
-          // One pointer per filter, at the lane's first word (n8 tiles 2q and 2q + 1 are the
-          // same filter at row shifts 0 and 1), and per output row of the job one offset and
-          // one test, loop-invariant: a store is then one wide multiply-add for its address,
-          // its rounding and itself (rung 10 recomputes a pointer per n8 tile and an offset
-          // and a test per store).
-          constexpr int JOB_ROWS = TILE_ROWS * T;
-          unsigned row_at[JOB_ROWS];  // unsigned: one IMAD.WIDE.U32 per address, no sign extension
-          bool row_live[JOB_ROWS];
-#pragma unroll
-          for (int rr = 0; rr < JOB_ROWS; ++rr) {
-            row_at[rr] = rr * half_wo;
-            row_live[rr] = h + rr < Ho;
-          }
-#pragma unroll
-          for (int q = 0; q < NT / 2; ++q) {
-            const int f = (fg * (NT / 2) + q) * PACK_FILTERS + t;
-            if (!n_live || f >= p.M) continue;
-            unsigned* yf = opaque(y_image + f * plane + at);
-#pragma unroll
-            for (int i = 0; i < T; ++i)
-#pragma unroll
-              for (int r = 0; r < 2; ++r)
-#pragma unroll
-                for (int s = 0; s < 2; ++s) {
-                  const int rr = 4 * i + 2 * r + s;
-                  if (row_live[rr])
-                    st_global(yf + row_at[rr], pack_half2(acc[i][2 * q + s][2 * r],
-                                                          acc[i][2 * q + s][2 * r + 1]));
-                }
-          }
+          store_lean<T, NT>(acc, fg * (NT / 2), t,
+                            {y_image, out_words, plane, at, h, Ho, half_wo, p.M, n_live, bulk_out});
         } else {
 #pragma unroll
           for (int nt = 0; nt < NT; ++nt) {
@@ -689,6 +785,16 @@ __device__ __forceinline__ void conv_tc(const Conv& p) {
       }
     }
   }
+  if constexpr (BULK) {
+    if (bulk_out) {  // the last image out: its stores fenced and complete, then the copy
+      Mma::fence_async();
+      __syncthreads();
+      if (tid == 0 && (int)blockIdx.x < items) {
+        store_out(blockIdx.x + (items - 1 - blockIdx.x) / gridDim.x * gridDim.x);
+        Mma::wait_all();
+      }
+    }
+  }
   cp_async_wait_all();  // nothing may be in flight at exit
 }
 
@@ -702,12 +808,12 @@ __device__ __forceinline__ void conv_tc(const Conv& p) {
            int slot_chunks, int quads_at, int raw_at, unsigned bands_magic,                 \
            int bands_shift, unsigned wn_magic, int wn_shift, unsigned slot_magic,           \
            int slot_shift, unsigned cols_magic, int cols_shift, int step_rows,              \
-           int step_cols) {                                                                 \
+           int step_cols, int out_at, int bar_at) {                                         \
     const Conv p{x, w, y, x_halves, B, C, M, H, W, K, Ho, Wo, QC, PB, Wn, NFG, NTP,         \
                  band_rows, RIN, bands, items, chunk_channels, chunks, cols, quad_stride,   \
                  slot_chunks, quads_at, raw_at, bands_magic, bands_shift, wn_magic,         \
                  wn_shift, slot_magic, slot_shift, cols_magic, cols_shift, step_rows,       \
-                 step_cols};                                                                \
+                 step_cols, out_at, bar_at};                                                \
     conv_tc<T, NT, CHUNKED, PACK, MMA>(p);                                                  \
   }
 

@@ -159,14 +159,14 @@ is; its docstring has the SASS reading). The general epilogue tests both halves 
 row and their alignment at every store and rebuilt a 64-bit address each time, about 13
 instructions per store; when Wo is even and y 4-byte aligned, a packed pair is always two
 adjacent, aligned outputs of one row, so that case stores one 32-bit word with only a row test
-(about 6.5 instructions). When W is even, a packed column's pair word is one aligned 32-bit
-word of the staged rows: one load and one test instead of two and four. conv1 (W = 86, Wo =
-80) takes both. Measured by Nsight Compute (results/nvidia-h200-profile-conv1-lean.json):
-10,895 warp instructions per image instead of 13,007 (16% fewer), DRAM 59% busy instead of
-50%; by ``ladder bench`` (results/nvidia-h200.json): conv1 0.222 ms, 15% faster than 0.261,
-1.43x its floor (target: within 2x, met), and rung 8's sum 0.740 ms, 25.44x cuDNN FP32's
-18.818 ms in the same run (target: 5x, met). conv2 runs unpacked on this rung and is unchanged
-(0.518 ms, 4.44x).
+(about 6.5 instructions). When W is even, a packed column's pair word is one aligned 32-bit word
+of the staged rows: one load and one test instead of two and four. conv1 (W = 86, Wo = 80) takes
+both. Measured by Nsight Compute (results/nvidia-h200-profile-conv1-lean.json): 10,895 warp
+instructions per image instead of 13,007 (16% fewer), DRAM 59% busy instead of 50%; by ``ladder
+bench`` (results/nvidia-h200.json as of commit aa80e78): conv1 0.222 ms, 15% faster than 0.261,
+1.43x its floor (target: within 2x, met), and rung 8's sum 0.740 ms, 25.44x cuDNN FP32's 18.818
+ms in the same run (target: 5x, met). conv2 runs unpacked on this rung and is unchanged (0.518
+ms, 4.44x).
 
 compute-sanitizer (``ladder sanitize conv``, results/nvidia-h200-sanitize-conv.json) found one
 invalid 16-byte read in this rung: the last cp.async chunk of x crossed the end of the array
@@ -192,7 +192,9 @@ misaligned y).
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import functools
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -226,13 +228,17 @@ WGB_CHUNKED = (1, 8)  # rung 10's chunked kernel: (T, NT)
 JOB_TILES = {1: (2, 1), 2: (1,), 3: (1,), 4: (1,)}  # rung 11: T by C (K <= 7), C 4T + 4 quads
 CHUNKED_TILES = 2  # the kernels that stage channels in chunks inside each round
 SMEM_TARGET = 96 * 1024  # bytes a block tries to stay under: two blocks per SM, like registers
+# rung 12 (bulk copies) also holds an image's output: two blocks per SM take all of sm_90's
+# 228 KB (1 KB of each block's is the system's)
+BULK_SMEM_TARGET = 113 * 1024
 SMEM_LIMIT = 227 * 1024  # the opt-in maximum per block on sm_90 (sm_80: 163 KB)
 # the kernel's scalar parameters after the three pointers, in order (the .cu macro's list)
 PARAMS = (
     "x_halves", "B", "C", "M", "H", "W", "K", "Ho", "Wo", "QC", "PB", "Wn", "NFG", "NTP",
     "band_rows", "RIN", "bands", "items", "chunk_channels", "chunks", "cols", "quad_stride",
     "slot_chunks", "quads_at", "raw_at", "bands_magic", "bands_shift", "wn_magic", "wn_shift",
-    "slot_magic", "slot_shift", "cols_magic", "cols_shift", "step_rows", "step_cols",
+    "slot_magic", "slot_shift", "cols_magic", "cols_shift", "step_rows", "step_cols", "out_at",
+    "bar_at",
 )  # fmt: skip
 
 
@@ -271,6 +277,8 @@ class Plan:
     wgmma: bool = False  # rung 9's kernels: warpgroup jobs (4 warps) and wgmma (r09_wgmma.cu)
     blocks: bool = False  # rung 10's: row shifts packed too, 2 x 2 output blocks (wgmma only)
     one_group: bool = False  # rung 11's: one wgmma group per job, a sliding rewrite (blocks)
+    bulk: bool = False  # rung 12's: rung 11's with bulk copies in (and out: see out_bytes)
+    out_buffer: bool = True  # rung 12: stage whole images' output in shared memory if it can
 
     @property
     def tile_rows(self) -> int:
@@ -373,8 +381,32 @@ class Plan:
         return self.quads_at + self.quad_bytes
 
     @property
-    def smem_bytes(self) -> int:
+    def raw_end(self) -> int:
         return self.raw_at + self.chunk_channels * self.slot_chunks * 16
+
+    @property
+    def out_bytes(self) -> int:
+        """Rung 12's output buffer: a whole image's output (M Ho Wo halves), when an item is a
+        whole image, Wo is even (the epilogue's 32-bit pairs) and M Ho Wo is a multiple of 8
+        (every image's output 16-byte aligned, a whole number of 16-byte chunks); else 0."""
+        _, _, m, _, _, _ = self.size
+        halves = m * self.Ho * self.Wo
+        whole = self.bulk and self.out_buffer and self.bands == 1
+        whole = whole and self.Wo % 2 == 0 and halves % 8 == 0
+        return 2 * halves if whole else 0
+
+    @property
+    def out_at(self) -> int:
+        return self.raw_end if self.out_bytes else 0
+
+    @property
+    def bar_at(self) -> int:
+        """Rung 12's mbarrier (8 bytes), after everything else; 0 (unused) otherwise."""
+        return self.raw_end + self.out_bytes if self.bulk else 0
+
+    @property
+    def smem_bytes(self) -> int:
+        return self.bar_at + 8 if self.bulk else self.raw_end
 
     # the divisors of the kernel's index arithmetic, as fast_div multipliers and shifts
     bands_magic = _fast_div_part("bands", 0)
@@ -398,7 +430,8 @@ class Plan:
     @property
     def kernel_name(self) -> str:
         if self.one_group:
-            return f"conv_wgj_c{self.size[1]}_t{self.tiles}_n{self.n_tiles}"
+            kind = "wgk" if self.bulk else "wgj"
+            return f"conv_{kind}_c{self.size[1]}_t{self.tiles}_n{self.n_tiles}"
         if self.blocks:
             return f"conv_wgb_{'chunked_' if self.chunked else ''}t{self.tiles}_n{self.n_tiles}"
         if self.wgmma:  # always packed
@@ -468,6 +501,7 @@ def plan(
     wgmma: bool = False,
     blocks: bool = False,
     one_group: bool = False,
+    bulk: bool = False,
 ) -> Plan:
     """The launch plan for (B, C, M, H, W, K): a whole image per item when it fits in
     SMEM_TARGET bytes, else bands of rows, else (up to smem_limit) channels in chunks.
@@ -475,13 +509,17 @@ def plan(
     rung 10's (wgmma, row shifts packed too; NT = 2, 4 or 8 by M). ``one_group``: rung 11's,
     rung 10's with one wgmma group per job where C is in JOB_TILES (which limits T: every
     channel's quads are in registers at once), K <= 7 (one window per channel) and no channel
-    chunks are needed; rung 10's kernels otherwise."""
+    chunks are needed; rung 10's kernels otherwise. ``bulk``: rung 12's, rung 11's with bulk
+    copies where rung 11's applies, with a shared-memory budget that fits a whole image's
+    output too (BULK_SMEM_TARGET); rung 10's kernels otherwise."""
     b, c, m, h, w, k = (int(v) for v in size)
     size = (b, c, m, h, w, k)
     ho = h - k + 1
-    blocks = blocks or one_group
+    blocks = blocks or one_group or bulk
     wgmma = wgmma or blocks
-    one_group = one_group and c in JOB_TILES and k + 1 <= P_BLOCK
+    one_group = (one_group or bulk) and c in JOB_TILES and k + 1 <= P_BLOCK
+    bulk = bulk and one_group
+    target = BULK_SMEM_TARGET if bulk else SMEM_TARGET
     if blocks:
         packed = True
         n_tiles = 2 if m <= PACK_FILTERS else 4 if m <= 2 * PACK_FILTERS else 8
@@ -503,9 +541,9 @@ def plan(
         t = _tiles(ho, TILES[n_tiles])
         chunked_t, chunked_nt = CHUNKED_TILES, n_tiles
     rows = (4 if blocks else 2) * t
-    for budget in dict.fromkeys((min(SMEM_TARGET, smem_limit), smem_limit)):
+    for budget in dict.fromkeys((min(target, smem_limit), smem_limit)):
         for band in range(_ceil(ho, rows) * rows, 0, -rows):
-            found = Plan(size, t, n_tiles, False, band, c, packed, wgmma, blocks, one_group)
+            found = Plan(size, t, n_tiles, False, band, c, packed, wgmma, blocks, one_group, bulk)
             if found.smem_bytes <= budget:
                 return _checked(found)
 
@@ -522,6 +560,20 @@ def plan(
         f"need {chunked(1).smem_bytes} bytes of shared memory, more than the {smem_limit} a "
         "block can have"
     )
+
+
+def out_buffer_or_not(found: Plan, blocks_per_sm: Callable[[int], int]) -> Plan:
+    """Rung 12's plan with its output buffer, unless the buffer's shared memory would cost a
+    resident block per SM (``blocks_per_sm``: blocks for a block's shared-memory bytes, for the
+    plan's kernel): then the plan without it (the jobs store to global memory). conv1 at 70
+    registers fits 3 blocks per SM without the 50 KB buffer and 2 with it, and measured
+    0.2379 ms without it against 0.2628 with it (one-off timings on the H200,
+    results/nvidia-h200-conv-bulk-variants.json); conv2 runs 2 blocks either way (128
+    registers) and keeps it."""
+    if not found.out_bytes:
+        return found
+    lean = dataclasses.replace(found, out_buffer=False)
+    return lean if blocks_per_sm(lean.smem_bytes) > blocks_per_sm(found.smem_bytes) else found
 
 
 def _checked(found: Plan) -> Plan:
@@ -572,6 +624,7 @@ def _configure(
     blocks: bool,
     one_group: bool,
     fallback: cuda_cpp.CudaSource | None = None,
+    bulk: bool = False,
 ) -> tuple[Plan, Any, int, tuple[Any, ...]]:
     """The plan, the loaded kernel (opted in to its shared memory), the grid and the scalar
     arguments for a size on a device: computed once, so that a timed launch queries nothing."""
@@ -579,11 +632,13 @@ def _configure(
 
     device = cupy.cuda.Device(device_id)
     smem_limit = int(device.attributes["MaxSharedMemoryPerBlockOptin"])
-    found = plan(size, smem_limit, wgmma, blocks, one_group)
-    # rung 11's planner falls back to rung 10's kernels, which are in rung 10's source
-    kernel = (fallback if one_group and not found.one_group else source).kernel(found.kernel_name)
+    found = plan(size, smem_limit, wgmma, blocks, one_group, bulk)
+    # rung 11's and 12's planner falls back to rung 10's kernels, which are in rung 10's source
+    fell_back = (one_group or bulk) and not found.one_group
+    kernel = (fallback if fell_back else source).kernel(found.kernel_name)
     if kernel.max_dynamic_shared_size_bytes < found.smem_bytes:
         kernel.max_dynamic_shared_size_bytes = found.smem_bytes
+    found = out_buffer_or_not(found, lambda smem: _blocks_per_sm(kernel, smem, device))
     per_sm = _blocks_per_sm(kernel, found.smem_bytes, device)
     grid = min(found.items, int(device.attributes["MultiProcessorCount"]) * per_sm)
     return found, kernel, grid, found.scalars()
@@ -599,11 +654,12 @@ def run(
     blocks: bool = False,
     one_group: bool = False,
     fallback: cuda_cpp.CudaSource | None = None,
+    bulk: bool = False,
 ) -> Any:
     """Check the arrays and launch ``source``'s kernel for their size (this rung's, or with
-    ``wgmma`` rung 9's, with ``blocks`` rung 10's and with ``one_group`` rung 11's, which share
-    the planner and the launch). ``fallback``: the source of the kernels a ``one_group`` plan
-    falls back to (rung 10's)."""
+    ``wgmma`` rung 9's, with ``blocks`` rung 10's, with ``one_group`` rung 11's and with ``bulk``
+    rung 12's, which share the planner and the launch). ``fallback``: the source of the kernels
+    a ``one_group`` or ``bulk`` plan falls back to (rung 10's)."""
     import cupy
 
     x, w, out, _ = check_arrays(x, w, out, ("float16",))
@@ -615,7 +671,7 @@ def run(
             cupy.asarray(out).fill(0)
             return out
         found, kernel, grid, scalars = _configure(
-            size, cupy.cuda.runtime.getDevice(), source, wgmma, blocks, one_group, fallback
+            size, cupy.cuda.runtime.getDevice(), source, wgmma, blocks, one_group, fallback, bulk
         )
         x_at = int(pointer(x))
         if x_at % ALIGN:  # cp.async reads 16-byte chunks: copy x to aligned memory

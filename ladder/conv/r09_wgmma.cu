@@ -76,6 +76,7 @@ __device__ __forceinline__ unsigned long long weight_desc(unsigned addr) {
 struct Wgmma {
   static constexpr int JOB_WARPS = 4;
   static constexpr int JOB_CHANNELS = 0;  // windows per channel (rung 11: one group per job)
+  static constexpr bool BULK = false;     // rung 12: bulk copies in and out (r12_bulk.cu)
 
   // Weights -> core matrices for channels [c0, c0 + cc): row u of 16 bytes is entry u / 16,
   // k8 half u / 8 % 2, n row u % 8, holding B[8 half + 0..7][n].

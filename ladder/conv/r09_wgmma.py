@@ -88,7 +88,8 @@ counts: about a quarter fewer instructions per image (windows 87 instead of 105 
 epilogue about half), so about 0.3 ms if conv2 stayed bound by issuing them. Measured by Nsight
 Compute (results/nvidia-h200-profile-conv2-wgmma-lean.json): 16,638 warp instructions per
 image instead of 19,792 (16% fewer), but the schedulers now issue on 47% of cycles instead of
-52%: the instructions went, the waiting stayed. ``ladder bench`` (results/nvidia-h200.json):
+52%: the instructions went, the waiting stayed. ``ladder bench`` (results/nvidia-h200.json as
+of commit aa80e78):
 conv2 0.380 ms (6.7% faster than 0.410 as of commit 5e895e6), 3.26x its floor of 0.117 ms
 (target: within 2x, missed); conv1 0.584 ms; rung 9's sum 0.965 ms, 19.50x cuDNN FP32's 18.818
 ms in the same run. The same changes made rung 8's conv1 15% faster (its docstring).

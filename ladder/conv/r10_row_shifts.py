@@ -26,10 +26,11 @@ rung 9's 12.6), about 0.11 ms of tensor time at 969 TFLOP/s. Rung 9's windows to
 by issuing them, 0.23 ms if the waits went with them. conv1 should gain most: rung 9's N = 8
 is the slowest wgmma shape.
 
-Measured by ``ladder bench`` (results/nvidia-h200.json): conv2 0.377 ms against rung 9's 0.380
-in the same run, 3.24x its floor (target: within 2x, missed); conv1 0.291 ms against rung 9's
-0.571 and rung 8's 0.222, 1.88x its floor; the sum 0.668 ms, 28.17x cuDNN FP32's 18.815 ms, the
-best sum on the ladder (rung 8: 0.740 ms). The prediction missed conv2 entirely.
+Measured by ``ladder bench`` (results/nvidia-h200.json as of commit 1cf1c44): conv2 0.377 ms
+against rung 9's 0.380 in the same run, 3.24x its floor (target: within 2x, missed); conv1 0.291
+ms against rung 9's 0.571 and rung 8's 0.222, 1.88x its floor; the sum 0.668 ms, 28.17x cuDNN
+FP32's 18.815 ms, then the best sum on the ladder (rung 8: 0.740 ms). The prediction missed
+conv2 entirely.
 
 Why. Nsight Compute (results/nvidia-h200-profile-conv2-row-shifts.json) counts 17,934 warp
 instructions per image on conv2, more than rung 9's 16,638, with 320 HGMMA per image instead

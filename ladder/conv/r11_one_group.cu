@@ -80,6 +80,7 @@ struct WgmmaJob : WgmmaBlocks {
   }
 };
 
+#ifndef CONV_WGJ_LIBRARY  // r12_bulk.cu includes this file for WgmmaJob
 // C channels, T tiles (4T output rows x 64 output columns x 2 NT filters per warpgroup job):
 // T = 2 only for one channel (C (2T + 2) quads of 4 registers each per lane; at C = 2, T = 2,
 // N = 64 ptxas serializes the wgmma for want of registers, C7512)
@@ -92,3 +93,4 @@ CONV_WGJ_KERNELS(1, 2)
 CONV_WGJ_KERNELS(2, 1)
 CONV_WGJ_KERNELS(3, 1)
 CONV_WGJ_KERNELS(4, 1)
+#endif  // CONV_WGJ_LIBRARY

@@ -27,13 +27,13 @@ epilogue, of 17,934. One group per job was to leave about a fifth of the windows
 rewrite about half of the rewrite: near 11,000 instructions per image, so 0.23 ms for conv2 if
 the schedulers kept issuing on half of the cycles, as on rung 10.
 
-Measured by ``ladder bench`` (results/nvidia-h200.json): conv2 0.290 ms against rung 10's 0.381
-in the same run, 2.48x its floor (target: within 2x, 0.234 ms: missed); conv1 0.235 ms
-(1.51x its floor; rung 8: 0.223); the sum 0.526 ms, 35.88x cuDNN FP32's 18.856 ms, the best
-sum on the ladder. Nsight Compute (results/nvidia-h200-profile-conv2-one-group.json): 11,223
-warp instructions per image on conv2 (rung 10: 17,934), 320 HGMMA per image as before, but
-the schedulers issue on 42.55% of cycles (rung 10: 51%). The instructions went as predicted;
-the time did not follow them all the way.
+Measured by ``ladder bench`` (results/nvidia-h200.json as of commit f7426fa): conv2 0.290 ms
+against rung 10's 0.381 in the same run, 2.48x its floor (target: within 2x, 0.234 ms: missed);
+conv1 0.235 ms (1.51x its floor; rung 8: 0.223); the sum 0.526 ms, 35.88x cuDNN FP32's 18.856
+ms, then the best sum on the ladder. Nsight Compute
+(results/nvidia-h200-profile-conv2-one-group.json): 11,223 warp instructions per image on conv2
+(rung 10: 17,934), 320 HGMMA per image as before, but the schedulers issue on 42.55% of cycles
+(rung 10: 51%). The instructions went as predicted; the time did not follow them all the way.
 
 Why. Per region (results/nvidia-h200-profile-conv2-one-group-sass.json, a one-off ncu run):
 the multiplies and their one wait take 1,640 instructions per image, the quad loads and job

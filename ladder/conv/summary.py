@@ -16,6 +16,7 @@ TENSOR_CORE_RUNGS = {
     "wgmma",
     "wgmma-blocks",
     "wgmma-one-group",
+    "wgmma-bulk",
 }  # rungs on tensor cores
 
 
