@@ -671,17 +671,15 @@ def _forced(
     )
 
 
+# the planner's modes, one per rung: 8 (none), 9, 10, 11 and 12
+PLAN_MODES = [None, "wgmma", "blocks", "one_group", "bulk"]
+
+
+@pytest.mark.parametrize("mode", PLAN_MODES, ids=str)
 @pytest.mark.parametrize("size", TEST_SIZES, ids=str)
-def test_planned_launch_matches_float64(size):
+def test_planned_launch_matches_float64(size, mode):
     small = (min(size[0], 2), *size[1:])  # the emulation is slow; two images show the loop
-    p = r08.plan(small)
-    _check(small, p, grid=1)
-
-
-@pytest.mark.parametrize("size", TEST_SIZES, ids=str)
-def test_wgmma_planned_launch_matches_float64(size):
-    small = (min(size[0], 2), *size[1:])
-    _check(small, r08.plan(small, wgmma=True), grid=1)
+    _check(small, r08.plan(small, **({mode: True} if mode else {})), grid=1)
 
 
 @pytest.mark.parametrize(
@@ -707,12 +705,6 @@ def test_wgmma_channel_chunks():
     p = r08.plan(size, smem_limit=20 * 1024, wgmma=True)
     assert p.chunked and p.chunks > 1 and p.kernel_name == "conv_wg_chunked_t1_n4"
     _check(size, p, grid=3)
-
-
-@pytest.mark.parametrize("size", TEST_SIZES, ids=str)
-def test_blocks_planned_launch_matches_float64(size):
-    small = (min(size[0], 2), *size[1:])
-    _check(small, r08.plan(small, blocks=True), grid=1)
 
 
 @pytest.mark.parametrize(
@@ -745,12 +737,6 @@ def test_blocks_channel_chunks_and_bands():
     p = r08.plan(size, smem_limit=16 * 1024, blocks=True)
     assert not p.chunked and p.bands > 1
     _check(size, p, grid=2)
-
-
-@pytest.mark.parametrize("size", TEST_SIZES, ids=str)
-def test_one_group_planned_launch_matches_float64(size):
-    small = (min(size[0], 2), *size[1:])
-    _check(small, r08.plan(small, one_group=True), grid=1)
 
 
 @pytest.mark.parametrize(
@@ -792,12 +778,6 @@ def test_one_group_falls_back_to_rung_10_where_it_cannot_apply():
     PATHS.clear()
     _check(size, p, grid=1)
     assert p.one_group and PATHS["rewrite: halves"] and not PATHS["rewrite: slide"]
-
-
-@pytest.mark.parametrize("size", TEST_SIZES, ids=str)
-def test_bulk_planned_launch_matches_float64(size):
-    small = (min(size[0], 2), *size[1:])
-    _check(small, r08.plan(small, bulk=True), grid=1)
 
 
 BULK_VARIANTS = [
