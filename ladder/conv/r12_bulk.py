@@ -54,10 +54,34 @@ excess shared-store wavefronts per image). Tried and not kept, both slower in on
 deferring the wait for the copy out to after each image's first job (a second mbarrier), so
 that the copy drains while the jobs compute; and splitting the last round's single job into
 two halves by filters, one per slot (a half job still pays all of its quad loads and fixed
-costs for half of the multiplies). What limits conv2 now is the block-wide staging: the last
-round's idle slot and the barriers around the rewrite. Next: warp specialization (a producer
-warpgroup that stages the next image while the others compute) or a job count that divides
-evenly among the slots.
+costs for half of the multiplies).
+
+Three later tries, none kept (results/nvidia-h200-conv-bulk-tried.json, one-off, the code
+on branch conv-r13-overlap):
+- The rewrite ahead. A rung 13 had the last round's idle warpgroup rewrite the next image's
+  first 14 quad rows of 21 (those the last job does not read) after a named barrier, while the
+  other computed; staging then rewrote only the rest. The barrier's stall samples fell (the
+  most on one instruction after a barrier: 4.3%, against 13.1% above; the idle warps now
+  spent 5.5% waiting for the next input's mbarrier), but conv2 took 0.2889 and 0.2890 ms
+  against this rung's 0.2601 and 0.2607 in the same harness run, interleaved. It ran 11,418
+  warp instructions per image against 9,551 (two partial rewrites, each segment restarting
+  its sliding window), and the multiplies waited longer on the shared-memory pipe (HGMMA's
+  'mio' stall: 7.2% of the samples against 5.6% in the stall file above). The other block on
+  the SM had been using the idle slot's cycles all along. Its conv1 kernel also grew to 82
+  registers, 2 blocks per SM instead of 3: 0.2982 and 0.2984 ms against 0.2183 and 0.2187.
+- A job count that divides evenly: NT = 4 on conv2 (10 jobs of 8 filters, 5 full rounds) was
+  slower than NT = 8, 0.3284 and 0.3299 ms against 0.3058 and 0.3060 (raw launches without
+  an L2 flush): every job loads all 16 of its quads for half the multiplies.
+- Buffer stores without bank conflicts: with the filters reordered across lanes (lane t of
+  filter quad q holds filter q + 4t, not 4q + t) the 4 filters of a store lie 4 planes apart,
+  8 banks on conv2. Bit for bit the same output, and 0.2737 to 0.2744 ms against 0.2758 to
+  0.2766 (raw launches, three repeats): under 1%.
+So neither the staging's idle slot nor the buffer's conflicts is what limits conv2. What is
+left is the chain inside each job (the quad loads, 16 multiplies, one wait, the epilogue, in
+that order for each warpgroup), which four warpgroups per SM do not hide. Next: the epilogue
+of one job under the multiplies of the next, which needs a second set of accumulators that
+128 registers per thread (64 of them the quads) do not leave room for, or A read from shared
+memory by the multiplies (a layout wgmma's descriptors can address) to free those 64.
 
 ptxas (``ladder check conv --rungs wgmma-bulk``, sm_90a, ``__launch_bounds__(256, 2)``):
 conv_wgk_c4_t1_n8 (conv2) 128 registers and 16 bytes of spills, in the staging code (once per
