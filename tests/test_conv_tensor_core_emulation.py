@@ -92,23 +92,15 @@ def test_constants_match_the_cu_file():
     wanted.add((f"conv_wgb_chunked_t{t}_n{nt}", str(t), str(nt), "true", "2", "WgmmaBlocks"))
     assert set(re.findall(kernels, WGB_SOURCE)) == wanted
     # rung 11: one kernel per NT for each (C, T) the planner may pick, the WgmmaJob policy
-    macro = WGJ_SOURCE[WGJ_SOURCE.index("#define CONV_WGJ_KERNELS") :]
-    per_nt = re.findall(r"CONV_TC_KERNEL\(conv_wgj_c##CH##_t##T##_n(\d), T, \1, false, 2, ", macro)
-    assert sorted(int(nt) for nt in per_nt) == sorted(r08.WGB_TILES)
-    assert "WgmmaJob<CH>" in macro
-    used = {
-        (int(c), int(t)) for c, t in re.findall(r"^CONV_WGJ_KERNELS\((\d+), (\d+)\)$", macro, re.M)
-    }
-    assert used == {(c, t) for c, ts in r08.JOB_TILES.items() for t in ts}
-    # rung 12: rung 11's kernels with the WgmmaBulk policy
-    macro = WGK_SOURCE[WGK_SOURCE.index("#define CONV_WGK_KERNELS") :]
-    per_nt = re.findall(r"CONV_TC_KERNEL\(conv_wgk_c##CH##_t##T##_n(\d), T, \1, false, 2, ", macro)
-    assert sorted(int(nt) for nt in per_nt) == sorted(r08.WGB_TILES)
-    assert "WgmmaBulk<CH>" in macro
-    used = {
-        (int(c), int(t)) for c, t in re.findall(r"^CONV_WGK_KERNELS\((\d+), (\d+)\)$", macro, re.M)
-    }
-    assert used == {(c, t) for c, ts in r08.JOB_TILES.items() for t in ts}
+    # rungs 11 and 12: the same kernel list (C, T, NT), each with its own policy
+    for source, kind, policy in ((WGJ_SOURCE, "wgj", "WgmmaJob"), (WGK_SOURCE, "wgk", "WgmmaBulk")):
+        macro = source[source.index(f"#define CONV_{kind.upper()}_KERNELS") :]
+        pattern = rf"CONV_TC_KERNEL\(conv_{kind}_c##CH##_t##T##_n(\d), T, \1, false, 2, "
+        assert sorted(int(nt) for nt in re.findall(pattern, macro)) == sorted(r08.WGB_TILES)
+        assert f"{policy}<CH>" in macro
+        pattern = rf"^CONV_{kind.upper()}_KERNELS\((\d+), (\d+)\)$"
+        used = {(int(c), int(t)) for c, t in re.findall(pattern, macro, re.M)}
+        assert used == {(c, t) for c, ts in r08.JOB_TILES.items() for t in ts}
 
 
 # ---- the mma instructions, from the PTX ISA fragment tables --------------------------------
@@ -848,24 +840,29 @@ def test_bulk_falls_back_to_rung_10_where_rung_11_does():
     assert p.chunked and not p.bulk and p.kernel_name == "conv_wgb_chunked_t1_n8"
 
 
+# per planner mode (one per rung, as PLAN_MODES): conv1's and conv2's (kernel, rounds); every
+# whole-image plan has band_rows = Ho rounded up to whole sub-bands (80 and 36)
+CANONICAL_PLANS = {
+    None: (("conv_tc_pack_t10_n1", 3), ("conv_tc_t6_n2", 2)),
+    "wgmma": (("conv_wg_t1_n1", 25), ("conv_wg_t3_n4", 2)),
+    "blocks": (("conv_wgb_t2_n2", 7), ("conv_wgb_t1_n8", 3)),
+    "one_group": (("conv_wgj_c1_t2_n2", 7), ("conv_wgj_c4_t1_n8", 3)),
+    "bulk": (("conv_wgk_c1_t2_n2", 7), ("conv_wgk_c4_t1_n8", 3)),
+}
+
+
 def test_canonical_layers_pick_the_planned_kernels():
+    assert list(CANONICAL_PLANS) == PLAN_MODES
+    for mode, expected in CANONICAL_PLANS.items():
+        plans = [r08.plan(layer, **({mode: True} if mode else {})) for layer in (CONV1, CONV2)]
+        assert [(p.kernel_name, p.rounds) for p in plans] == list(expected), mode
+        assert [p.band_rows for p in plans] == [80, 36], mode
     conv1, conv2 = r08.plan(CONV1), r08.plan(CONV2)
-    assert (conv1.kernel_name, conv1.band_rows, conv1.rounds) == ("conv_tc_pack_t10_n1", 80, 3)
-    assert (conv2.kernel_name, conv2.band_rows, conv2.rounds) == ("conv_tc_t6_n2", 36, 2)
     assert conv1.smem_bytes < 46 * 1024 and conv2.smem_bytes < 74 * 1024  # two blocks per SM
-    conv1, conv2 = r08.plan(CONV1, wgmma=True), r08.plan(CONV2, wgmma=True)
-    assert (conv1.kernel_name, conv1.band_rows, conv1.rounds) == ("conv_wg_t1_n1", 80, 25)
-    assert (conv2.kernel_name, conv2.band_rows, conv2.rounds) == ("conv_wg_t3_n4", 36, 2)
     conv1, conv2 = r08.plan(CONV1, blocks=True), r08.plan(CONV2, blocks=True)
-    assert (conv1.kernel_name, conv1.band_rows, conv1.rounds) == ("conv_wgb_t2_n2", 80, 7)
-    assert (conv2.kernel_name, conv2.band_rows, conv2.rounds) == ("conv_wgb_t1_n8", 36, 3)
     assert conv1.smem_bytes < 46 * 1024 and conv2.smem_bytes < 72 * 1024
-    conv1, conv2 = r08.plan(CONV1, one_group=True), r08.plan(CONV2, one_group=True)
-    assert (conv1.kernel_name, conv1.band_rows, conv1.rounds) == ("conv_wgj_c1_t2_n2", 80, 7)
-    assert (conv2.kernel_name, conv2.band_rows, conv2.rounds) == ("conv_wgj_c4_t1_n8", 36, 3)
     conv1, conv2 = r08.plan(CONV1, bulk=True), r08.plan(CONV2, bulk=True)
-    assert (conv1.kernel_name, conv1.rounds, conv1.out_bytes) == ("conv_wgk_c1_t2_n2", 7, 51200)
-    assert (conv2.kernel_name, conv2.rounds, conv2.out_bytes) == ("conv_wgk_c4_t1_n8", 3, 36992)
+    assert (conv1.out_bytes, conv2.out_bytes) == (51200, 36992)
     assert conv2.smem_bytes + 1024 <= 228 * 1024 // 2  # two blocks per SM with the buffer
 
 
