@@ -583,7 +583,7 @@ def _checked(found: Plan) -> Plan:
     return found
 
 
-def _cupy_stream(stream: Any) -> Any:
+def cupy_stream(stream: Any) -> Any:
     """A context that makes CuPy launch on ``stream`` (a Numba or CuPy stream, or 0)."""
     import cupy
 
@@ -597,22 +597,23 @@ def _cupy_stream(stream: Any) -> Any:
     return cupy.cuda.ExternalStream(int(stream.__cuda_stream__()[1]))
 
 
-def _blocks_per_sm(kernel: Any, smem: int, device: Any) -> int:
-    """Resident blocks per SM for this kernel and shared memory (the driver's answer, or the
-    register and shared-memory arithmetic when the driver call is not available)."""
+def blocks_per_sm(kernel: Any, smem: int, device: Any, threads: int = THREADS) -> int:
+    """Resident blocks per SM for this kernel, its shared memory and ``threads`` per block (the
+    driver's answer, or the register and shared-memory arithmetic when the driver call is not
+    available)."""
     try:
         from cupy_backends.cuda.api import driver
 
-        found = driver.occupancyMaxActiveBlocksPerMultiprocessor(kernel.kernel.ptr, THREADS, smem)
+        found = driver.occupancyMaxActiveBlocksPerMultiprocessor(kernel.kernel.ptr, threads, smem)
         if found > 0:
             return int(found)
     except Exception:  # fall back to the arithmetic below
         pass
     attrs = device.attributes
-    regs = _ceil(int(kernel.num_regs), 8) * 8 * THREADS
+    regs = _ceil(int(kernel.num_regs), 8) * 8 * threads
     by_regs = attrs["MaxRegistersPerMultiprocessor"] // max(regs, 1)
     by_smem = attrs["MaxSharedMemoryPerMultiprocessor"] // (smem + 1024)
-    return max(1, min(by_regs, by_smem, attrs["MaxThreadsPerMultiProcessor"] // THREADS))
+    return max(1, min(by_regs, by_smem, attrs["MaxThreadsPerMultiProcessor"] // threads))
 
 
 @functools.lru_cache(maxsize=64)
@@ -638,8 +639,8 @@ def _configure(
     kernel = (fallback if fell_back else source).kernel(found.kernel_name)
     if kernel.max_dynamic_shared_size_bytes < found.smem_bytes:
         kernel.max_dynamic_shared_size_bytes = found.smem_bytes
-    found = out_buffer_or_not(found, lambda smem: _blocks_per_sm(kernel, smem, device))
-    per_sm = _blocks_per_sm(kernel, found.smem_bytes, device)
+    found = out_buffer_or_not(found, lambda smem: blocks_per_sm(kernel, smem, device))
+    per_sm = blocks_per_sm(kernel, found.smem_bytes, device)
     grid = min(found.items, int(device.attributes["MultiProcessorCount"]) * per_sm)
     return found, kernel, grid, found.scalars()
 
@@ -666,7 +667,7 @@ def run(
     size = size_of(x, w)
     if out.size == 0:
         return out
-    with _cupy_stream(stream):
+    with cupy_stream(stream):
         if size[1] == 0:  # no channels: every sum is empty
             cupy.asarray(out).fill(0)
             return out

@@ -207,12 +207,12 @@ class CudaSource:
         return found
 
 
-_LOCAL_INCLUDE = re.compile(r'^#include "([\w.]+\.cu)"[^\n]*$', re.MULTILINE)
+_LOCAL_INCLUDE = re.compile(r'^#include "([\w.]+\.cuh?)"[^\n]*$', re.MULTILINE)
 
 
 def inline_includes(path: Path) -> str:
-    """``path``'s text with each ``#include "name.cu"`` replaced by that sibling file's text
-    (recursively): other headers are left to NVRTC's include path."""
+    """``path``'s text with each ``#include "name.cu"`` (or ``.cuh``) replaced by that sibling
+    file's text (recursively): other headers are left to NVRTC's include path."""
     text = path.read_text()
     return _LOCAL_INCLUDE.sub(lambda m: inline_includes(path.with_name(m.group(1))), text)
 
