@@ -201,6 +201,13 @@ def test_layer_table_sums_layers_and_compares_with_cudnn(tmp_path):
     assert (tmp_path / "layers.png").stat().st_size > 0
 
 
+def test_every_cuda_cpp_rung_is_placed_against_the_tensor_core_floor():
+    from ladder.conv import summary
+
+    cpp = {r.name for r in rungs("conv") if not r.reference and "cupy" in r.needs}
+    assert cpp == summary.TENSOR_CORE_RUNGS
+
+
 def test_readme_summary_is_the_layer_table():
     def run(rung, dtype, size, ms, reference=False):
         return {

@@ -82,6 +82,10 @@ that order for each warpgroup), which four warpgroups per SM do not hide. Next: 
 of one job under the multiplies of the next, which needs a second set of accumulators that
 128 registers per thread (64 of them the quads) do not leave room for, or A read from shared
 memory by the multiplies (a layout wgmma's descriptors can address) to free those 64.
+Rung 13 gets both another way: it swaps the operands, so that A is the weights, loaded into
+registers once per kernel (no quads per job), B the pixels, read by the multiplies from a
+layout their descriptors address, and a second set of accumulators lets one job's epilogue run
+under the next one's multiplies.
 
 ptxas (``ladder check conv --rungs wgmma-bulk``, sm_90a, ``__launch_bounds__(256, 2)``):
 conv_wgk_c4_t1_n8 (conv2) 128 registers and 16 bytes of spills, in the staging code (once per

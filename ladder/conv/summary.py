@@ -17,7 +17,8 @@ TENSOR_CORE_RUNGS = {
     "wgmma-blocks",
     "wgmma-one-group",
     "wgmma-bulk",
-}  # rungs on tensor cores
+    "filters-on-m",
+}  # rungs on tensor cores (tests/test_conv.py checks that every CUDA C++ rung is here)
 
 
 def layer_of(
