@@ -57,6 +57,20 @@ def output_hw(size: tuple[int, ...]) -> tuple[int, int]:
     return h - k + 1, w - k + 1
 
 
+class LayerShape:
+    """Ho and Wo of a launch plan's ``size`` (B, C, M, H, W, K), for the planners' dataclasses."""
+
+    size: tuple[int, int, int, int, int, int]
+
+    @property
+    def Ho(self) -> int:
+        return output_hw(self.size)[0]
+
+    @property
+    def Wo(self) -> int:
+        return output_hw(self.size)[1]
+
+
 class ConvProblem:
     """y = conv2d(x, w): NCHW, stride 1, no padding; FP32 accumulation for every dtype."""
 

@@ -200,7 +200,7 @@ from typing import Any
 
 import numpy as np
 
-from ladder.conv.problem import check_arrays, size_of
+from ladder.conv.problem import LayerShape, check_arrays, size_of
 from ladder.core import cuda_cpp
 from ladder.core.cuda_cpp import pointer
 from ladder.core.rung import rung
@@ -263,7 +263,7 @@ def _fast_div_part(divisor: str, part: int) -> property:
 
 
 @dataclass(frozen=True)
-class Plan:
+class Plan(LayerShape):
     """How one launch covers a shape: the kernel, the item (band x channel chunk) sizes and
     the shared-memory layout. Everything the kernel does not compute itself is here."""
 
@@ -285,15 +285,7 @@ class Plan:
         """Output rows of an m16 tile: two, or (blocks) two block rows of two."""
         return 4 if self.blocks else 2
 
-    # shapes derived from the size
-    @property
-    def Ho(self) -> int:
-        return self.size[3] - self.size[5] + 1
-
-    @property
-    def Wo(self) -> int:
-        return self.size[4] - self.size[5] + 1
-
+    # shapes derived from the size (and Ho, Wo from LayerShape)
     @property
     def QC(self) -> int:
         """8-column chunks of a filter row; packed, the shifted copy reaches column K."""

@@ -113,7 +113,7 @@ import numpy as np
 from ladder.conv import r08_tensor_core as r08
 from ladder.conv import r10_row_shifts as r10
 from ladder.conv import r12_bulk as r12
-from ladder.conv.problem import check_arrays, size_of
+from ladder.conv.problem import LayerShape, check_arrays, size_of
 from ladder.core import cuda_cpp
 from ladder.core.cuda_cpp import pointer
 from ladder.core.rung import rung
@@ -150,19 +150,11 @@ def _round(a: int, b: int) -> int:
 
 
 @dataclass(frozen=True)
-class Plan:
+class Plan(LayerShape):
     """The layout of one launch: the derived sizes and where each buffer is in shared memory
     (byte offsets). The kernel computes nothing of this itself."""
 
     size: tuple[int, int, int, int, int, int]  # (B, C, M, H, W, K)
-
-    @property
-    def Ho(self) -> int:
-        return self.size[3] - self.size[5] + 1
-
-    @property
-    def Wo(self) -> int:
-        return self.size[4] - self.size[5] + 1
 
     @property
     def NY(self) -> int:
