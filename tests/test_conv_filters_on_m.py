@@ -135,17 +135,31 @@ def emulate(size, x, w, x_at: int = 0, y_at: int = 0) -> np.ndarray:
             rows, cols = min(big_r, h), min(rw, wd)
             padded[:, :rows, :cols] = image.reshape(c_count, h, wd)[:, :rows, :cols]
             smem[raw : raw + padded.nbytes] = padded.reshape(-1).view(np.uint8)
-        # the rewrite: one row at a time; the kernel's sliding window reads 16-byte words up
-        # to ceil(NP / 4) + 1 of a row (past its end for chunks not stored)
-        for row in range(c_count * big_r):
+        # the rewrite (conv_fm's loop over half rows): groups [first, last) of 4 chunks, with
+        # 16-byte words cur, next and the one loaded ahead (after); the loads must stay inside
+        # this slot's bytes (its padding included), the stores inside the chunks
+        groups = (np_ + 3) // 4
+        words16 = smem.view(np.uint32).reshape(-1, 4)
+        for u in range(2 * c_count * big_r):
+            half = int(u >= c_count * big_r)
+            row = u - half * c_count * big_r
             c = int(row >= big_r) + int(row >= 2 * big_r) + int(row >= 3 * big_r)
             r = row - c * big_r
+            first, last = (groups // 2, groups) if half else (0, groups // 2)
             src = raw + row * rw * 2
-            assert src % 16 == 0 and src + 16 * (-(-np_ // 4) + 2) <= smem.size
-            words = smem[src : src + 16 * (-(-np_ // 4) + 2)].view(np.uint32)
-            dst = p.rep_at + 16 * ((c * big_r + (r & 1) * r2 + (r >> 1)) * np_)
-            for n in range(np_):
-                smem[dst + 16 * n : dst + 16 * n + 16] = words[n : n + 4].view(np.uint8)
+            dst = p.rep_at + 16 * ((c * big_r + (r & 1) * r2 + (r >> 1)) * np_ + 4 * first)
+            assert src % 16 == 0 and src + 16 * (max(last, first) + 2) <= raw + p.raw_bytes
+            cur, nxt = words16[src // 16 + first], words16[src // 16 + first + 1]
+            for q in range(first, last):
+                after = words16[src // 16 + q + 2]
+                window = np.concatenate([cur, nxt])
+                for k8 in range(4):  # chunk n = 4q + k8: words k8 .. k8 + 3 of the window
+                    if 4 * q + k8 < np_:
+                        assert dst + 16 * (k8 + 1) <= p.rep_at + 16 * c_count * big_r * np_
+                        smem[dst + 16 * k8 : dst + 16 * (k8 + 1)] = window[k8 : k8 + 4].view(
+                            np.uint8
+                        )
+                cur, nxt, dst = nxt, after, dst + 64
         out = np.full((p.smem_bytes - p.out_at) // 2, NAN_HALF, np.uint16)
         stored = np.zeros(out.size, np.int64)
         for job in range(p.tiles):
@@ -193,11 +207,12 @@ EMULATED = [
     (2, 4, 16, 40, 40, 7),  # conv2: bulk in and out, paired stores
     (1, 4, 16, 40, 33, 7),  # odd Wo: padded raw rows, halves stored apart
     (3, 4, 16, 13, 17, 7),  # odd Ho: the last block row's dy = 1 outside
+    (2, 4, 16, 13, 16, 7),  # odd Ho with paired stores (even Wo): INVALID entries in pairs
     (2, 3, 5, 11, 9, 1),  # K = 1: 3 of 4 steps of each channel are zero weights
     (1, 1, 5, 7, 7, 7),  # one output pixel per filter, C = 1
     (3, 2, 9, 13, 17, 5),  # K = 5, H != W
     (1, 4, 16, 20, 22, 3),
-    (2, 2, 12, 16, 18, 6),  # K = 6, even Wo, not the bulk shape
+    (2, 2, 12, 16, 18, 6),  # K = 6, odd Wo, rows padded to 16 bytes
     (1, 3, 16, 60, 60, 7),  # several jobs per image (G = 729: 5 of N = 152, and a padding job)
 ]
 
@@ -214,13 +229,40 @@ def test_emulated_kernel_matches_float64(size):
     assert np.linalg.norm(got - ref) / np.linalg.norm(ref) <= 2e-3
 
 
-def test_emulated_general_paths_on_conv2_shape():
-    """Misaligned x and y: the threads copy the image in and out (the same results)."""
+def test_emulated_threads_copy_of_conv2_shape_equals_its_bulk_copy():
+    """x not 16-byte aligned: the threads copy conv2's image in instead of the bulk copy, with
+    the same bytes (R = H, RW = W: nothing to pad), so the same output follows."""
     size = (2, 4, 16, 40, 40, 7)
+    assert not r13.plan(size).flags(2, 0) & r13.BULK_IN
     rng = np.random.default_rng(1)
     x = rng.uniform(-1, 1, size[:2] + size[3:5]).astype(np.float16)
     w = rng.uniform(-1, 1, (16, 4, 7, 7)).astype(np.float16)
-    assert np.array_equal(emulate(size, x, w, x_at=2, y_at=2), emulate(size, x, w))
+    assert np.array_equal(emulate(size, x, w, x_at=2), emulate(size, x, w))
+
+
+# the kernel's paths at shapes the problem's test sizes do not reach: more images than blocks
+# (slot reuse, the mbarrier's second phase, the buffer written again after a bulk store), paired
+# stores with odd Ho, several jobs, K = 6, C = 3
+GPU_PATHS = [(600, 4, 16, 8, 8, 7), (700, 4, 16, 40, 40, 7), (4, 2, 16, 17, 64, 5),
+             (3, 3, 12, 60, 60, 7), (9, 3, 7, 25, 23, 6)]  # fmt: skip
+
+
+@gpu_only
+@pytest.mark.parametrize("size", GPU_PATHS, ids=str)
+def test_kernel_paths_on_the_gpu(size):
+    from ladder.conv.problem import CONV
+    from ladder.core import timing
+    from ladder.core.dtypes import to_device, to_host
+    from ladder.core.rung import get_rung
+
+    assert r13.plan(size) is not None
+    inputs = CONV.make_inputs(size, "float16", seed=sum(size))
+    ref = CONV.reference(inputs)
+    out = to_device(np.full(ref.shape, np.nan, np.float16))
+    get_rung("conv", "filters-on-m").launch(*[to_device(v) for v in inputs], out)
+    got = to_host(out)
+    assert np.all(np.isfinite(got)), "an element was never written (still NaN)"
+    assert timing.relative_error(got, ref) <= CONV.tolerance("float16")
 
 
 @gpu_only

@@ -37,8 +37,9 @@
 // Work: a block is one warpgroup and takes whole images, strided. The raw input comes in by
 // one bulk copy per image, two slots ahead, completing on an mbarrier per slot (or, when the
 // image is not 16-byte aligned or needs padding, through the threads). Per image: rewrite,
-// barrier, then per job: the multiplies as one group, wait, epilogue; barrier, bulk store.
-// Two blocks per SM: one block's rewrite and epilogues run under the other's multiplies.
+// barrier, then per pair of jobs: both jobs' multiplies (a commit group each), then job 0's wait
+// and epilogue (under job 1's multiplies) and job 1's; barrier, bulk store. Two blocks per SM:
+// one block's rewrite and epilogues also run under the other's multiplies.
 //
 // Proxies: the rewrite and the epilogue write shared memory through the generic proxy, and
 // wgmma and the bulk copies read it through the async proxy: every writing thread fences
@@ -273,7 +274,7 @@ __device__ __forceinline__ void conv_fm(const __half* __restrict__ x, const __ha
       unsigned dst = rep + 16 * ((c * R + (r & 1) * R2 + (r >> 1)) * NP + 4 * first);
       uint4 cur = src[first], next = src[first + 1];
       for (int q = first; q < last; ++q, dst += 64) {
-        const uint4 after = src[q + 2];  // past the row's end only for chunks not stored
+        const uint4 after = src[q + 2];  // up to 32 bytes past the row: the slot is padded
         const int n = 4 * q;
         st_shared_v4(dst, cur.x, cur.y, cur.z, cur.w);
         if (n + 1 < NP) st_shared_v4(dst + 16, cur.y, cur.z, cur.w, next.x);

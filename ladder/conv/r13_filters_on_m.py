@@ -33,23 +33,24 @@ an epilogue that searched each pixel's row (results/nvidia-h200-profile-conv2-wi
 
 Prediction. 32 multiplies of 64 x 152 x 16 per image are about 2,400 cycles of one SM's tensor
 cores, 75.8 images per SM: about 0.10 ms at 1.8 GHz, below conv2's memory floor (0.117 ms).
-About 2,500 warp instructions per image (rung 12: 9,551): the rewrite a few hundred, each
-job's epilogue 19 x 9 per lane. So conv2 near 0.15 ms, bound by memory and the tensor cores
-together: within its 2x target (0.233 ms) for the first time.
+About 2,500 warp instructions per image (rung 12: 9,551): the rewrite a few hundred, each job's
+epilogue 19 x 9 instructions per warp. So conv2 near 0.15 ms, bound by memory and the tensor
+cores together: within its 2x target (0.233 ms) for the first time.
 
 Measured, first version (one job at a time; results/nvidia-h200-conv-filters-on-m-tried.json,
-one-off timings in ladder's harness, rungs interleaved): conv2 0.191 ms against rung 12's
-0.260 in the same run, within 2x of its floor, but not the 0.15 predicted. Nsight Compute
-(results/nvidia-h200-profile-conv2-filters-on-m-sass.json, per region of the SASS): 3,285
-warp instructions per image, the schedulers issuing on 18.6% of cycles, so the instructions
-were not the limit; 26.8% of the stall samples waited for the multiplies, 29.9% were in the
-epilogue (each store waited for the table entry loaded just before it), 13.1% in the rewrite
-(890 instructions: a thread per row, each 16-byte word waited for before its stores) and 8.1%
-at the barrier after it (160 rows on 128 threads). Leaving one stage out (kernel 0.196 ms in
-that timing): without the rewrite 0.165, without the multiplies 0.138, without the epilogue
-0.134 (at 40 registers: ptxas dropped the multiplies too, whose results nothing read), without
-the bulk store 0.204. Each stage's
-latency lay on one chain per block, and two blocks per SM did not hide it.
+one-off timings in ladder's harness, rungs interleaved): conv2 0.191 ms against rung 12's 0.260
+in the same run, within 2x of its floor, but not the 0.15 predicted. Nsight Compute
+(results/nvidia-h200-profile-conv2-filters-on-m-sass.json, per region of the SASS): 3,285 warp
+instructions per image, the schedulers issuing on 18.6% of cycles, so the instructions were not
+the limit; 26.8% of the stall samples waited for the multiplies, 29.9% were in the epilogue
+(each store waited for the table entry loaded just before it), 13.1% in the rewrite (890
+instructions: a thread per row, each 16-byte word waited for before its stores) and 8.1% at the
+barrier after it (160 rows on 128 threads). Leaving one stage out (kernel 0.196 ms in that
+timing): without the rewrite 0.165, without the multiplies 0.138, without the epilogue 0.134
+(at 40 registers: ptxas dropped the multiplies too, whose results nothing read). Each of the
+three saved 0.03 to 0.06 ms, together more than the kernel's distance from its memory floor:
+their latencies lay on one chain per block, which two blocks per SM did not hide. The bulk
+store was not on it (without it, 0.204: no faster).
 
 Three changes, all to that chain. (1) The jobs are issued in pairs into two sets of
 accumulators, and job 0's epilogue runs while job 1 multiplies: 242 registers, which costs
@@ -58,19 +59,22 @@ epilogue loads its table entries two n8 blocks ahead of the stores that use them
 rewrite takes half rows, so 320 items spread over 128 threads, and loads each 16-byte word one
 group ahead of the stores; a job's first multiply writes the accumulators without reading them
 (scale-d false, an "=f" operand), so they are dead outside the jobs and the rewrite has the
-registers. In between, a version with (1) and (2) and the rewrite split into items of 4 chunks
-ran 0.196 ms: with the accumulators live through the rewrite its index arithmetic took 2,144
-instructions per image.
+registers. In between, a version with (1), (2) at 4 entries ahead and the rewrite split into
+items of 4 chunks ran 0.196 ms: its profile (the same file) counts 4,412 warp instructions per
+image, 2,144 of them in the rewrite, whose index arithmetic ran with the accumulators live
+(every multiply read them).
 
 Measured, this version (the same file): conv2 0.176 ms in the harness against rung 12's 0.262.
 3,683 warp instructions per image, more than the first version: its rewrite ran 1,425 instead
 of 890 (the half rows pay their set-up twice, and every shifted chunk is assembled in 4
-consecutive registers by moves). Issue on 23.8% of cycles, DRAM 54.7% busy. The waits for the
-multiplies fell from 26.8% of the stall samples to 11.7% (job 0 8.9%, job 1 2.8%), the
-epilogues hold 25.7%, the rewrite 26.5% and the barrier after it 7.5%. Variants of this version
-(one text edit each, raw launches): one job at a time 0.186 ms against 0.179, all table entries
-loaded first (one job) 0.199, entries 4 or 1 ahead 0.184 and 0.177 (within the spread of two
-timings of the kernel itself).
+consecutive registers by moves). Issue slots busy on 23.8% of cycles, DRAM 54.7% busy. The
+waits for the multiplies fell from 26.8% of the stall samples to 11.7% (job 0 8.9%, job 1
+2.8%), the epilogues hold 25.7%, the rewrite 26.5% and the barrier after it 7.5%. Variants of
+this version (one text edit each, raw launches): one job at a time 0.186 ms against 0.179, all
+table entries loaded first (one job) 0.199, entries 4 ahead 0.184, 1 ahead 0.177: 1% faster
+than 2 ahead (0.1787 and 0.1786 for the kernel itself) in this one run, and left at 2. The raw
+slots were then padded by 32 bytes (below), the same code with its later buffers 256 bytes
+further on.
 
 Measured by ``ladder bench`` (results/nvidia-h200.json, at commit db739b4's kernels): conv2
 0.176 ms against rung 12's 0.262 in the same run, 1.51x its floor of 0.117 ms (target: within
@@ -87,19 +91,26 @@ and epilogues in turn, and only the other block on the SM fills the gaps. Next: 
 next image into a second buffer under this image's multiplies (44 KB more: one block per SM,
 so with a producer warpgroup beside two that compute), or fewer register moves in the rewrite.
 
-Where it applies: 1 to 4 channels (their weights in registers), K <= 7 (the 8 x 8 window), 5
-to 16 filters, and an image whose buffers fit in shared memory; elsewhere rung 12 runs. conv1
-(4 filters) runs rung 12's kernels: its filters would fill a quarter of wgmma's rows, which
-rung 12's packed kernel does better. The bulk copy in needs the image to be x's own bytes in
-16-byte rows (Ho and Wo even, K = 7, W a multiple of 8) and x 16-byte aligned; otherwise the
-threads copy it, with zeros past the image. Wo odd stores the two halves apart; an output not
-16-byte aligned per image is copied out by the threads.
+Where it applies: 1 to 4 channels (their weights in registers), K <= 7 (the 8 x 8 window), 5 to
+16 filters, and an image whose buffers fit in shared memory; elsewhere rung 12 runs. conv1 (4
+filters) runs rung 12's kernels: its filters would fill a quarter of wgmma's rows, which rung
+12's packed kernel does better. The bulk copy in needs the image to be x's own bytes in 16-byte
+rows (Ho and Wo even, K = 7, W a multiple of 8), under 1 MiB (an mbarrier counts at most that
+many bytes) and x 16-byte aligned; otherwise the threads copy it, with zeros past the image. Wo
+odd stores the two halves apart; an output not 16-byte aligned per image is copied out by the
+threads. Each raw slot ends in 32 spare bytes: the rewrite's loads ahead reach up to two
+16-byte words past a row (words it never stores), and without them those loads read the next
+slot while a bulk copy wrote it, or chunks while other threads wrote them (a review found it;
+compute-sanitizer had not reached it, each block taking one image).
 
 ptxas (``ladder check conv --rungs filters-on-m``, sm_90a): conv_fm_c4 242 registers,
 conv_fm_c3 228, conv_fm_c2 210, conv_fm_c1 194, no spills. Checked without a GPU by
 ``tests/test_conv_filters_on_m.py``: a NumPy emulation of the kernel (the layout, the
-descriptors and the fragments from the PTX ISA's definitions) on conv2's shape, odd Wo and Ho,
-K = 1 to 7, C = 1 to 4, several jobs and a padding job, and the threads' copies in and out.
+descriptors and the fragments from the PTX ISA's definitions, the rewrite's loop and what its
+loads may reach) on conv2's shape, odd Wo and Ho, K = 1, 3, 5, 6 and 7, C = 1 to 4, several
+jobs and a padding job, and the threads' copy in. On the GPU, besides the problem's test sizes,
+the same file runs more images than blocks (slot reuse, the mbarrier's second phase, the output
+buffer written again after a bulk store), paired stores with odd Ho, and misaligned x and y.
 """
 
 from __future__ import annotations
@@ -135,6 +146,7 @@ MAX_CHANNELS = 4  # 4 k16 steps x 4 registers per channel stay in registers: 64 
 MAX_K = 7  # an 8 x 8 window covers a 2 x 2 block of a 7 x 7 filter
 MIN_FILTERS = 5  # at most 4 filters fill a quarter of M: rung 12's packed kernels do better
 CHUNK = 16  # bytes of a rewritten chunk: 8 halves, one core-matrix row
+OVERREAD = 32  # bytes the rewrite may load past the end of a raw row (two 16-byte words)
 PARAMS = (
     "B", "M", "H", "W", "K", "Ho", "Wo", "NP", "G", "R", "RW", "tiles", "tab_at", "raw_at",
     "raw_bytes", "rep_at", "rep_chunks", "out_at",
@@ -214,11 +226,13 @@ class Plan(LayerShape):
 
     @property
     def raw_bytes(self) -> int:
-        return _round(self.size[1] * self.R * self.RW * 2, 128)
+        """A raw slot, with OVERREAD bytes after the image: the rewrite's loads ahead reach up
+        to that far past a row (words it never stores), and must not touch memory that another
+        thread or a bulk copy is writing meanwhile (the next slot, the chunks)."""
+        return _round(self.size[1] * self.R * self.RW * 2 + OVERREAD, 128)
 
     @property
     def rep_at(self) -> int:
-        # the rewrite reads up to 32 bytes past a raw row: here, inside the chunks
         return self.raw_at + RAW_SLOTS * self.raw_bytes
 
     @property

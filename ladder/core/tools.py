@@ -49,8 +49,14 @@ SANITIZE_SIZES = {
     "gemm": [(33, 65, 17), (130, 258, 70)],
     "gemm-epilogue": [(33, 65, 17), (130, 258, 70)],
     # conv: M = 3 runs the tensor-core rung's packed kernel (odd Wo), M = 16 its 16-filter one
-    # (rung 13: odd Wo, the threads' copies), conv2's shape rung 13's bulk copies and pairs
-    "conv": [(2, 3, 3, 13, 17, 5), (3, 4, 16, 40, 33, 7), (3, 4, 16, 40, 40, 7)],
+    # (rung 13: odd Wo, the threads' copies), conv2's shape rung 13's bulk copies and pairs, and
+    # 600 small images more than one per block (rung 13's slots and buffers used again)
+    "conv": [
+        (2, 3, 3, 13, 17, 5),
+        (3, 4, 16, 40, 33, 7),
+        (3, 4, 16, 40, 40, 7),
+        (600, 4, 16, 8, 8, 7),
+    ],
     "attention": [(1, 2, 1, 17, 64), (1, 4, 2, 130, 128)],
     "attention-causal": [(1, 2, 1, 17, 64), (1, 4, 2, 130, 128)],
     "elementwise": [(33, 65), (5, 1030)],
