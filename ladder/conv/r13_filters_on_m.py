@@ -76,14 +76,15 @@ than 2 ahead (0.1787 and 0.1786 for the kernel itself) in this one run, and left
 slots were then padded by 32 bytes (below), the same code with its later buffers 256 bytes
 further on.
 
-Measured by ``ladder bench`` (results/nvidia-h200.json, at commit db739b4's kernels): conv2
-0.176 ms against rung 12's 0.262 in the same run, 1.51x its floor of 0.117 ms (target: within
-2x, met, the first rung to meet it); conv1 0.220 ms on rung 12's kernels, 1.42x its floor
-(met); the sum 0.395 ms, 47.60x cuDNN FP32's 18.816 ms (target: 5x, met). One rung now meets
-all three targets of the convolution ladder. Nsight Compute (``ladder profile``,
-results/nvidia-h200-profile-conv2-filters-on-m.json): 179.8 us, DRAM 54.4% busy, issue on 26.1%
-of cycles, 3,683 warp instructions per image (rung 12: 9,551), 128 of them HGMMA (32 warpgroup
-multiplies of 64 x 152 x 16; rung 12 issued 80 of 64 x 64 x 16).
+Measured by ``ladder bench`` (results/nvidia-h200.json, at commit ce7e7f7's kernels, the slots
+padded): conv2 0.174 ms against rung 12's 0.261 in the same run, 1.49x its floor of 0.117 ms
+(target: within 2x, met, the first rung to meet it); conv1 0.220 ms on rung 12's kernels, 1.41x
+its floor (met); the sum 0.394 ms, 47.75x cuDNN FP32's 18.819 ms (target: 5x, met). One rung
+now meets all three targets of the convolution ladder. Nsight Compute (``ladder profile``,
+results/nvidia-h200-profile-conv2-filters-on-m.json, the same commit): 179.4 us, DRAM 54.5%
+busy, issue on 26.3% of cycles (its metric: instructions issued per cycle over the peak), 3,683
+warp instructions per image (rung 12: 9,551), 128 of them HGMMA (32 warpgroup multiplies of 64
+x 152 x 16; rung 12 issued 80 of 64 x 64 x 16).
 
 What limits conv2 now: the order inside a block. The rewrite of the next image cannot start
 before the last job of this one has read the chunks, so each block runs rewrite, multiplies
