@@ -171,6 +171,7 @@ def emulate(size, x, w, x_at: int = 0, y_at: int = 0) -> np.ndarray:
                 at = start + (kk // 8) * 16 * r2 * np_ + (nn // 8) * SBO + (nn % 8) * 16
                 at = at + (kk % 8) * 2
                 assert at.max() + 2 <= p.out_at  # inside the chunks and their zero tail
+                assert start + 16 * 2 * r13.NT <= p.out_at  # the span memcheck checks
                 bmat = smem.view(np.uint16)[at // 2].view(np.float16).astype(np.float64)
                 # A from the register fragments
                 amat = np.full((r13.ROWS, 16), np.nan)

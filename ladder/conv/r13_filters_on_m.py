@@ -112,6 +112,12 @@ loads may reach) on conv2's shape, odd Wo and Ho, K = 1, 3, 5, 6 and 7, C = 1 to
 jobs and a padding job, and the threads' copy in. On the GPU, besides the problem's test sizes,
 the same file runs more images than blocks (slot reuse, the mbarrier's second phase, the output
 buffer written again after a bulk store), paired stores with odd Ho, and misaligned x and y.
+compute-sanitizer (``ladder sanitize conv``, results/nvidia-h200-sanitize-conv.json, with 600
+small images so that blocks take several): memcheck first reported 488 invalid shared reads of
+4,864 bytes, a multiply's B operand taken as one span of N x 16 halves from its start address
+(not the core matrices its descriptor addresses), which ran past small images' zero tail; the
+tail now covers that span (conv2's layout is unchanged), and memcheck and racecheck report no
+errors.
 """
 
 from __future__ import annotations
@@ -240,9 +246,14 @@ class Plan(LayerShape):
     def rep_chunks(self) -> int:
         """Chunks of the rewritten input, with the zero tail that padding blocks read: the
         last step of the last channel (odd rows, j = 3) reads chunks up to that row + tiles
-        NT."""
+        NT. And compute-sanitizer's memcheck takes a multiply's B operand as one span of 2 NT
+        chunks (N x 16 halves) from the step's start, whatever the descriptor's offsets, so the
+        tail also reaches the end of that span for the last job's last step (only small
+        images need it: conv2's chunks already do)."""
         c, r, np_ = self.size[1], self.R, self.NP
-        return max(c * r * np_, ((c - 1) * r + r // 2 + 3) * np_ + self.tiles * NT)
+        odd_half_end = ((c - 1) * r + r // 2 + 3) * np_ + self.tiles * NT
+        checked_span_end = ((c - 1) * r + 3) * np_ + (self.tiles + 1) * NT
+        return max(c * r * np_, odd_half_end, checked_span_end)
 
     @property
     def out_at(self) -> int:
