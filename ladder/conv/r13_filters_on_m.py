@@ -24,12 +24,11 @@ outputs, one 32-bit store into the image's output buffer at an offset read from 
 once per block; one bulk copy writes the image out, as on rung 12. The input comes in by one
 bulk copy per image, two images ahead.
 
-This was tried before, on rung 9's branch (rung 9's docstring: both operands from shared
-memory, 13,569 warp instructions per image, slower than rung 9). What is different: the
-weights in registers (no A traffic at all), the parity order (one descriptor per step) and the
-table; that try's first version spent 4,416 instructions per image on its rewrite and 5,096 on
-an epilogue that searched each pixel's row (results/nvidia-h200-profile-conv2-wide-wgmma-sass
-.json).
+This was tried before (rung 9's docstring records it: both operands from shared memory, 13,569
+warp instructions per image, slower than rung 9). What is different: the weights in registers
+(no A traffic at all), the parity order (one descriptor per step) and the table; that try's
+first version spent 4,416 instructions per image on its rewrite and 5,096 on an epilogue that
+searched each pixel's row (results/nvidia-h200-profile-conv2-wide-wgmma-sass.json).
 
 Prediction. 32 multiplies of 64 x 152 x 16 per image are about 2,400 cycles of one SM's tensor
 cores, 75.8 images per SM: about 0.10 ms at 1.8 GHz, below conv2's memory floor (0.117 ms).
@@ -64,9 +63,9 @@ items of 4 chunks ran 0.196 ms: its profile (the same file) counts 4,412 warp in
 image, 2,144 of them in the rewrite, whose index arithmetic ran with the accumulators live
 (every multiply read them).
 
-Measured, this version (the same file): conv2 0.176 ms in the harness against rung 12's 0.262.
-3,683 warp instructions per image, more than the first version: its rewrite ran 1,425 instead
-of 890 (the half rows pay their set-up twice, and every shifted chunk is assembled in 4
+Measured, this version (the same two files): conv2 0.176 ms in the harness against rung 12's
+0.262. 3,683 warp instructions per image, more than the first version: its rewrite ran 1,425
+instead of 890 (the half rows pay their set-up twice, and every shifted chunk is assembled in 4
 consecutive registers by moves). Issue slots busy on 23.8% of cycles, DRAM 54.7% busy. The
 waits for the multiplies fell from 26.8% of the stall samples to 11.7% (job 0 8.9%, job 1
 2.8%), the epilogues hold 25.7%, the rewrite 26.5% and the barrier after it 7.5%. Variants of
@@ -114,10 +113,10 @@ the same file runs more images than blocks (slot reuse, the mbarrier's second ph
 buffer written again after a bulk store), paired stores with odd Ho, and misaligned x and y.
 compute-sanitizer (``ladder sanitize conv``, results/nvidia-h200-sanitize-conv.json, with 600
 small images so that blocks take several): memcheck first reported 488 invalid shared reads of
-4,864 bytes, a multiply's B operand taken as one span of N x 16 halves from its start address
-(not the core matrices its descriptor addresses), which ran past small images' zero tail; the
-tail now covers that span (conv2's layout is unchanged), and memcheck and racecheck report no
-errors.
+4,864 bytes (results/nvidia-h200-conv-filters-on-m-tried.json, sanitize_before_tail), a
+multiply's B operand taken as one span of N x 16 halves from its start address (not the core
+matrices its descriptor addresses), which ran past small images' zero tail; the tail now covers
+that span (conv2's layout is unchanged), and memcheck and racecheck report no errors.
 """
 
 from __future__ import annotations
