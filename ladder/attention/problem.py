@@ -217,7 +217,6 @@ def _bind(launch: Callable[..., Any], causal: bool) -> Launcher:
 
 def attention_rung(
     *,
-    number: int,
     name: str,
     title: str,
     dtypes: Iterable[str] = ("float32", "float16"),
@@ -226,13 +225,13 @@ def attention_rung(
     reference: bool = False,
     bytes_moved: Callable[[tuple[int, ...], str], float] | None = None,
 ) -> Callable[[Launcher], Launcher]:
-    """Register ``launch(q, k, v, out=None, causal=False)`` as a rung of both problems."""
+    """Register ``launch(q, k, v, out=None, causal=False)`` as a rung of both problems (its number
+    is its file's, as for ``rung``)."""
 
     def decorate(launch: Launcher) -> Launcher:
         for problem in PROBLEMS:
             rung(
                 problem=problem.name,
-                number=number,
                 name=name,
                 title=title,
                 dtypes=dtypes,

@@ -139,7 +139,6 @@ def scores_buffer(batch: int, heads: int, n: int, rung: str) -> Any:
 
 
 @attention_rung(
-    number=1,
     name="naive",
     title="Three kernels: scores, softmax, P·V (N x N in global memory)",
     bytes_moved=_bytes_moved,

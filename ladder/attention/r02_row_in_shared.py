@@ -125,7 +125,6 @@ KERNEL_ARGS = {"row_kernel": lambda q, k, v, out: (q, k, v, out, np.float32(1), 
 
 
 @attention_rung(
-    number=2,
     name="row-in-shared",
     title="One block per query row, the scores in shared memory",
 )

@@ -228,7 +228,6 @@ def launch_flash(
 
 
 @attention_rung(
-    number=3,
     name="flash",
     title="Flash attention: K/V tiles in shared memory, online softmax (FP32)",
 )

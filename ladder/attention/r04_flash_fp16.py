@@ -62,7 +62,6 @@ KERNEL_ARGS = {name: lambda q, k, v, out: (q, k, v, out, np.float32(1), False) f
 
 
 @attention_rung(
-    number=4,
     name="flash-fp16",
     title="Flash attention, FP16 tiles in shared memory, FP32 accumulation",
     dtypes=("float16",),

@@ -199,7 +199,6 @@ def sweep(
 
 
 @attention_rung(
-    number=5,
     name="tensor-core-flash",
     title="Tensor-core flash attention: mma.sync, ldmatrix, cp.async (CUDA C++)",
     dtypes=("float16",),

@@ -53,7 +53,6 @@ __all__ = ["SOURCE", "launch"]  # SOURCE: `ladder check` compiles the .cu this r
 
 
 @attention_rung(
-    number=6,
     name="gqa-packed",
     title="GQA/MQA: the query heads that share K/V packed into one block",
     dtypes=("float16",),

@@ -42,7 +42,6 @@ def _sdpa_takes_gqa() -> bool:
 
 
 @attention_rung(
-    number=98,
     name="sdpa",
     title="PyTorch scaled_dot_product_attention",
     needs=("torch",),
@@ -66,7 +65,6 @@ def sdpa(q: Any, k: Any, v: Any, out: Any = None, causal: bool = False) -> Any:
 
 
 @attention_rung(
-    number=99,
     name="torch-materialized",
     title="PyTorch matmul, softmax, matmul (N x N materialized)",
     needs=("torch",),

@@ -18,8 +18,6 @@ from ladder.core.rung import rung
 
 
 @rung(
-    problem="conv",
-    number=0,
     name="cpu-numpy",
     title="CPU: NumPy sliding windows + einsum",
     dtypes=("float32",),

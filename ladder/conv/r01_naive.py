@@ -62,8 +62,6 @@ def naive_kernel(x, w, y):
 
 
 @rung(
-    problem="conv",
-    number=1,
     name="naive",
     title="Naive direct: one thread per output, global loads",
     dtypes=("float32", "float16"),

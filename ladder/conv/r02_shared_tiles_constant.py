@@ -86,8 +86,6 @@ def _kernel_for(key: bytes, weights: bytes, shape: tuple[int, int, int, int]) ->
 
 
 @rung(
-    problem="conv",
-    number=2,
     name="shared-tiles",
     title="Shared-memory input tiles, weights in constant memory",
     dtypes=("float32", "float16"),

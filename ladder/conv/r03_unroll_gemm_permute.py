@@ -117,8 +117,6 @@ def _blocks(n: int) -> int:
 
 
 @rung(
-    problem="conv",
-    number=3,
     name="unroll-gemm",
     title="Unroll (im2col) + tiled GEMM + permute: three kernels",
     dtypes=("float32", "float16"),

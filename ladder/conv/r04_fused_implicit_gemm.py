@@ -75,8 +75,6 @@ def implicit_gemm_kernel(x, w, y):
 
 
 @rung(
-    problem="conv",
-    number=4,
     name="implicit-gemm",
     title="Fused unroll + GEMM + permute (implicit GEMM)",
     dtypes=("float32", "float16"),

@@ -249,8 +249,6 @@ def launch_config(
 
 
 @rung(
-    problem="conv",
-    number=5,
     name="register-tiled",
     title="Register tiling, filter loops unrolled (K constant)",
     dtypes=("float32",),

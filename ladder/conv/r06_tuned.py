@@ -108,7 +108,7 @@ def sweep(size: tuple[int, ...], dtype: str = "float32") -> list[dict[str, Any]]
     return sorted(results, key=lambda r: (not r["ok"], r["median_ms"] or float("inf")))
 
 
-@rung(problem="conv", number=6, name="tuned", title="Tile sizes chosen per layer by a sweep")
+@rung(name="tuned", title="Tile sizes chosen per layer by a sweep")
 def launch(x: Any, w: Any, out: Any = None, *, stream: Any = 0) -> Any:
     x, w, out, _ = check_arrays(x, w, out, ("float32",))
     config = choose(size_of(x, w), TUNED["float32"])

@@ -47,8 +47,6 @@ def launch_config(config: Config, x: Any, w: Any, out: Any = None, *, stream: An
 
 
 @rung(
-    problem="conv",
-    number=7,
     name="fp16-staging",
     title="FP16 inputs and outputs staged as half, FP32 arithmetic",
     dtypes=("float16",),

@@ -676,8 +676,6 @@ def run(
 
 
 @rung(
-    problem="conv",
-    number=8,
     name="tensor-core",
     title="Fused implicit GEMM on tensor cores (mma.sync, pixels x filters, FP32 sums)",
     dtypes=("float16",),

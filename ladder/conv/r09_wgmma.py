@@ -145,8 +145,6 @@ SOURCE = cuda_cpp.source(__file__, "r09_wgmma.cu", archs=("sm_90a",), arch_speci
 
 
 @rung(
-    problem="conv",
-    number=9,
     name="wgmma",
     title="Hopper: the fused convolution on wgmma (warpgroup jobs, weights from shared memory)",
     dtypes=("float16",),

@@ -79,8 +79,6 @@ SOURCE = cuda_cpp.source(__file__, "r10_row_shifts.cu", archs=("sm_90a",), arch_
 
 
 @rung(
-    problem="conv",
-    number=10,
     name="wgmma-blocks",
     title="Hopper: wgmma on 2 x 2 output blocks (row shifts packed too, N = 64 for 16 filters)",
     dtypes=("float16",),

@@ -75,8 +75,6 @@ SOURCE = cuda_cpp.source(__file__, "r11_one_group.cu", archs=("sm_90a",), arch_s
 
 
 @rung(
-    problem="conv",
-    number=11,
     name="wgmma-one-group",
     title="Hopper: one wgmma group per job (every channel's quads in registers, one wait)",
     dtypes=("float16",),

@@ -110,8 +110,6 @@ SOURCE = cuda_cpp.source(__file__, "r12_bulk.cu", archs=("sm_90a",), arch_specif
 
 
 @rung(
-    problem="conv",
-    number=12,
     name="wgmma-bulk",
     title="Hopper: rung 11 with bulk copies (TMA) for the input and each image's output",
     dtypes=("float16",),

@@ -318,8 +318,6 @@ def _configure(size: tuple[int, ...], device_id: int) -> tuple[Plan, Any, int] |
 
 
 @rung(
-    problem="conv",
-    number=13,
     name="filters-on-m",
     title="Hopper: filters on wgmma's M (weights in registers), pixels on a wide N (shared memory)",
     dtypes=("float16",),

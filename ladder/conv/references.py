@@ -42,8 +42,6 @@ def _unroll_kernel() -> Any:
 
 
 @rung(
-    problem="conv",
-    number=98,
     name="cudnn",
     title="cuDNN (torch.nn.functional.conv2d)",
     dtypes=("float32", "float16"),
@@ -63,8 +61,6 @@ def cudnn(x: Any, w: Any, out: Any = None, *, stream: Any = 0) -> Any:
 
 
 @rung(
-    problem="conv",
-    number=99,
     name="im2col-cublas",
     title="im2col (CuPy) + cuBLAS GEMM, in slices",
     dtypes=("float32", "float16"),

@@ -112,10 +112,20 @@ def register_problem(problem: Problem) -> Problem:
     return problem
 
 
+def _module_number(module: str) -> int | None:
+    """The rung number in a module's file name: ``r07_wide_loads`` is rung 7; None otherwise."""
+    found = re.match(r"r(\d\d)_", module.rsplit(".", 1)[-1])
+    return int(found.group(1)) if found else None
+
+
+def _package_problem(module: str) -> str:
+    """The problem a module's package is the ladder of: its name with '_' as '-'
+    (``ladder.fused.gemm_epilogue.r02_fused`` is a rung of ``gemm-epilogue``)."""
+    return module.rsplit(".", 2)[-2].replace("_", "-")
+
+
 def rung(
     *,
-    problem: str,
-    number: int,
     name: str,
     title: str,
     dtypes: Iterable[str] = ("float32",),
@@ -124,15 +134,33 @@ def rung(
     max_cc: tuple[int, int] | None = None,
     reference: bool = False,
     bytes_moved: Callable[[tuple[int, ...], str], float] | None = None,
+    problem: str | None = None,
 ) -> Callable[[Launcher], Launcher]:
-    """Register the decorated launcher as a rung; its module docstring is the rung's story."""
+    """Register the decorated launcher as a rung; its module docstring is the rung's story.
+
+    The rung's number is its file's (``rNN_name.py``) and its problem its package's (see
+    ``_package_problem``), so neither is typed twice. ``problem`` is given only where one
+    package holds several problems (attention and attention-causal). A library reference lives
+    outside the numbered files; references are numbered 90, 91, ... in registration order, after
+    every rung.
+    """
 
     def decorate(launch: Launcher) -> Launcher:
-        doc = sys.modules[launch.__module__].__doc__ or ""
+        module = launch.__module__
+        doc = sys.modules[module].__doc__ or ""
+        where = problem or _package_problem(module)
         if not doc.strip():
-            raise ValueError(f"rung {problem}/{name}: its module needs a docstring (the story)")
+            raise ValueError(f"rung {where}/{name}: its module needs a docstring (the story)")
+        number = _module_number(module)
+        if reference:
+            number = 90 + sum(r.reference and r.problem == where for r in _RUNGS.values())
+        elif number is None:
+            raise ValueError(
+                f"rung {where}/{name}: a rung lives in a file named rNN_<name>.py (NN its "
+                f"number); {module} is not"
+            )
         entry = Rung(
-            problem=problem,
+            problem=where,
             number=number,
             name=name,
             title=title,
@@ -145,7 +173,9 @@ def rung(
             doc=doc,
             bytes_moved=bytes_moved,
         )
-        if entry.key in _RUNGS and _RUNGS[entry.key].launch is not launch:
+        if entry.key in _RUNGS:
+            if _RUNGS[entry.key].launch is launch:
+                return launch
             raise ValueError(f"rung {entry.key} is registered twice")
         _RUNGS[entry.key] = entry
         return launch

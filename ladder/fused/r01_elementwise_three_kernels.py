@@ -92,7 +92,6 @@ def _bytes(size: tuple[int, ...], dtype: str) -> float:
 
 @rung(
     problem="elementwise",
-    number=1,
     name="three-kernels",
     title="Three kernels, intermediates in memory",
     dtypes=DTYPES,

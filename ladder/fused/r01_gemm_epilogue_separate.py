@@ -64,7 +64,6 @@ def _bytes(size: tuple[int, ...], dtype: str) -> float:
 
 @rung(
     problem="gemm-epilogue",
-    number=1,
     name="gemm-then-epilogue",
     title="GEMM (rung 9), then a bias + GELU kernel",
     bytes_moved=_bytes,

@@ -137,7 +137,6 @@ def _bytes(size: tuple[int, ...], dtype: str) -> float:
 
 @rung(
     problem="layernorm",
-    number=1,
     name="two-pass",
     title="Two-pass statistics kernel, then a normalization kernel",
     dtypes=DTYPES,

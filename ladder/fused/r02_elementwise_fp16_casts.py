@@ -108,7 +108,6 @@ def _bytes(size: tuple[int, ...], dtype: str) -> float:
 
 @rung(
     problem="elementwise",
-    number=2,
     name="fp16-casts",
     title="float16 around a float32 kernel: cast, compute, cast back",
     dtypes=DTYPES,

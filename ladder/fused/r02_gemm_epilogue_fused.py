@@ -128,7 +128,6 @@ def launch_activation(activation: Any, A: Any, B: Any, bias: Any, out: Any = Non
 
 @rung(
     problem="gemm-epilogue",
-    number=2,
     name="fused-epilogue",
     title="Bias + GELU fused into rung 9's store",
 )

@@ -315,7 +315,6 @@ def _bytes(size: tuple[int, ...], dtype: str) -> float:
 
 @rung(
     problem="layernorm",
-    number=2,
     name="welford",
     title="One pass: Welford, row in registers, 16-byte loads",
     dtypes=DTYPES,

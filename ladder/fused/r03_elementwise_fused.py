@@ -238,7 +238,6 @@ def _bytes(size: tuple[int, ...], dtype: str) -> float:
 
 @rung(
     problem="elementwise",
-    number=3,
     name="fused",
     title="One fused kernel, 4-wide vector accesses",
     dtypes=DTYPES,

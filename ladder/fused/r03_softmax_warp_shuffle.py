@@ -111,7 +111,6 @@ def warp_shuffle_kernel(x, out):
 
 @rung(
     problem="softmax",
-    number=3,
     name="warp-shuffle",
     title="Warp-shuffle reductions, one shared exchange across warps",
     dtypes=("float32", "float16"),

@@ -101,7 +101,6 @@ def online_kernel(x, out):
 
 @rung(
     problem="softmax",
-    number=4,
     name="online",
     title="Online softmax: max and sum in one pass (2 reads, 1 write)",
     dtypes=("float32", "float16"),

@@ -302,7 +302,6 @@ def _bytes_moved(size: tuple[int, ...], dtype: str) -> float:
 
 @rung(
     problem="softmax",
-    number=5,
     name="rows-in-registers",
     title="The row in registers: one read, one write, 16-byte loads",
     dtypes=("float32", "float16"),

@@ -48,7 +48,6 @@ def _cupy_kernels() -> dict[str, Any]:
 
 @rung(
     problem="elementwise",
-    number=99,
     name="cupy-elementwise",
     title="CuPy ElementwiseKernel (fused)",
     dtypes=("float32", "float16"),
@@ -73,7 +72,6 @@ def _torch(arr: Any) -> Any:
 
 @rung(
     problem="softmax",
-    number=99,
     name="torch-softmax",
     title="PyTorch torch.softmax",
     dtypes=("float32", "float16"),
@@ -91,7 +89,6 @@ def softmax(x: Any, out: Any = None) -> Any:
 
 @rung(
     problem="layernorm",
-    number=99,
     name="torch-layer-norm",
     title="PyTorch layer_norm",
     dtypes=("float32",),
@@ -114,7 +111,6 @@ def layer_norm(x: Any, gamma: Any, beta: Any, out: Any = None) -> Any:
 
 @rung(
     problem="gemm-epilogue",
-    number=99,
     name="cublas+cupy",
     title="cuBLAS SGEMM, then a CuPy bias + GELU kernel",
     needs=("cupy",),

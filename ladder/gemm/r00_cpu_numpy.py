@@ -15,8 +15,6 @@ from ladder.core.rung import rung
 
 
 @rung(
-    problem="gemm",
-    number=0,
     name="cpu-numpy",
     title="CPU: NumPy / host BLAS",
     needs=("cpu",),

@@ -79,8 +79,6 @@ def register_blocked_kernel(A, B, C):
 
 
 @rung(
-    problem="gemm",
-    number=5,
     name="register-blocked-2d",
     title="2D register blocking, 8x8 outputs/thread",
 )

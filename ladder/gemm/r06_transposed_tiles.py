@@ -91,8 +91,6 @@ def transposed_tiles_kernel(A, B, C):
 
 
 @rung(
-    problem="gemm",
-    number=6,
     name="transposed-tiles",
     title="Unsigned indices, transposed padded A tile",
 )

@@ -98,8 +98,6 @@ def fp16_staging_kernel(A, B, C):
 
 
 @rung(
-    problem="gemm",
-    number=11,
     name="fp16-staging",
     title="FP16 in memory, FP32 FMA (no tensor cores)",
     dtypes=("float16",),

@@ -41,8 +41,6 @@ BM, BN, BK = 32, 32, 16  # a block's tile of C, and the K step
 
 
 @rung(
-    problem="gemm",
-    number=12,
     name="wmma",
     title="WMMA, one warp per 16 x 16 tile, from global",
     dtypes=("float16",),

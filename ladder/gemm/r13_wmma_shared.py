@@ -72,8 +72,6 @@ THREADS = 256  # 8 warps, 2 (M) x 4 (N), each a 64 x 32 tile of C
 
 
 @rung(
-    problem="gemm",
-    number=13,
     name="wmma-shared",
     title="WMMA, 128 x 128 block tiles staged in shared memory",
     dtypes=("float16",),

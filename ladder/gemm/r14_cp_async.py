@@ -90,8 +90,6 @@ SMEM_BYTES = STAGES * (BM * (BK + PAD) + BK * (BN + PAD)) * 2
 
 
 @rung(
-    problem="gemm",
-    number=14,
     name="cp-async",
     title="WMMA fed by cp.async into a 4-stage shared-memory ring",
     dtypes=("float16",),

@@ -96,8 +96,6 @@ SMEM_BYTES = STAGES * (BM * BK + BK * BN) * 2  # 98,304: above the 48 KB default
 
 
 @rung(
-    problem="gemm",
-    number=15,
     name="mma-sync",
     title="mma.sync + ldmatrix, swizzled 4-stage cp.async, 64 x 64 warp tiles",
     dtypes=("float16",),

@@ -122,8 +122,6 @@ def tensor_map(
 
 
 @rung(
-    problem="gemm",
-    number=16,
     name="wgmma",
     title="Hopper: wgmma + TMA, warp-specialized",
     dtypes=("float16", "bfloat16"),

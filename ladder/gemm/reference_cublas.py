@@ -55,8 +55,6 @@ def _check_mode(dtype: np.dtype) -> None:
 
 
 @rung(
-    problem="gemm",
-    number=99,
     name="cublas",
     title="cuBLAS (CuPy matmul): SGEMM / HGEMM",
     dtypes=("float32", "float16", "bfloat16"),
