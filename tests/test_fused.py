@@ -66,8 +66,8 @@ def test_softmax_is_stable_for_large_inputs(rung, dtype):
 
 
 def test_fused_epilogue_takes_any_activation():
-    from ladder.fused.r01_gemm_epilogue_separate import relu
-    from ladder.fused.r02_gemm_epilogue_fused import launch_activation
+    from ladder.fused.gemm_epilogue.r01_separate import relu
+    from ladder.fused.gemm_epilogue.r02_fused import launch_activation
 
     problem = get_problem("gemm-epilogue")
     a, b, bias = problem.make_inputs((19, 37, 23), "float32", seed=4)

@@ -91,7 +91,6 @@ def _bytes(size: tuple[int, ...], dtype: str) -> float:
 
 
 @rung(
-    problem="elementwise",
     name="three-kernels",
     title="Three kernels, intermediates in memory",
     dtypes=DTYPES,

@@ -39,7 +39,7 @@ import numpy as np
 from numba import cuda, float32, uint32, uint64
 
 from ladder.core.rung import rung
-from ladder.fused import r03_elementwise_fused as fused
+from ladder.fused.elementwise import r03_fused as fused
 from ladder.fused.problem import ELEMENTWISE, check_arrays
 
 DTYPES = ("float16",)
@@ -107,7 +107,6 @@ def _bytes(size: tuple[int, ...], dtype: str) -> float:
 
 
 @rung(
-    problem="elementwise",
     name="fp16-casts",
     title="float16 around a float32 kernel: cast, compute, cast back",
     dtypes=DTYPES,

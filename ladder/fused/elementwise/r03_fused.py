@@ -237,7 +237,6 @@ def _bytes(size: tuple[int, ...], dtype: str) -> float:
 
 
 @rung(
-    problem="elementwise",
     name="fused",
     title="One fused kernel, 4-wide vector accesses",
     dtypes=DTYPES,

@@ -63,7 +63,6 @@ def _bytes(size: tuple[int, ...], dtype: str) -> float:
 
 
 @rung(
-    problem="gemm-epilogue",
     name="gemm-then-epilogue",
     title="GEMM (rung 9), then a bias + GELU kernel",
     bytes_moved=_bytes,

@@ -42,8 +42,8 @@ from numba import cuda, float32, uint32
 
 from ladder.core.intrinsics import store4
 from ladder.core.rung import rung
+from ladder.fused.gemm_epilogue.r01_separate import gelu
 from ladder.fused.problem import GEMM_EPILOGUE, check_arrays
-from ladder.fused.r01_gemm_epilogue_separate import gelu
 from ladder.gemm.problem import aligned_for_float4, grid_2d
 from ladder.gemm.r08_warp_tiling import DEFAULT, Config
 from ladder.gemm.r09_double_buffered import make_mainloop
@@ -127,7 +127,6 @@ def launch_activation(activation: Any, A: Any, B: Any, bias: Any, out: Any = Non
 
 
 @rung(
-    problem="gemm-epilogue",
     name="fused-epilogue",
     title="Bias + GELU fused into rung 9's store",
 )

@@ -136,7 +136,6 @@ def _bytes(size: tuple[int, ...], dtype: str) -> float:
 
 
 @rung(
-    problem="layernorm",
     name="two-pass",
     title="Two-pass statistics kernel, then a normalization kernel",
     dtypes=DTYPES,

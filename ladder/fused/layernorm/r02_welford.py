@@ -65,8 +65,8 @@ from numba import cuda, float32, uint32
 from ladder.core import device
 from ladder.core.intrinsics import load4, store4
 from ladder.core.rung import rung
+from ladder.fused.elementwise.r03_fused import vector_aligned, vload4_1d
 from ladder.fused.problem import LAYERNORM, LAYERNORM_EPS, check_arrays
-from ladder.fused.r03_elementwise_fused import vector_aligned, vload4_1d
 
 DTYPES = ("float32",)
 WARP = 32
@@ -314,7 +314,6 @@ def _bytes(size: tuple[int, ...], dtype: str) -> float:
 
 
 @rung(
-    problem="layernorm",
     name="welford",
     title="One pass: Welford, row in registers, 16-byte loads",
     dtypes=DTYPES,

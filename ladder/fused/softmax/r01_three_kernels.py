@@ -119,7 +119,6 @@ def _bytes_moved(size: tuple[int, ...], dtype: str) -> float:
 
 
 @rung(
-    problem="softmax",
     name="three-kernels",
     title="Three kernels: max, sum, normalize (one thread per row)",
     dtypes=("float32", "float16"),

@@ -91,7 +91,6 @@ def block_per_row_kernel(x, out):
 
 
 @rung(
-    problem="softmax",
     name="block-per-row",
     title="One kernel, a block per row, shared-memory tree reductions",
     dtypes=("float32", "float16"),

@@ -110,7 +110,6 @@ def warp_shuffle_kernel(x, out):
 
 
 @rung(
-    problem="softmax",
     name="warp-shuffle",
     title="Warp-shuffle reductions, one shared exchange across warps",
     dtypes=("float32", "float16"),

@@ -39,7 +39,7 @@ from numba import cuda, float32, uint32
 from ladder.core.dtypes import resolve
 from ladder.core.rung import rung
 from ladder.fused.problem import SOFTMAX, check_arrays
-from ladder.fused.r03_softmax_warp_shuffle import FULL_MASK, shfl_xor_sync
+from ladder.fused.softmax.r03_warp_shuffle import FULL_MASK, shfl_xor_sync
 
 THREADS = 256  # one block per row
 WARPS = THREADS // 32
@@ -100,7 +100,6 @@ def online_kernel(x, out):
 
 
 @rung(
-    problem="softmax",
     name="online",
     title="Online softmax: max and sum in one pass (2 reads, 1 write)",
     dtypes=("float32", "float16"),

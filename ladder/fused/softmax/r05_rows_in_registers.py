@@ -63,8 +63,8 @@ from ladder.core import device
 from ladder.core.dtypes import resolve
 from ladder.core.rung import rung
 from ladder.fused.problem import SOFTMAX, check_arrays
-from ladder.fused.r03_softmax_warp_shuffle import FULL_MASK, shfl_xor_sync
-from ladder.fused.r04_softmax_online import launch as online_launch
+from ladder.fused.softmax.r03_warp_shuffle import FULL_MASK, shfl_xor_sync
+from ladder.fused.softmax.r04_online import launch as online_launch
 
 ELEMS = 32  # values of the row per thread, in registers (a Python int: array shapes must be)
 QUADS = ELEMS // 4
@@ -301,7 +301,6 @@ def _bytes_moved(size: tuple[int, ...], dtype: str) -> float:
 
 
 @rung(
-    problem="softmax",
     name="rows-in-registers",
     title="The row in registers: one read, one write, 16-byte loads",
     dtypes=("float32", "float16"),

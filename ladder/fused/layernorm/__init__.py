@@ -1,0 +1,11 @@
+"""Layer norm ladder: y = (x - mean) / sqrt(var + eps) * gamma + beta along each row.
+
+From the textbook two kernels (row statistics, then normalization) to one kernel that computes
+Welford statistics with the row held in registers and 16-byte loads, against PyTorch's
+``layer_norm`` (``references.py``). The problem is ``LAYERNORM`` in ``ladder.fused.problem``.
+"""
+
+from ladder.core.rung import import_rungs
+from ladder.fused.layernorm import references  # noqa: F401  (registers the library)
+
+import_rungs(__name__, __path__)
