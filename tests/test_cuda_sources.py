@@ -63,8 +63,9 @@ def test_compiling_leaves_python_strings_alone():
 
 
 def test_local_cu_includes_are_inlined(tmp_path):
-    """NVRTC compiles one string: ``#include "x.cu"`` of a sibling file is inlined (nested
-    too), other includes are left to NVRTC; rung 9 of conv reuses rung 8's kernel this way."""
+    """NVRTC compiles one string: ``#include "x.cu"`` of a file beside it (or in a folder
+    beside it) is inlined, nested too; other includes are left to NVRTC. The conv rungs take
+    their primitives from ladder/conv/tc/ this way."""
     from ladder.conv import r09_wgmma
     from ladder.core.cuda_cpp import inline_includes
 
@@ -74,6 +75,11 @@ def test_local_cu_includes_are_inlined(tmp_path):
     assert inline_includes(tmp_path / "outer.cu") == (
         "#include <cuda_fp16.h>\nint inner;\n\nint middle;\n\nint x;\n"
     )
+    (tmp_path / "lib").mkdir()
+    (tmp_path / "lib" / "a.cuh").write_text('#include "b.cuh"\nint a;\n')
+    (tmp_path / "lib" / "b.cuh").write_text("int b;\n")
+    (tmp_path / "top.cu").write_text('#include "lib/a.cuh"\nint top;\n')
+    assert inline_includes(tmp_path / "top.cu") == "int b;\n\nint a;\n\nint top;\n"
     text = r09_wgmma.SOURCE.text()
-    assert '#include "r08_tensor_core.cu"' not in text
-    assert "void conv_tc(" in text and "struct Wgmma" in text
+    assert '#include "tc/' not in text and '#include "r08_tensor_core.cu"' not in text
+    assert "void wgmma_window(" in text and "void conv_wgmma(" in text

@@ -191,488 +191,55 @@ misaligned y).
 
 from __future__ import annotations
 
-import contextlib
-import dataclasses
 import functools
-from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-import numpy as np
-
-from ladder.conv.problem import LayerShape, check_arrays, size_of
-from ladder.core import cuda_cpp
-from ladder.core.cuda_cpp import pointer
+from ladder.conv.tc import plan as tc
 from ladder.core.rung import rung
 
-SOURCE = cuda_cpp.source(__file__, "r08_tensor_core.cu", archs=("sm_80", "sm_90"))
+SOURCE = tc.source(__file__, "r08_tensor_core.cu", archs=("sm_80", "sm_90"))
 
-# The same constants as r08_tensor_core.cu (tests/test_conv_tensor_core_emulation.py checks)
-NWARPS = 8  # warps per block
-THREADS = 32 * NWARPS
-P_BLOCK = 8  # filter rows per window: PAIRS k16 steps (the last may be a k8 step)
-PAIRS = P_BLOCK // 2
-Q_CHUNK = 8  # filter columns per k8 half of a k16 step
-FRAG_BYTES = 256  # one B fragment (k16 x n8): 32 lanes x (b0, b1)
-QUAD_BYTES = 16  # one A quad: four 32-bit pair words
-ALIGN = 16  # bytes: x is read in 16-byte cp.async chunks
-
-# T (m16 tiles, 2T output rows, per warp job) compiled for each NT (n8 tiles, 8 NT filters)
-TILES = {1: (10, 6, 2), 2: (6, 2)}  # packed kernels: those of NT = 1 (4 filters x 2 shifts)
-PACK_FILTERS = 4  # filters of a packed n8 tile
-WARPGROUP = 4  # warps of a wgmma job (rung 9)
-WG_TILES = {1: (1,), 2: (1,), 4: (3, 2, 1)}  # rung 9: T per NT (n8 tiles: 4 NT filters)
-WG_CHUNKED = (1, 4)  # rung 9's chunked kernel: (T, NT)
-WGB_TILES = {2: (2, 1), 4: (2, 1), 8: (2, 1)}  # rung 10: T per NT (n8 tiles: 2 NT filters)
-WGB_CHUNKED = (1, 8)  # rung 10's chunked kernel: (T, NT)
-JOB_TILES = {1: (2, 1), 2: (1,), 3: (1,), 4: (1,)}  # rung 11: T by C (K <= 7), C 4T + 4 quads
-CHUNKED_TILES = 2  # the kernels that stage channels in chunks inside each round
-SMEM_TARGET = 96 * 1024  # bytes a block tries to stay under: two blocks per SM, like registers
-# rung 12 (bulk copies) also holds an image's output: two blocks per SM take all of sm_90's
-# 228 KB (1 KB of each block's is the system's)
-BULK_SMEM_TARGET = 113 * 1024
-SMEM_LIMIT = 227 * 1024  # the opt-in maximum per block on sm_90 (sm_80: 163 KB)
-# the kernel's scalar parameters after the three pointers, in order (the .cu macro's list)
-PARAMS = (
-    "x_halves", "B", "C", "M", "H", "W", "K", "Ho", "Wo", "QC", "PB", "Wn", "NFG", "NTP",
-    "band_rows", "RIN", "bands", "items", "chunk_channels", "chunks", "cols", "quad_stride",
-    "slot_chunks", "quads_at", "raw_at", "bands_magic", "bands_shift", "wn_magic", "wn_shift",
-    "slot_magic", "slot_shift", "cols_magic", "cols_shift", "step_rows", "step_cols", "out_at",
-    "bar_at",
-)  # fmt: skip
-
-
-def _ceil(a: int, b: int) -> int:
-    return -(-a // b)
-
-
-def fast_division(d: int) -> tuple[int, int]:
-    """(magic, shift) for the kernel's ``fast_div``: n // d == (umulhi(n, magic) + n) >> shift
-    for 0 <= n < 2**31, with shift = ceil(log2 d) and magic = ceil(2**(32 + shift) / d) - 2**32
-    (a 33-bit multiplier whose top bit is the ``+ n``). One multiply-high replaces a run-time
-    integer division, which the GPU does in software."""
-    if d < 1:
-        raise ValueError(f"a divisor must be at least 1, got {d}")
-    shift = (d - 1).bit_length()
-    return _ceil(1 << (32 + shift), d) - (1 << 32), shift
-
-
-def _fast_div_part(divisor: str, part: int) -> property:
-    """A Plan property: part 0 (magic) or 1 (shift) of ``fast_division`` of another property."""
-    return property(lambda plan: fast_division(getattr(plan, divisor))[part])
+# T (m16 tiles, 2T output rows, per warp job) compiled for each NT (n8 tiles, 8 NT filters);
+# the packed kernels are those of NT = 1 (4 filters x 2 shifts)
+TILES = {1: (10, 6, 2), 2: (6, 2)}
+CHUNKED_TILES = 2  # T of the kernels that stage channels in chunks inside each round
 
 
 @dataclass(frozen=True)
-class Plan(LayerShape):
-    """How one launch covers a shape: the kernel, the item (band x channel chunk) sizes and
-    the shared-memory layout. Everything the kernel does not compute itself is here."""
-
-    size: tuple[int, int, int, int, int, int]  # (B, C, M, H, W, K)
-    tiles: int  # T: m16 tiles stacked per warp job, 2T output rows
-    n_tiles: int  # NT: n8 tiles per warp job, 8 NT filters
-    chunked: bool  # channels staged in chunks inside each round
-    band_rows: int  # output rows per item, a multiple of 2T
-    chunk_channels: int  # channels staged at once
-    packed: bool = False  # two output columns per n8 tile (rung 8: at most 4 filters; see the .cu)
-    wgmma: bool = False  # rung 9's kernels: warpgroup jobs (4 warps) and wgmma (r09_wgmma.cu)
-    blocks: bool = False  # rung 10's: row shifts packed too, 2 x 2 output blocks (wgmma only)
-    one_group: bool = False  # rung 11's: one wgmma group per job, a sliding rewrite (blocks)
-    bulk: bool = False  # rung 12's: rung 11's with bulk copies in (and out: see out_bytes)
-    out_buffer: bool = True  # rung 12: stage whole images' output in shared memory if it can
-
-    @property
-    def tile_rows(self) -> int:
-        """Output rows of an m16 tile: two, or (blocks) two block rows of two."""
-        return 4 if self.blocks else 2
-
-    # shapes derived from the size (and Ho, Wo from LayerShape)
-    @property
-    def QC(self) -> int:
-        """8-column chunks of a filter row; packed, the shifted copy reaches column K."""
-        return _ceil(self.size[5] + self.packed, Q_CHUNK)
-
-    @property
-    def PB(self) -> int:
-        """8-row blocks of a filter; with row shifts, the shifted copy reaches row K."""
-        return _ceil(self.size[5] + self.blocks, P_BLOCK)
-
-    @property
-    def Wn(self) -> int:
-        """Columns per sub-band row as jobs number them: output columns, or column pairs."""
-        return _ceil(self.Wo, 2) if self.packed else self.Wo
-
-    @property
-    def NFG(self) -> int:
-        per_group = (PACK_FILTERS if self.packed else 8) * self.n_tiles
-        return _ceil(self.size[2], per_group // 2 if self.blocks else per_group)
-
-    @property
-    def NTP(self) -> int:
-        return self.NFG * self.n_tiles
-
-    @property
-    def RIN(self) -> int:
-        return self.band_rows + self.size[5] - 1
-
-    @property
-    def bands(self) -> int:
-        return _ceil(self.Ho, self.band_rows)
-
-    @property
-    def items(self) -> int:
-        return self.size[0] * self.bands
-
-    @property
-    def chunks(self) -> int:
-        return _ceil(self.size[1], self.chunk_channels)
-
-    @property
-    def x_halves(self) -> int:
-        b, c, _, h, w, _ = self.size
-        return b * c * h * w
-
-    # shared memory: B fragments | the input's A quads | raw input slots
-    @property
-    def cols(self) -> int:
-        """Quad columns per channel: one past the widest a window reads, w + 8 qc + 2t
-        (packed: column pair j reads quad columns j + 4 qc + t)."""
-        if self.packed:
-            return self.Wn + Q_CHUNK // 2 * self.QC - 1
-        return self.Wo + Q_CHUNK * self.QC - 2
-
-    @property
-    def quad_stride(self) -> int:
-        """Quads per column: one per two input rows, an odd count so that the 8 columns of a
-        quarter warp's 16-byte loads fall in 8 different groups of 4 banks. With row shifts
-        (blocks) a column holds every quad a window can read, up to quad 2T + 1 of the last
-        window of the last sub-band (2T quads per sub-band, 4 per window)."""
-        if self.blocks:
-            sub_bands = self.band_rows // (self.tile_rows * self.tiles)
-            return (2 * self.tiles * sub_bands + 4 * self.PB - 2) | 1
-        return _ceil(self.RIN, 2) | 1
-
-    @property
-    def slot_chunks(self) -> int:
-        """16-byte chunks per channel's raw slot: its rows and up to 7 halves of skew."""
-        return (self.RIN * self.size[4] + 14) // 8
-
-    @property
-    def frag_bytes(self) -> int:
-        return self.chunk_channels * self.QC * self.PB * PAIRS * self.NTP * FRAG_BYTES
-
-    @property
-    def quads_at(self) -> int:
-        return self.frag_bytes
-
-    @property
-    def quad_bytes(self) -> int:
-        return self.chunk_channels * self.cols * self.quad_stride * QUAD_BYTES
-
-    @property
-    def raw_at(self) -> int:
-        return self.quads_at + self.quad_bytes
-
-    @property
-    def raw_end(self) -> int:
-        return self.raw_at + self.chunk_channels * self.slot_chunks * 16
-
-    @property
-    def out_bytes(self) -> int:
-        """Rung 12's output buffer: a whole image's output (M Ho Wo halves), when an item is a
-        whole image, Wo is even (the epilogue's 32-bit pairs) and M Ho Wo is a multiple of 8
-        (every image's output 16-byte aligned, a whole number of 16-byte chunks); else 0."""
-        _, _, m, _, _, _ = self.size
-        halves = m * self.Ho * self.Wo
-        whole = self.bulk and self.out_buffer and self.bands == 1
-        whole = whole and self.Wo % 2 == 0 and halves % 8 == 0
-        return 2 * halves if whole else 0
-
-    @property
-    def out_at(self) -> int:
-        return self.raw_end if self.out_bytes else 0
-
-    @property
-    def bar_at(self) -> int:
-        """Rung 12's mbarrier (8 bytes), after everything else; 0 (unused) otherwise."""
-        return self.raw_end + self.out_bytes if self.bulk else 0
-
-    @property
-    def smem_bytes(self) -> int:
-        return self.bar_at + 8 if self.bulk else self.raw_end
-
-    # the divisors of the kernel's index arithmetic, as fast_div multipliers and shifts
-    bands_magic = _fast_div_part("bands", 0)
-    bands_shift = _fast_div_part("bands", 1)
-    wn_magic = _fast_div_part("Wn", 0)
-    wn_shift = _fast_div_part("Wn", 1)
-    slot_magic = _fast_div_part("slot_chunks", 0)
-    slot_shift = _fast_div_part("slot_chunks", 1)
-    cols_magic = _fast_div_part("cols", 0)
-    cols_shift = _fast_div_part("cols", 1)
-
-    @property
-    def step_rows(self) -> int:
-        """Rows of a channel's quads that THREADS quads span in the relayout walk."""
-        return THREADS // self.cols
-
-    @property
-    def step_cols(self) -> int:
-        return THREADS % self.cols
+class Plan(tc.Layout):
+    """Rung 8's launch: mma.sync jobs of one warp, packed (at most 4 filters) or not."""
 
     @property
     def kernel_name(self) -> str:
-        if self.one_group:
-            kind = "wgk" if self.bulk else "wgj"
-            return f"conv_{kind}_c{self.size[1]}_t{self.tiles}_n{self.n_tiles}"
-        if self.blocks:
-            return f"conv_wgb_{'chunked_' if self.chunked else ''}t{self.tiles}_n{self.n_tiles}"
-        if self.wgmma:  # always packed
-            return f"conv_wg_{'chunked_' if self.chunked else ''}t{self.tiles}_n{self.n_tiles}"
         mode = "chunked_" if self.chunked else "pack_" if self.packed else ""
         return f"conv_tc_{mode}t{self.tiles}_n{self.n_tiles}"
 
-    @property
-    def job_warps(self) -> int:
-        """Warps per job: one (mma.sync), or the 4 of a warpgroup (wgmma)."""
-        return WARPGROUP if self.wgmma else 1
 
-    @property
-    def rounds(self) -> int:
-        """Rounds of jobs in a full band (NWARPS / job_warps jobs per round)."""
-        sub_bands = _ceil(min(self.band_rows, self.Ho), self.tile_rows * self.tiles)
-        groups = _ceil(sub_bands * self.Wn, 8)
-        jobs = _ceil(groups, self.job_warps) * self.NFG
-        return _ceil(jobs, NWARPS // self.job_warps)
-
-    def params(self) -> dict[str, int]:
-        """PARAMS by name: the size, then what the launcher derives for the kernel."""
-        given = dict(zip(("B", "C", "M", "H", "W", "K"), self.size, strict=True))
-        return {name: given[name] if name in given else getattr(self, name) for name in PARAMS}
-
-    def scalars(self) -> tuple[Any, ...]:
-        """The kernel's arguments after the pointers to x, w and y: PARAMS, typed."""
-        typed = [
-            np.int64(v) if name == "x_halves" else (np.uint32 if "magic" in name else np.int32)(v)
-            for name, v in self.params().items()
-        ]
-        return tuple(typed)
-
-
-def _tiles(ho: int, choices: tuple[int, ...]) -> int:
-    """T for a height: fewest padded rows weighted by the per-window overhead (the window's
-    2T + 7 row loads and the B fragments serve 2T rows), larger T on ties."""
-    return min(choices, key=lambda t: (_ceil(ho, 2 * t) * 2 * t * (1 + 2 / t), -t))
-
-
-def _wg_tiles(
-    ho: int, wn: int, n_filter_groups: int, choices: tuple[int, ...], tile_rows: int = 2
-) -> int:
-    """Rung 9's T for a whole image: fewest rounds of warpgroup jobs (a job spans 4 groups of 8
-    columns, NWARPS / 4 jobs per round) times a job's cost, taken as T + 1 (its T tiles plus
-    the per-window overhead that they share: quad loads, fence, wait, epilogue setup); larger T
-    on ties. On conv2 this picks T = 3 (2 even rounds of 2 jobs, 768 A rows per image) over
-    T = 2 (3 rounds of 5 jobs, 640 A rows): measured 0.412 and 0.423 ms, T = 1 0.467 ms, in
-    one-off timings (results/nvidia-h200-conv-wgmma-plans.json). After the leaner stores the
-    order of T = 2 and 3 flipped (0.374 against 0.384 ms, "after_lean_stores" in that file);
-    the score was left as it is, 3% off on conv2. Rung 10's tiles are 4 rows (tile_rows), and
-    its ties go to the smaller T: on conv2 T = 1 (3 rounds of 5 jobs) and T = 2 (2 rounds of 3)
-    tie, and T = 1 measured 0.382 ms against 0.411 (one-off timings,
-    results/nvidia-h200-conv-row-shift-plans.json)."""
-    span, slots = 8 * WARPGROUP, NWARPS // WARPGROUP
-
-    def cost(t: int) -> tuple[int, int]:
-        jobs = _ceil(_ceil(ho, tile_rows * t) * wn, span) * n_filter_groups
-        return _ceil(jobs, slots) * (t + 1), t if tile_rows == 4 else -t
-
-    return min(choices, key=cost)
-
-
-def plan(
-    size: tuple[int, ...],
-    smem_limit: int = SMEM_LIMIT,
-    wgmma: bool = False,
-    blocks: bool = False,
-    one_group: bool = False,
-    bulk: bool = False,
-) -> Plan:
+def plan(size: tuple[int, ...], smem_limit: int = tc.SMEM_LIMIT) -> Plan:
     """The launch plan for (B, C, M, H, W, K): a whole image per item when it fits in
-    SMEM_TARGET bytes, else bands of rows, else (up to smem_limit) channels in chunks.
-    ``wgmma``: rung 9's kernels (always packed; NT = 1, 2 or 4 n8 tiles by M). ``blocks``:
-    rung 10's (wgmma, row shifts packed too; NT = 2, 4 or 8 by M). ``one_group``: rung 11's,
-    rung 10's with one wgmma group per job where C is in JOB_TILES (which limits T: every
-    channel's quads are in registers at once), K <= 7 (one window per channel) and no channel
-    chunks are needed; rung 10's kernels otherwise. ``bulk``: rung 12's, rung 11's with bulk
-    copies where rung 11's applies, with a shared-memory budget that fits a whole image's
-    output too (BULK_SMEM_TARGET); rung 10's kernels otherwise."""
+    SMEM_TARGET bytes, else bands of rows, else (up to smem_limit) channels in chunks."""
     b, c, m, h, w, k = (int(v) for v in size)
     size = (b, c, m, h, w, k)
-    ho = h - k + 1
-    blocks = blocks or one_group or bulk
-    wgmma = wgmma or blocks
-    one_group = (one_group or bulk) and c in JOB_TILES and k + 1 <= P_BLOCK
-    bulk = bulk and one_group
-    target = BULK_SMEM_TARGET if bulk else SMEM_TARGET
-    if blocks:
-        packed = True
-        n_tiles = 2 if m <= PACK_FILTERS else 4 if m <= 2 * PACK_FILTERS else 8
-        groups = _ceil(m, PACK_FILTERS * n_tiles // 2)
-        tiles = JOB_TILES[c] if one_group else WGB_TILES[n_tiles]
-        t = _wg_tiles(ho, _ceil(w - k + 1, 2), groups, tiles, tile_rows=4)
-        chunked_t, chunked_nt = WGB_CHUNKED
-    elif wgmma:
-        packed = True
-        n_tiles = 1 if m <= PACK_FILTERS else 2 if m <= 2 * PACK_FILTERS else 4
-        groups = _ceil(m, PACK_FILTERS * n_tiles)
-        t = _wg_tiles(ho, _ceil(w - k + 1, 2), groups, WG_TILES[n_tiles])
-        chunked_t, chunked_nt = WG_CHUNKED
-    else:
-        # Packing fills conv1's 4 empty filter slots; with K a multiple of 8 the shifted copy
-        # would need one more column chunk, as many mma as the slots it fills.
-        packed = m <= PACK_FILTERS and k % Q_CHUNK != 0
-        n_tiles = 2 if _ceil(m, 8) % 2 == 0 and not packed else 1
-        t = _tiles(ho, TILES[n_tiles])
-        chunked_t, chunked_nt = CHUNKED_TILES, n_tiles
-    rows = (4 if blocks else 2) * t
-    for budget in dict.fromkeys((min(target, smem_limit), smem_limit)):
-        for band in range(_ceil(ho, rows) * rows, 0, -rows):
-            found = Plan(size, t, n_tiles, False, band, c, packed, wgmma, blocks, one_group, bulk)
-            if found.smem_bytes <= budget:
-                return _checked(found)
-
-    def chunked(cc: int) -> Plan:
-        band = (4 if blocks else 2) * chunked_t
-        return Plan(size, chunked_t, chunked_nt, True, band, cc, wgmma, wgmma, blocks)
-
-    for budget in dict.fromkeys((min(SMEM_TARGET, smem_limit), smem_limit)):
-        for cc in range(c, 0, -1):
-            if chunked(cc).smem_bytes <= budget:
-                return _checked(chunked(cc))
-    raise ValueError(
-        f"conv size {size} is too large for this rung: one channel's input rows and weights "
-        f"need {chunked(1).smem_bytes} bytes of shared memory, more than the {smem_limit} a "
-        "block can have"
+    # Packing fills conv1's 4 empty filter slots; with K a multiple of 8 the shifted copy would
+    # need one more column chunk, as many mma as the slots it fills.
+    packed = m <= tc.PACK_FILTERS and k % tc.Q_CHUNK != 0
+    n_tiles = 2 if tc.ceil_div(m, 8) % 2 == 0 and not packed else 1
+    t = tc.pick_tiles(h - k + 1, TILES[n_tiles])
+    return tc.fit(
+        lambda band: Plan(size, t, n_tiles, False, band, c, packed),
+        lambda cc: Plan(size, CHUNKED_TILES, n_tiles, True, 2 * CHUNKED_TILES, cc),
+        2 * t,
+        h - k + 1,
+        c,
+        tc.SMEM_TARGET,
+        smem_limit,
     )
 
 
-def out_buffer_or_not(found: Plan, blocks_per_sm: Callable[[int], int]) -> Plan:
-    """Rung 12's plan with its output buffer, unless the buffer's shared memory would cost a
-    resident block per SM (``blocks_per_sm``: blocks for a block's shared-memory bytes, for the
-    plan's kernel): then the plan without it (the jobs store to global memory). conv1 at 70
-    registers fits 3 blocks per SM without the 50 KB buffer and 2 with it, and measured
-    0.2379 ms without it against 0.2628 with it (one-off timings on the H200,
-    results/nvidia-h200-conv-bulk-variants.json); conv2 runs 2 blocks either way (128
-    registers) and keeps it."""
-    if not found.out_bytes:
-        return found
-    lean = dataclasses.replace(found, out_buffer=False)
-    return lean if blocks_per_sm(lean.smem_bytes) > blocks_per_sm(found.smem_bytes) else found
-
-
-def _checked(found: Plan) -> Plan:
-    """The kernel counts items and the elements of one output plane in int32."""
-    if found.items >= 2**31 or found.Ho * found.Wo >= 2**31:
-        raise ValueError(f"conv size {found.size} is too large for this rung's int32 indexing")
-    return found
-
-
-def cupy_stream(stream: Any) -> Any:
-    """A context that makes CuPy launch on ``stream`` (a Numba or CuPy stream, or 0)."""
-    import cupy
-
-    if stream is None or (isinstance(stream, int) and stream == 0):
-        return contextlib.nullcontext()
-    if isinstance(stream, cupy.cuda.Stream):
-        return stream
-    from_external = getattr(cupy.cuda.Stream, "from_external", None)  # CuPy 14 and later
-    if from_external is not None:
-        return from_external(stream)
-    return cupy.cuda.ExternalStream(int(stream.__cuda_stream__()[1]))
-
-
-def blocks_per_sm(kernel: Any, smem: int, device: Any, threads: int = THREADS) -> int:
-    """Resident blocks per SM for this kernel, its shared memory and ``threads`` per block (the
-    driver's answer, or the register and shared-memory arithmetic when the driver call is not
-    available)."""
-    try:
-        from cupy_backends.cuda.api import driver
-
-        found = driver.occupancyMaxActiveBlocksPerMultiprocessor(kernel.kernel.ptr, threads, smem)
-        if found > 0:
-            return int(found)
-    except Exception:  # fall back to the arithmetic below
-        pass
-    attrs = device.attributes
-    regs = _ceil(int(kernel.num_regs), 8) * 8 * threads
-    by_regs = attrs["MaxRegistersPerMultiprocessor"] // max(regs, 1)
-    by_smem = attrs["MaxSharedMemoryPerMultiprocessor"] // (smem + 1024)
-    return max(1, min(by_regs, by_smem, attrs["MaxThreadsPerMultiProcessor"] // threads))
-
-
 @functools.lru_cache(maxsize=64)
-def _configure(
-    size: tuple[int, ...],
-    device_id: int,
-    source: cuda_cpp.CudaSource,
-    wgmma: bool,
-    blocks: bool,
-    one_group: bool,
-    fallback: cuda_cpp.CudaSource | None = None,
-    bulk: bool = False,
-) -> tuple[Plan, Any, int, tuple[Any, ...]]:
-    """The plan, the loaded kernel (opted in to its shared memory), the grid and the scalar
-    arguments for a size on a device: computed once, so that a timed launch queries nothing."""
-    import cupy
-
-    device = cupy.cuda.Device(device_id)
-    smem_limit = int(device.attributes["MaxSharedMemoryPerBlockOptin"])
-    found = plan(size, smem_limit, wgmma, blocks, one_group, bulk)
-    # rung 11's and 12's planner falls back to rung 10's kernels, which are in rung 10's source
-    fell_back = (one_group or bulk) and not found.one_group
-    kernel = (fallback if fell_back else source).kernel(found.kernel_name)
-    if kernel.max_dynamic_shared_size_bytes < found.smem_bytes:
-        kernel.max_dynamic_shared_size_bytes = found.smem_bytes
-    found = out_buffer_or_not(found, lambda smem: blocks_per_sm(kernel, smem, device))
-    per_sm = blocks_per_sm(kernel, found.smem_bytes, device)
-    grid = min(found.items, int(device.attributes["MultiProcessorCount"]) * per_sm)
-    return found, kernel, grid, found.scalars()
-
-
-def run(
-    x: Any,
-    w: Any,
-    out: Any,
-    stream: Any,
-    source: cuda_cpp.CudaSource,
-    wgmma: bool = False,
-    blocks: bool = False,
-    one_group: bool = False,
-    fallback: cuda_cpp.CudaSource | None = None,
-    bulk: bool = False,
-) -> Any:
-    """Check the arrays and launch ``source``'s kernel for their size (this rung's, or with
-    ``wgmma`` rung 9's, with ``blocks`` rung 10's, with ``one_group`` rung 11's and with ``bulk``
-    rung 12's, which share the planner and the launch). ``fallback``: the source of the kernels
-    a ``one_group`` or ``bulk`` plan falls back to (rung 10's)."""
-    import cupy
-
-    x, w, out, _ = check_arrays(x, w, out, ("float16",))
-    size = size_of(x, w)
-    if out.size == 0:
-        return out
-    with cupy_stream(stream):
-        if size[1] == 0:  # no channels: every sum is empty
-            cupy.asarray(out).fill(0)
-            return out
-        found, kernel, grid, scalars = _configure(
-            size, cupy.cuda.runtime.getDevice(), source, wgmma, blocks, one_group, fallback, bulk
-        )
-        x_at = int(pointer(x))
-        if x_at % ALIGN:  # cp.async reads 16-byte chunks: copy x to aligned memory
-            aligned = cupy.asarray(x).copy()
-            x_at = int(pointer(aligned))
-        pointers = (np.uint64(x_at), pointer(w), pointer(out))
-        kernel((grid,), (THREADS,), (*pointers, *scalars), shared_mem=found.smem_bytes)
-    return out
+def _configured(size: tuple[int, ...], device_id: int, smem_limit: int) -> tc.Configured:
+    return tc.configure(plan(size, smem_limit), SOURCE, device_id)
 
 
 @rung(
@@ -683,4 +250,4 @@ def run(
     min_cc=(8, 0),
 )
 def launch(x: Any, w: Any, out: Any = None, *, stream: Any = 0) -> Any:
-    return run(x, w, out, stream, SOURCE)
+    return tc.launch(x, w, out, stream, _configured)

@@ -1,169 +1,143 @@
 // Rung 9 (conv): rung 8's fused convolution with Hopper's warpgroup MMA (wgmma) instead of
 // mma.sync. Build for sm_90a: wgmma exists only there.
 //
-// Everything but the multiply is rung 8's (r08_tensor_core.cu, included below): the persistent
-// blocks, the cp.async staging, the rewrite of the input as A quads, the packed n8 tiles (4
-// filters x 2 column shifts) and the epilogue. What changes is the policy conv_tc is
-// instantiated with:
-//
+// What changes from rung 8 (r08_tensor_core.cu):
 // - A job belongs to a warpgroup (4 warps), not to a warp: warp w of the group takes column
 //   group 4 sg + w, and one wgmma.m64nNk16 multiplies the group's 4 x 16 A rows (each warp's
-//   own 16, from its own registers: the A fragment of wgmma's register form is mma.sync's
-//   m16n8k16 A fragment, one per warp) by a k16 x N slice of the weights, N = 8 NT.
-//   Accumulator registers are laid out as NT m16n8 tiles, as before, so the epilogue is
-//   unchanged.
+//   own 16, from its own registers) by a k16 x N slice of the weights, N = 8 NT. Accumulators
+//   are laid out as NT m16n8 tiles, as before, so the epilogues are rung 8's.
 // - B is not loaded into registers at all: wgmma reads it from shared memory through a matrix
 //   descriptor. Each 256-byte weight entry is two 8 x 8 "core matrices" (8 n rows of 16 bytes:
-//   8 k), the k8 halves 128 bytes apart (the descriptor's leading byte offset, LBO) and the n8
-//   tiles 256 bytes apart (stride byte offset, SBO), no swizzle: the canonical K-major layout.
-// - wgmma is asynchronous. A window loads its quads, fences (wgmma.fence: the registers just
-//   written are ordered before the multiplies that read them), issues its multiplies and
-//   commits them as one group, then waits for it to complete: the next window loads its quads
-//   into the same registers, and an A register must not be written while a wgmma that reads
-//   it is in flight. The epilogue then reads finished accumulators, and a chunked job's next
-//   staging may overwrite shared memory.
+//   8 k), the k8 halves 128 bytes apart (LBO) and the n8 tiles 256 bytes apart (SBO), no
+//   swizzle: the canonical K-major layout (stage_core_matrices in tc/wgmma.cuh).
+// - wgmma is asynchronous. A window loads its quads, fences (the registers just written are
+//   ordered before the multiplies that read them), issues its multiplies and commits them as
+//   one group, then waits for it: the next window loads its quads into the same registers, and
+//   an A register must not be written while a wgmma that reads it is in flight
+//   (wgmma_window in tc/wgmma.cuh).
 // - There is no k8 wgmma for half: an odd last filter row (K = 7: row 6) is a k16 step whose
 //   second row has zero weights. Its A registers hold the next input row, which is staged.
-#define CONV_TC_LIBRARY
-#include "r08_tensor_core.cu"
+// - Every job is packed (4 filters x 2 column shifts per n8 tile), whatever M.
+#include "tc/epilogue.cuh"
+#include "tc/staging.cuh"
+#include "tc/wgmma.cuh"
 
-// D (64 x 8 NT, FP32) += A (64 x 16, this warp's 16 rows in a) * B (16 x 8 NT, by descriptor).
-// Operands after the accumulators: a0..a3, the descriptor, then scale-d = 1 (accumulate),
-// imm-scale-a = imm-scale-b = 1 and imm-trans-b = 0 (B is K-major, as stored).
-template <int NT>
-__device__ __forceinline__ void wgmma_rs(float (&d)[NT][4], uint4 a, unsigned long long b);
+// As rung 8's kernel, packed always (PACK = 1), with warpgroup jobs: SLOTS = NWARPS / 4 jobs
+// per round, warp `member` of a job's 4 taking column group 4 sg + member. CHUNKED: channels
+// staged in chunks inside each round, as on rung 8.
+template <int T, int NT, bool CHUNKED>
+__device__ __forceinline__ void conv_wgmma(const Conv& p) {
+  constexpr int PACK = 1;
+  constexpr int ROWS = 2 * T;  // output rows of a job (a sub-band)
+  constexpr int CSTEP = 2;     // input columns per quad column
+  constexpr int JOB_WARPS = 4, SLOTS = NWARPS / JOB_WARPS;
+  extern __shared__ __align__(16) unsigned char smem[];
+  const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32, g = lane / 4, t = lane % 4;
+  const int slot = warp / JOB_WARPS, member = warp % JOB_WARPS;
+  const int Ho = p.Ho, Wn = p.Wn, QC = p.QC, PB = p.PB, NTP = p.NTP, NFG = p.NFG;
+  const int items = p.items;
+  // packed pairs are 4-byte aligned everywhere (see store_packed)
+  const bool pairs_aligned = (p.Wo & 1) == 0 && (reinterpret_cast<size_t>(p.y) & 3) == 0;
 
-template <>
-__device__ __forceinline__ void wgmma_rs<1>(float (&d)[1][4], uint4 a, unsigned long long b) {
-  asm volatile(
-      "wgmma.mma_async.sync.aligned.m64n8k16.f32.f16.f16 "
-      "{%0, %1, %2, %3}, {%4, %5, %6, %7}, %8, 1, 1, 1, 0;\n"
-      : "+f"(d[0][0]), "+f"(d[0][1]), "+f"(d[0][2]), "+f"(d[0][3])
-      : "r"(a.x), "r"(a.y), "r"(a.z), "r"(a.w), "l"(b));
-}
-template <>
-__device__ __forceinline__ void wgmma_rs<2>(float (&d)[2][4], uint4 a, unsigned long long b) {
-  asm volatile(
-      "wgmma.mma_async.sync.aligned.m64n16k16.f32.f16.f16 "
-      "{%0, %1, %2, %3, %4, %5, %6, %7}, {%8, %9, %10, %11}, %12, 1, 1, 1, 0;\n"
-      : "+f"(d[0][0]), "+f"(d[0][1]), "+f"(d[0][2]), "+f"(d[0][3]),
-        "+f"(d[1][0]), "+f"(d[1][1]), "+f"(d[1][2]), "+f"(d[1][3])
-      : "r"(a.x), "r"(a.y), "r"(a.z), "r"(a.w), "l"(b));
-}
-template <>
-__device__ __forceinline__ void wgmma_rs<4>(float (&d)[4][4], uint4 a, unsigned long long b) {
-  asm volatile(
-      "wgmma.mma_async.sync.aligned.m64n32k16.f32.f16.f16 "
-      "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15}, "
-      "{%16, %17, %18, %19}, %20, 1, 1, 1, 0;\n"
-      : "+f"(d[0][0]), "+f"(d[0][1]), "+f"(d[0][2]), "+f"(d[0][3]),
-        "+f"(d[1][0]), "+f"(d[1][1]), "+f"(d[1][2]), "+f"(d[1][3]),
-        "+f"(d[2][0]), "+f"(d[2][1]), "+f"(d[2][2]), "+f"(d[2][3]),
-        "+f"(d[3][0]), "+f"(d[3][1]), "+f"(d[3][2]), "+f"(d[3][3])
-      : "r"(a.x), "r"(a.y), "r"(a.z), "r"(a.w), "l"(b));
-}
+  // shared memory: B fragments | the input's A quads | raw input slots
+  uint4* quads = reinterpret_cast<uint4*>(smem + p.quads_at);
+  unsigned short* raw = reinterpret_cast<unsigned short*>(smem + p.raw_at);
+  const unsigned raw_shared = (unsigned)__cvta_generic_to_shared(raw);
 
-constexpr unsigned CORE_BYTES = 128;  // one 8 x 8 core matrix: 8 rows of 16 bytes
-
-// The descriptor of a weight entry at shared address `addr`: address, LBO and SBO in 16-byte
-// units (bits 0-13, 16-29, 32-45), swizzle mode 0 (bits 62-63).
-__device__ __forceinline__ unsigned long long weight_desc(unsigned addr) {
-  return (unsigned long long)((addr & 0x3FFFF) >> 4) |
-         (unsigned long long)(CORE_BYTES >> 4) << 16 |
-         (unsigned long long)(FRAG_BYTES >> 4) << 32;
-}
-
-struct Wgmma {
-  static constexpr int JOB_WARPS = 4;
-  static constexpr int JOB_CHANNELS = 0;  // windows per channel (rung 11: one group per job)
-  static constexpr bool BULK = false;     // rung 12: bulk copies in and out (r12_bulk.cu)
-
-  // Weights -> core matrices for channels [c0, c0 + cc): row u of 16 bytes is entry u / 16,
-  // k8 half u / 8 % 2, n row u % 8, holding B[8 half + 0..7][n].
-  template <int PACK>
-  static __device__ void stage_weights(const Conv& p, unsigned char* smem, int c0, int cc) {
-    uint4* rows = reinterpret_cast<uint4*>(smem);
-    const int count = cc * p.QC * p.PB * PAIRS * p.NTP * (FRAG_BYTES / 16);
-    for (int u = threadIdx.x; u < count; u += THREADS) {
-      const WeightBlock b(p, u / 16, c0);
-      const int half = u / 8 % 2, n = u % 8;
-      unsigned v[4];
-#pragma unroll
-      for (int i = 0; i < 4; ++i) {
-        const int k = 8 * half + 2 * i;
-        v[i] = b.tap<PACK>(n, k) | b.tap<PACK>(n, k + 1) << 16;
+  // Accumulate channels [chunk * chunk_channels, + cc) of a warp's job into acc.
+  auto accumulate = [&](float (&acc)[T][NT][4], const uint4* lane_quads, int fg, int chunk) {
+    const int cc = min(p.chunk_channels, p.C - chunk * p.chunk_channels);
+    for (int cl = 0; cl < cc; ++cl) {
+      for (int qc = 0; qc < QC; ++qc) {
+        for (int pb = 0; pb < PB; ++pb) {
+          const int taps = min(P_BLOCK, p.K - pb * P_BLOCK);  // filter rows of the block
+          // this lane's column's quads from the sub-band's top row + 8 pb
+          const uint4* src = lane_quads + (cl * p.cols + qc * Q_CHUNK / CSTEP) * p.quad_stride +
+                             pb * (P_BLOCK / 2);
+          const int entry = ((cl * QC + qc) * PB + pb) * PAIRS * NTP + fg * NT;
+          wgmma_window<T, NT, 1>(acc, src, smem, entry, NTP, taps);
+        }
       }
-      rows[u] = make_uint4(v[0], v[1], v[2], v[3]);
     }
-    // wgmma reads B through the async proxy; these stores went through the generic one. The
-    // proxy fence (then the staging barrier) makes them visible to it: without it rung 9 read
-    // stale weights.
-    asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
-  }
+    wgmma_finish(acc);  // the accumulators are complete, shared memory free to restage
+  };
 
-  // One window (as MmaSync::window, taps filter rows): the quads are loaded first, then one
-  // fence, then every (tile, step) multiply, committed as one group. entry + j NTP is row pair
-  // j's weights. Every window issues all PAIRS k16 steps: a step past the filter's last row
-  // (j >= ceil(taps / 2)) reads an entry whose rows 8 pb + 2j, + 1 are past K, all zero, and
-  // A quads that are not loaded (they may lie past the staged ones) but set to zero. The
-  // alternatives cost more: a multiply under a run-time branch makes ptxas serialize every
-  // wgmma (warning C7520), and one window per taps (as MmaSync) keeps each case's A registers
-  // alive across windows (125 registers for T = 1; T = 2 serialized, C7511). No waste for
-  // K = 7 (ceil(7 / 2) = PAIRS), up to 4x for a 1 x 1 filter. The (tile i, step j) multiply
-  // reads quad DIAGONAL i + j: 1 here, 2 for rung 10's 4-row tiles (r10_row_shifts.cu).
-  template <int T, int NT, int DIAGONAL = 1>
-  static __device__ __forceinline__ void window(float (&acc)[T][NT][4], const uint4* src,
-                                                const unsigned char* smem, int entry,
-                                                int frag_stride, int taps) {
-    constexpr int QUADS = DIAGONAL * (T - 1) + PAIRS;
-    constexpr int ALWAYS = DIAGONAL * (T - 1) + 1;  // quads step 0 reads (taps >= 1)
-    const int loaded = DIAGONAL * (T - 1) + (taps + 1) / 2;  // the quads the rows reach
-    // row pair j's descriptor is pair 0's plus j NTP entries (in the 16-byte units of its
-    // address field, which cannot carry: shared addresses stay below 2^18)
-    const unsigned long long desc0 =
-        weight_desc((unsigned)__cvta_generic_to_shared(smem) + entry * FRAG_BYTES);
-    const unsigned step = frag_stride * (FRAG_BYTES >> 4);
-    uint4 a[QUADS];
-#pragma unroll
-    for (int k = 0; k < QUADS; ++k)  // the first ALWAYS are loaded without a test
-      a[k] = k < ALWAYS || k < loaded ? src[k] : make_uint4(0, 0, 0, 0);
-    asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");
-#pragma unroll
-    for (int j = 0; j < PAIRS; ++j) {
-      const unsigned long long desc = desc0 + j * step;
-#pragma unroll
-      for (int i = 0; i < T; ++i) wgmma_rs<NT>(acc[i], a[DIAGONAL * i + j], desc);
+  // Only one commit group is ever pending: the load of (item, chunk). The first barrier makes
+  // it visible and retires every warp's reads of the previous quads and fragments; after the
+  // second the raw slots are free, and the load that follows is issued at once.
+  auto stage = [&](int item, int chunk, int next_item, int next_chunk) {
+    cp_async_wait_all();
+    __syncthreads();
+    rewrite_quads<PACK>(p, quads, raw, item, chunk, tid);
+    if (CHUNKED) {
+      const int c0 = chunk * p.chunk_channels;
+      stage_core_matrices<PACK>(p, smem, c0, min(p.chunk_channels, p.C - c0));
     }
-    asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
-    // The next window loads its quads into the same registers (a run-time loop), and PTX
-    // forbids writing an A register before the wgmma that reads it has completed.
-    asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory");
-  }
+    __syncthreads();
+    if (next_item < items) copy_band_async(p, raw, raw_shared, next_item, next_chunk, tid);
+  };
 
-  // Every committed group has completed: the accumulators may be read, shared memory reused.
-  // The empty asm that "modifies" each accumulator after the wait keeps the compiler from
-  // moving the epilogue's reads of them above it: to the compiler the wait touches no
-  // register, and without this the epilogue read unfinished sums (errors from 1e-3 to 26%,
-  // different on every run).
-  template <int T, int NT>
-  static __device__ __forceinline__ void finish(float (&acc)[T][NT][4]) {
-    asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory");
-#pragma unroll
-    for (int i = 0; i < T; ++i)
-#pragma unroll
-      for (int nt = 0; nt < NT; ++nt)
-#pragma unroll
-        for (int e = 0; e < 4; ++e) asm volatile("" : "+f"(acc[i][nt][e])::"memory");
-  }
-};
+  if (!CHUNKED) stage_core_matrices<PACK>(p, smem, 0, min(p.chunk_channels, p.C));
+  if ((int)blockIdx.x < items) copy_band_async(p, raw, raw_shared, blockIdx.x, 0, tid);
 
-#ifndef CONV_WG_LIBRARY  // r10_row_shifts.cu includes this file for Wgmma and its own kernels
+  for (int item = blockIdx.x; item < items; item += gridDim.x) {
+    int b, h0;
+    origin(p, item, b, h0);
+    const int sub_bands = (min(p.band_rows, Ho - h0) + ROWS - 1) / ROWS;
+    const int columns = sub_bands * Wn, groups = (columns + 7) / 8;
+    const int supergroups = (groups + JOB_WARPS - 1) / JOB_WARPS;
+    const int jobs = supergroups * NFG, rounds = (jobs + SLOTS - 1) / SLOTS;
+    if (!CHUNKED) stage(item, 0, item + gridDim.x, 0);
+    // job = round * SLOTS + slot = fg * supergroups + sg, kept by subtraction (no division)
+    for (int round = 0, fg = 0, sg = slot; round < rounds; ++round, sg += SLOTS) {
+      while (sg >= supergroups) {
+        sg -= supergroups;
+        ++fg;
+      }
+      const int group = sg * JOB_WARPS + member;
+      const bool active = round * SLOTS + slot < jobs;  // uniform over the job's warps
+
+      // This lane's column (A rows g and g + 8 of every tile; PACK: output column 2 col); a
+      // dead lane reads column 0. Its fragment quads start at input column CSTEP col + 2t.
+      const int n = group * 8 + g;
+      const bool n_live = n < columns;
+      const int sb = n_live ? fast_div(n, p.wn_magic, p.wn_shift) : 0;
+      const int col = n_live ? n - sb * Wn : 0;
+      const uint4* lane_quads =
+          quads + (col + 2 * t / CSTEP) * p.quad_stride + sb * (ROWS / 2);
+
+      float acc[T][NT][4] = {};
+      if (CHUNKED) {
+        // Channels in chunks: every round restages them all (the slow, general path).
+        for (int chunk = 0; chunk < p.chunks; ++chunk) {
+          const bool last = chunk + 1 == p.chunks;
+          const int next_item = !last || round + 1 < rounds ? item : item + gridDim.x;
+          stage(item, chunk, next_item, last ? 0 : chunk + 1);
+          if (active) accumulate(acc, lane_quads, fg, chunk);
+        }
+      } else if (active) {
+        accumulate(acc, lane_quads, fg, 0);
+      }
+      if (!active) continue;
+      if (pairs_aligned)
+        store_packed<T, NT, PACK>(p, acc, packed_out(p, b, h0 + sb * ROWS, col), fg, t, n_live);
+      else
+        store_general<T, NT, PACK>(p, acc, b, h0, sb, col, group, fg, n_live, columns, g, t);
+    }
+  }
+  cp_async_wait_all();  // nothing may be in flight at exit
+}
+
+#define CONV_WGMMA(NAME, T, NT, CHUNKED) \
+  CONV_KERNEL(NAME) {                    \
+    CONV_PARAMS_STRUCT(p);               \
+    conv_wgmma<T, NT, CHUNKED>(p);       \
+  }
 // Packed (4 filters x 2 shifts per n8 tile): 2T rows x 64 output columns x 4 NT filters per
 // warpgroup job.
-CONV_TC_KERNEL(conv_wg_t1_n1, 1, 1, false, true, Wgmma)
-CONV_TC_KERNEL(conv_wg_t1_n2, 1, 2, false, true, Wgmma)
-CONV_TC_KERNEL(conv_wg_t1_n4, 1, 4, false, true, Wgmma)
-CONV_TC_KERNEL(conv_wg_t2_n4, 2, 4, false, true, Wgmma)
-CONV_TC_KERNEL(conv_wg_t3_n4, 3, 4, false, true, Wgmma)
-CONV_TC_KERNEL(conv_wg_chunked_t1_n4, 1, 4, true, true, Wgmma)
-#endif  // CONV_WG_LIBRARY
+CONV_WGMMA(conv_wg_t1_n1, 1, 1, false)
+CONV_WGMMA(conv_wg_t1_n2, 1, 2, false)
+CONV_WGMMA(conv_wg_t1_n4, 1, 4, false)
+CONV_WGMMA(conv_wg_t2_n4, 2, 4, false)
+CONV_WGMMA(conv_wg_t3_n4, 3, 4, false)
+CONV_WGMMA(conv_wg_chunked_t1_n4, 1, 4, true)

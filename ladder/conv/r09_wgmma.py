@@ -1,14 +1,14 @@
 """Rung 9, Hopper's warpgroup MMA: rung 8's fused convolution issued as wgmma (sm_90a only).
 
-What changes from rung 8 is one policy (``r09_wgmma.cu``, which includes rung 8's kernel): a
-job belongs to a warpgroup of 4 warps instead of one warp, each k16 step is one
+What changes from rung 8 is how the multiply is issued (``r09_wgmma.cu``, a copy of rung 8's
+kernel: a job belongs to a warpgroup of 4 warps instead of one warp, each k16 step is one
 ``wgmma.mma_async.m64nNk16`` for the whole group (each warp supplies its own 16 A rows from its
 own registers: the A fragment of wgmma's register form is mma.sync's), and the weights are not
 loaded into registers at all: wgmma reads them from shared memory through a matrix descriptor,
 so they are staged as 8 x 8 "core matrices" (PTX's K-major layout without swizzle) instead of
 per-lane fragments. The staging, the A quads, the packing and the epilogue are rung 8's. Every
-job is packed (4 filters x 2 column shifts per n8 tile), with N = 8, 16 or 32 (NT = 1, 2 or 4
-n8 tiles) by the number of filters: conv2's 16 filters x 2 shifts fill m64n32k16.
+job is packed (4 filters x 2 column shifts per n8 tile), with N = 8, 16 or 32 (NT = 1, 2 or 4 n8
+tiles) by the number of filters: conv2's 16 filters x 2 shifts fill m64n32k16.
 
 Why. Rung 8's docstring ends on arithmetic: at mma.sync's rate conv2's tensor work alone fills
 most of twice its floor. A microbenchmark on the H200 (results/nvidia-h200-wgmma-shapes.json,
@@ -135,13 +135,55 @@ lane emulation reads B from the core-matrix layout as the PTX ISA defines it.
 
 from __future__ import annotations
 
+import functools
+from dataclasses import dataclass
 from typing import Any
 
-from ladder.conv import r08_tensor_core as r08
-from ladder.core import cuda_cpp
+from ladder.conv.tc import plan as tc
 from ladder.core.rung import rung
 
-SOURCE = cuda_cpp.source(__file__, "r09_wgmma.cu", archs=("sm_90a",), arch_specific=True)
+SOURCE = tc.source(__file__, "r09_wgmma.cu", archs=("sm_90a",), arch_specific=True)
+
+TILES = {1: (1,), 2: (1,), 4: (3, 2, 1)}  # T compiled for each NT (n8 tiles: 4 NT filters)
+CHUNKED = (1, 4)  # the chunked kernel's (T, NT)
+
+
+@dataclass(frozen=True)
+class Plan(tc.Layout):
+    """Rung 9's launch: packed warpgroup jobs on wgmma."""
+
+    packed: bool = True
+    job_warps: int = tc.WARPGROUP
+
+    @property
+    def kernel_name(self) -> str:
+        return f"conv_wg_{'chunked_' if self.chunked else ''}t{self.tiles}_n{self.n_tiles}"
+
+
+def plan(size: tuple[int, ...], smem_limit: int = tc.SMEM_LIMIT) -> Plan:
+    """As rung 8's planner, with NT = 1, 2 or 4 n8 tiles by M (4 filters each) and T for the
+    fewest rounds of warpgroup jobs per image (``tc.pick_warpgroup_tiles``)."""
+    b, c, m, h, w, k = (int(v) for v in size)
+    size = (b, c, m, h, w, k)
+    ho = h - k + 1
+    n_tiles = 1 if m <= tc.PACK_FILTERS else 2 if m <= 2 * tc.PACK_FILTERS else 4
+    groups = tc.ceil_div(m, tc.PACK_FILTERS * n_tiles)
+    t = tc.pick_warpgroup_tiles(ho, tc.ceil_div(w - k + 1, 2), groups, TILES[n_tiles])
+    chunked_t, chunked_nt = CHUNKED
+    return tc.fit(
+        lambda band: Plan(size, t, n_tiles, False, band, c),
+        lambda cc: Plan(size, chunked_t, chunked_nt, True, 2 * chunked_t, cc),
+        2 * t,
+        ho,
+        c,
+        tc.SMEM_TARGET,
+        smem_limit,
+    )
+
+
+@functools.lru_cache(maxsize=64)
+def _configured(size: tuple[int, ...], device_id: int, smem_limit: int) -> tc.Configured:
+    return tc.configure(plan(size, smem_limit), SOURCE, device_id)
 
 
 @rung(
@@ -153,4 +195,4 @@ SOURCE = cuda_cpp.source(__file__, "r09_wgmma.cu", archs=("sm_90a",), arch_speci
     max_cc=(9, 0),
 )
 def launch(x: Any, w: Any, out: Any = None, *, stream: Any = 0) -> Any:
-    return r08.run(x, w, out, stream, SOURCE, wgmma=True)
+    return tc.launch(x, w, out, stream, _configured)

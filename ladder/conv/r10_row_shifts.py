@@ -1,16 +1,17 @@
 """Rung 10, row shifts packed too: 2 x 2 output blocks fill wgmma's N = 64 (sm_90a only).
 
-What changes from rung 9 is the packing (``r10_row_shifts.cu``; the kernel is rung 8's conv_tc
-with PACK == 2). Rung 9 packs 2 column shifts into each n8 tile, so an A row is a pair of
-output columns; rung 10 also packs 2 row shifts, as a second n8 tile per group of 4 filters
-whose weights sit one filter row down: an A row is a 2 x 2 block of outputs, and conv2's 16
-filters x 2 column shifts x 2 row shifts fill N = 64. An m16 tile is then 4 output rows (A row
-g: block row 2i, A row g + 8: block row 2i + 1), and the A registers of tile i at k16 step j are
-input rows 2k, 2k + 2, 2k + 1, 2k + 3 with k = 2i + j, staged by the rewrite as one 16-byte quad
-(rung 9's quads are rows 2k, 2k + 1, 2k + 1, 2k + 2 with k = i + j). A window of T tiles loads
-2T + 2 quads for its 4T multiplies. A window spans 8 input rows below each block row: filter rows
-0 to 7 at row shift 0 and -1 to 6 at shift 1, so K = 7 needs one window per channel, and a
-filter of K rows ceil((K + 1) / 8) (as the column shift's chunks). conv1's 4 filters fill N = 16.
+What changes from rung 9 is the packing (``r10_row_shifts.cu``: rung 9's kernel with the
+layout's PACK == 2 paths in ``ladder/conv/tc/``). Rung 9 packs 2 column shifts into each n8
+tile, so an A row is a pair of output columns; rung 10 also packs 2 row shifts, as a second n8
+tile per group of 4 filters whose weights sit one filter row down: an A row is a 2 x 2 block of
+outputs, and conv2's 16 filters x 2 column shifts x 2 row shifts fill N = 64. An m16 tile is
+then 4 output rows (A row g: block row 2i, A row g + 8: block row 2i + 1), and the A registers
+of tile i at k16 step j are input rows 2k, 2k + 2, 2k + 1, 2k + 3 with k = 2i + j, staged by the
+rewrite as one 16-byte quad (rung 9's quads are rows 2k, 2k + 1, 2k + 1, 2k + 2 with k = i + j).
+A window of T tiles loads 2T + 2 quads for its 4T multiplies. A window spans 8 input rows below
+each block row: filter rows 0 to 7 at row shift 0 and -1 to 6 at shift 1, so K = 7 needs one
+window per channel, and a filter of K rows ceil((K + 1) / 8) (as the column shift's chunks).
+conv1's 4 filters fill N = 16.
 
 Why. Every A register a multiply reads now feeds twice the outputs: per image half the wgmma
 instructions, each at a wider shape (and, at the same T, half the quad loads). The
@@ -69,13 +70,60 @@ the row shifts (quads, weights, windows, both epilogues), on odd shapes, K = 1, 
 
 from __future__ import annotations
 
+import functools
+from dataclasses import dataclass
 from typing import Any
 
-from ladder.conv import r08_tensor_core as r08
-from ladder.core import cuda_cpp
+from ladder.conv.tc import plan as tc
 from ladder.core.rung import rung
 
-SOURCE = cuda_cpp.source(__file__, "r10_row_shifts.cu", archs=("sm_90a",), arch_specific=True)
+SOURCE = tc.source(__file__, "r10_row_shifts.cu", archs=("sm_90a",), arch_specific=True)
+
+TILES = {2: (2, 1), 4: (2, 1), 8: (2, 1)}  # T compiled for each NT (n8 tiles: 2 NT filters)
+CHUNKED = (1, 8)  # the chunked kernel's (T, NT)
+
+
+@dataclass(frozen=True)
+class Plan(tc.Layout):
+    """Rung 10's launch: warpgroup jobs on 2 x 2 output blocks (row shifts packed too)."""
+
+    packed: bool = True
+    row_shifts: bool = True
+    job_warps: int = tc.WARPGROUP
+
+    @property
+    def kernel_name(self) -> str:
+        return f"conv_wgb_{'chunked_' if self.chunked else ''}t{self.tiles}_n{self.n_tiles}"
+
+
+def n_tiles_for(m: int) -> int:
+    """n8 tiles per job: 2 (4 filters x 2 row shifts), 4 or 8 by M."""
+    return 2 if m <= tc.PACK_FILTERS else 4 if m <= 2 * tc.PACK_FILTERS else 8
+
+
+def plan(size: tuple[int, ...], smem_limit: int = tc.SMEM_LIMIT) -> Plan:
+    """As rung 9's planner, with 4-row tiles (ties go to the smaller T)."""
+    b, c, m, h, w, k = (int(v) for v in size)
+    size = (b, c, m, h, w, k)
+    ho = h - k + 1
+    n_tiles = n_tiles_for(m)
+    groups = tc.ceil_div(m, tc.PACK_FILTERS * n_tiles // 2)
+    t = tc.pick_warpgroup_tiles(ho, tc.ceil_div(w - k + 1, 2), groups, TILES[n_tiles], tile_rows=4)
+    chunked_t, chunked_nt = CHUNKED
+    return tc.fit(
+        lambda band: Plan(size, t, n_tiles, False, band, c),
+        lambda cc: Plan(size, chunked_t, chunked_nt, True, 4 * chunked_t, cc),
+        4 * t,
+        ho,
+        c,
+        tc.SMEM_TARGET,
+        smem_limit,
+    )
+
+
+@functools.lru_cache(maxsize=64)
+def _configured(size: tuple[int, ...], device_id: int, smem_limit: int) -> tc.Configured:
+    return tc.configure(plan(size, smem_limit), SOURCE, device_id)
 
 
 @rung(
@@ -87,4 +135,4 @@ SOURCE = cuda_cpp.source(__file__, "r10_row_shifts.cu", archs=("sm_90a",), arch_
     max_cc=(9, 0),
 )
 def launch(x: Any, w: Any, out: Any = None, *, stream: Any = 0) -> Any:
-    return r08.run(x, w, out, stream, SOURCE, blocks=True)
+    return tc.launch(x, w, out, stream, _configured)

@@ -1,7 +1,7 @@
 """Rung 11, one wgmma group per job: every channel's quads in registers, one wait (sm_90a only).
 
-What changes from rung 10 (``r11_one_group.cu``; the kernel is still rung 8's conv_tc, with
-the WgmmaJob policy and conv_tc's LEAN paths):
+What changes from rung 10 (``r11_one_group.cu``: rung 10's kernel with one group per job,
+``one_group_job``, the sliding rewrite and the leaner epilogue, ``store_lean``):
 
 - Rung 10 runs one window per channel: load its quads, fence, 4 multiplies (T = 1), commit,
   wait. On conv2 that is 4 windows and 4 waits per job, and each window pays its loop control,
@@ -64,14 +64,55 @@ variant, odd shapes, K = 1, 5, 6 and 7, bands of rows, and the fallbacks to rung
 
 from __future__ import annotations
 
+import functools
+from dataclasses import dataclass
 from typing import Any
 
-from ladder.conv import r08_tensor_core as r08
 from ladder.conv import r10_row_shifts as r10
-from ladder.core import cuda_cpp
+from ladder.conv.tc import plan as tc
 from ladder.core.rung import rung
 
-SOURCE = cuda_cpp.source(__file__, "r11_one_group.cu", archs=("sm_90a",), arch_specific=True)
+SOURCE = tc.source(__file__, "r11_one_group.cu", archs=("sm_90a",), arch_specific=True)
+
+TILES = {1: (2, 1), 2: (1,), 3: (1,), 4: (1,)}  # T compiled for each C (K <= 7): C (2T + 2) quads
+
+
+@dataclass(frozen=True)
+class Plan(r10.Plan):
+    """Rung 11's launch: rung 10's layout, one wgmma group per job (C in TILES, K <= 7)."""
+
+    @property
+    def kernel_name(self) -> str:
+        return f"conv_wgj_c{self.size[1]}_t{self.tiles}_n{self.n_tiles}"
+
+
+def plan(
+    size: tuple[int, ...],
+    smem_limit: int = tc.SMEM_LIMIT,
+    kind: type[Plan] = Plan,
+    target: int = tc.SMEM_TARGET,
+) -> Plan | None:
+    """Rung 10's layout with T from TILES[C], where a job can hold every channel's quads (C in
+    TILES), one window covers a channel (K + 1 <= 8: the row-shifted copy reaches row K) and
+    no channel chunks are needed; else None, and rung 10 runs."""
+    b, c, m, h, w, k = (int(v) for v in size)
+    size = (b, c, m, h, w, k)
+    if c not in TILES or k + 1 > tc.P_BLOCK:
+        return None
+    ho = h - k + 1
+    n_tiles = r10.n_tiles_for(m)
+    groups = tc.ceil_div(m, tc.PACK_FILTERS * n_tiles // 2)
+    t = tc.pick_warpgroup_tiles(ho, tc.ceil_div(w - k + 1, 2), groups, TILES[c], tile_rows=4)
+    found = tc.fit(
+        lambda band: kind(size, t, n_tiles, False, band, c), None, 4 * t, ho, c, target, smem_limit
+    )
+    return found  # type: ignore[return-value]
+
+
+@functools.lru_cache(maxsize=64)
+def _configured(size: tuple[int, ...], device_id: int, smem_limit: int) -> tc.Configured | None:
+    found = plan(size, smem_limit)
+    return None if found is None else tc.configure(found, SOURCE, device_id)
 
 
 @rung(
@@ -83,4 +124,4 @@ SOURCE = cuda_cpp.source(__file__, "r11_one_group.cu", archs=("sm_90a",), arch_s
     max_cc=(9, 0),
 )
 def launch(x: Any, w: Any, out: Any = None, *, stream: Any = 0) -> Any:
-    return r08.run(x, w, out, stream, SOURCE, one_group=True, fallback=r10.SOURCE)
+    return tc.launch(x, w, out, stream, _configured, fallback=r10.launch)

@@ -1,7 +1,7 @@
 """Rung 12, bulk copies: the input in and each image's output out by the TMA (sm_90a only).
 
-What changes from rung 11 (``r12_bulk.cu``; the kernel is still rung 8's conv_tc, with the
-WgmmaBulk policy and conv_tc's BULK paths). Hopper's Tensor Memory Accelerator copies a
+What changes from rung 11 (``r12_bulk.cu``: rung 11's kernel with bulk copies in,
+``copy_band_bulk``, and out of an output buffer). Hopper's Tensor Memory Accelerator copies a
 contiguous run of 16-byte chunks between global and shared memory on its own (cp.async.bulk):
 one instruction from one thread, no per-thread addresses or tests.
 
@@ -99,14 +99,84 @@ without the buffer (odd Wo, M Ho Wo not a multiple of 8, bands, a misaligned y).
 
 from __future__ import annotations
 
-from typing import Any
+import dataclasses
+import functools
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, ClassVar
 
-from ladder.conv import r08_tensor_core as r08
 from ladder.conv import r10_row_shifts as r10
-from ladder.core import cuda_cpp
+from ladder.conv import r11_one_group as r11
+from ladder.conv.tc import plan as tc
 from ladder.core.rung import rung
 
-SOURCE = cuda_cpp.source(__file__, "r12_bulk.cu", archs=("sm_90a",), arch_specific=True)
+# rung 11's parameters, then the byte offsets of the output buffer (0: none) and the mbarrier
+PARAMS = (*tc.PARAMS, ("out_at", "int"), ("bar_at", "int"))
+SOURCE = tc.source(__file__, "r12_bulk.cu", archs=("sm_90a",), arch_specific=True, params=PARAMS)
+# bytes a block may take when it also holds an image's output: two blocks per SM take all of
+# sm_90's 228 KB (1 KB of each block's is the system's)
+SMEM_TARGET = 113 * 1024
+
+
+@dataclass(frozen=True)
+class Plan(r11.Plan):
+    """Rung 12's launch: rung 11's, plus shared memory for an image's output (out_buffer)
+    and the mbarrier the input copies complete on."""
+
+    out_buffer: bool = True  # stage whole images' output in shared memory where it can
+
+    PARAMS: ClassVar[tuple[tuple[str, str], ...]] = PARAMS
+
+    @property
+    def kernel_name(self) -> str:
+        return f"conv_wgk_c{self.size[1]}_t{self.tiles}_n{self.n_tiles}"
+
+    @property
+    def out_bytes(self) -> int:
+        """The output buffer: a whole image's output (M Ho Wo halves), when an item is a
+        whole image, Wo is even (the epilogue's 32-bit pairs) and M Ho Wo is a multiple of 8
+        (every image's output 16-byte aligned, a whole number of 16-byte chunks); else 0."""
+        halves = self.size[2] * self.Ho * self.Wo
+        whole = self.out_buffer and self.bands == 1 and self.Wo % 2 == 0 and halves % 8 == 0
+        return 2 * halves if whole else 0
+
+    @property
+    def out_at(self) -> int:
+        return self.raw_end if self.out_bytes else 0
+
+    @property
+    def bar_at(self) -> int:
+        """The mbarrier (8 bytes), after everything else."""
+        return self.raw_end + self.out_bytes
+
+    @property
+    def smem_bytes(self) -> int:
+        return self.bar_at + 8
+
+
+def plan(size: tuple[int, ...], smem_limit: int = tc.SMEM_LIMIT) -> Plan | None:
+    """Rung 11's plan (None where rung 11 falls back: rung 10 runs), with a shared-memory
+    budget that fits a whole image's output too (SMEM_TARGET)."""
+    return r11.plan(size, smem_limit, kind=Plan, target=SMEM_TARGET)  # type: ignore[return-value]
+
+
+def out_buffer_or_not(found: Plan, blocks_per_sm: Callable[[int], int]) -> Plan:
+    """The plan with its output buffer, unless the buffer's shared memory would cost a resident
+    block per SM (``blocks_per_sm``: blocks for a block's shared-memory bytes): then the plan
+    without it (the jobs store to global memory). conv1 at 70 registers fits 3 blocks per SM
+    without its 50 KB buffer and 2 with it; conv2 runs 2 blocks either way and keeps it."""
+    if not found.out_bytes:
+        return found
+    lean = dataclasses.replace(found, out_buffer=False)
+    return lean if blocks_per_sm(lean.smem_bytes) > blocks_per_sm(found.smem_bytes) else found
+
+
+@functools.lru_cache(maxsize=64)
+def _configured(size: tuple[int, ...], device_id: int, smem_limit: int) -> tc.Configured | None:
+    found = plan(size, smem_limit)
+    if found is None:
+        return None
+    return tc.configure(found, SOURCE, device_id, adjust=out_buffer_or_not)  # type: ignore[arg-type]
 
 
 @rung(
@@ -118,4 +188,4 @@ SOURCE = cuda_cpp.source(__file__, "r12_bulk.cu", archs=("sm_90a",), arch_specif
     max_cc=(9, 0),
 )
 def launch(x: Any, w: Any, out: Any = None, *, stream: Any = 0) -> Any:
-    return r08.run(x, w, out, stream, SOURCE, bulk=True, fallback=r10.SOURCE)
+    return tc.launch(x, w, out, stream, _configured, fallback=r10.launch)

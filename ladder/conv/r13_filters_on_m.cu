@@ -46,7 +46,7 @@
 // (fence.proxy.async) before the barrier after which they read.
 #include <cuda_fp16.h>
 
-#include "bulk_copy.cuh"
+#include "tc/bulk_copy.cuh"
 
 constexpr int FM_THREADS = 128;  // a block is one warpgroup
 constexpr int FM_NT = 152;       // pixel blocks per job: wgmma's N

@@ -127,10 +127,9 @@ from typing import Any
 
 import numpy as np
 
-from ladder.conv import r08_tensor_core as r08
-from ladder.conv import r10_row_shifts as r10
 from ladder.conv import r12_bulk as r12
 from ladder.conv.problem import LayerShape, check_arrays, size_of
+from ladder.conv.tc import plan as tc
 from ladder.core import cuda_cpp
 from ladder.core.cuda_cpp import pointer
 from ladder.core.rung import rung
@@ -284,7 +283,7 @@ class Plan(LayerShape):
         return (*(np.int32(v) for v in self.params().values()), np.int32(self.flags(x_at, y_at)))
 
 
-def plan(size: tuple[int, ...], smem_limit: int = r08.SMEM_LIMIT) -> Plan | None:
+def plan(size: tuple[int, ...], smem_limit: int = tc.SMEM_LIMIT) -> Plan | None:
     """This rung's layout for ``size``, or None where its kernel does not apply and rung 12
     runs instead: more than 4 channels (the weights would not fit in registers), filters
     larger than 7 x 7 (the 8 x 8 window), at most 4 filters (a quarter of wgmma's M), more than
@@ -312,7 +311,7 @@ def _configure(size: tuple[int, ...], device_id: int) -> tuple[Plan, Any, int] |
     kernel = SOURCE.kernel(found.kernel_name)
     if kernel.max_dynamic_shared_size_bytes < found.smem_bytes:
         kernel.max_dynamic_shared_size_bytes = found.smem_bytes
-    per_sm = r08.blocks_per_sm(kernel, found.smem_bytes, device, THREADS)
+    per_sm = cuda_cpp.blocks_per_sm(kernel, found.smem_bytes, device, THREADS)
     grid = min(found.size[0], int(device.attributes["MultiProcessorCount"]) * per_sm)
     return found, kernel, grid
 
@@ -332,10 +331,10 @@ def launch(x: Any, w: Any, out: Any = None, *, stream: Any = 0) -> Any:
     size = size_of(x, w)
     configured = None if out.size == 0 else _configure(size, cupy.cuda.runtime.getDevice())
     if configured is None:  # rung 12's kernels (and no work for an empty output)
-        return r08.run(x, w, out, stream, r12.SOURCE, bulk=True, fallback=r10.SOURCE)
+        return r12.launch(x, w, out, stream=stream)
     found, kernel, grid = configured
     x_at, y_at = int(pointer(x)), int(pointer(out))
-    with r08.cupy_stream(stream):
+    with cuda_cpp.cupy_stream(stream):
         kernel(
             (grid,),
             (THREADS,),

@@ -207,14 +207,15 @@ class CudaSource:
         return found
 
 
-_LOCAL_INCLUDE = re.compile(r'^#include "([\w.]+\.cuh?)"[^\n]*$', re.MULTILINE)
+_LOCAL_INCLUDE = re.compile(r'^#include "([\w./]+\.cuh?)"[^\n]*$', re.MULTILINE)
 
 
 def inline_includes(path: Path) -> str:
-    """``path``'s text with each ``#include "name.cu"`` (or ``.cuh``) replaced by that sibling
-    file's text (recursively): other headers are left to NVRTC's include path."""
+    """``path``'s text with each ``#include "name.cu"`` (or ``.cuh``, or ``dir/name.cuh``)
+    replaced by that file's text, found beside ``path`` (recursively): other headers are left
+    to NVRTC's include path. Headers guard themselves against being inlined twice."""
     text = path.read_text()
-    return _LOCAL_INCLUDE.sub(lambda m: inline_includes(path.with_name(m.group(1))), text)
+    return _LOCAL_INCLUDE.sub(lambda m: inline_includes(path.parent / m.group(1)), text)
 
 
 SOURCES: dict[str, CudaSource] = {}
@@ -233,6 +234,41 @@ def source(
         raise FileNotFoundError(f"CUDA source {src.path} is missing")
     SOURCES[str(src.path)] = src
     return src
+
+
+def cupy_stream(stream: Any) -> Any:
+    """A context that makes CuPy launch on ``stream`` (a Numba or CuPy stream, or 0)."""
+    import contextlib
+
+    import cupy
+
+    if stream is None or (isinstance(stream, int) and stream == 0):
+        return contextlib.nullcontext()
+    if isinstance(stream, cupy.cuda.Stream):
+        return stream
+    from_external = getattr(cupy.cuda.Stream, "from_external", None)  # CuPy 14 and later
+    if from_external is not None:
+        return from_external(stream)
+    return cupy.cuda.ExternalStream(int(stream.__cuda_stream__()[1]))
+
+
+def blocks_per_sm(kernel: Any, smem: int, device: Any, threads: int) -> int:
+    """Resident blocks per SM for a CuPy kernel with ``smem`` bytes of dynamic shared memory
+    and ``threads`` per block (the driver's answer, or the register and shared-memory
+    arithmetic when the driver call is not available)."""
+    try:
+        from cupy_backends.cuda.api import driver
+
+        found = driver.occupancyMaxActiveBlocksPerMultiprocessor(kernel.kernel.ptr, threads, smem)
+        if found > 0:
+            return int(found)
+    except Exception:  # fall back to the arithmetic below
+        pass
+    attrs = device.attributes
+    regs = -(-int(kernel.num_regs) // 8) * 8 * threads
+    by_regs = attrs["MaxRegistersPerMultiprocessor"] // max(regs, 1)
+    by_smem = attrs["MaxSharedMemoryPerMultiprocessor"] // (smem + 1024)
+    return max(1, min(by_regs, by_smem, attrs["MaxThreadsPerMultiProcessor"] // threads))
 
 
 def pointer(arr: Any) -> np.uint64:
