@@ -128,7 +128,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     if args.dtype not in problem.dtypes:
         raise ValueError(f"{args.problem} has no dtype {args.dtype}; it has {problem.dtypes}")
     if args.size:
-        size = tuple(args.size)
+        size = args.size  # checked by problem.parse_size in main
     elif device.simulator():
         size = problem.simulator_sizes(args.dtype)[0]
     else:
@@ -245,7 +245,7 @@ def cmd_profile(args: argparse.Namespace) -> int:
     problem = get_problem(args.problem)
     if args.dtype not in problem.dtypes:
         raise ValueError(f"{args.problem} has no dtype {args.dtype}; it has {problem.dtypes}")
-    size = tuple(args.size) if args.size else problem.standard_sizes(args.dtype)[-1]
+    size = args.size or problem.standard_sizes(args.dtype)[-1]  # checked by parse_size
     if args.rung == "all":
         targets = [r for r in rungs(args.problem) if args.dtype in r.dtypes and not r.on_cpu]
     else:
@@ -311,6 +311,25 @@ def cmd_child(args: argparse.Namespace) -> int:
     return tools.child(args.rest)
 
 
+SIZE_HELP = "the problem's size; per problem:"
+
+
+class _SizeHelp(argparse.HelpFormatter):
+    """Help that lists what --size means for each problem (``Problem.size_help``), read from
+    the registry only when help is shown, so that parsing never imports the rungs."""
+
+    def _get_help_string(self, action: argparse.Action) -> str | None:
+        if action.help != SIZE_HELP:
+            return action.help
+        return "\n".join([SIZE_HELP, *(f"{p.name}: {p.size_help}" for p in problems().values())])
+
+    def _split_lines(self, text: str, width: int) -> list[str]:
+        lines = []
+        for line in text.splitlines():
+            lines += super()._split_lines(line, width)
+        return lines
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="ladder", description="An optimization ladder for GPU kernels in Python."
@@ -325,9 +344,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--remeasure", action="store_true", help="measure the ceilings again")
     p.set_defaults(func=cmd_info)
 
-    p = sub.add_parser("run", help="validate and time the rungs of one problem")
+    p = sub.add_parser(
+        "run", help="validate and time the rungs of one problem", formatter_class=_SizeHelp
+    )
     p.add_argument("problem", help="e.g. gemm")
-    p.add_argument("--size", type=int, nargs="+", metavar="N", help="e.g. --size 4096 4096 4096")
+    p.add_argument("--size", type=int, nargs="+", metavar="N", help=SIZE_HELP)
     p.add_argument("--rungs", nargs="+", metavar="RUNG", help="names or numbers (default: all)")
     p.add_argument("--dtype", default="float32")
     p.add_argument("--repeats", type=int, help="timed repeats (default: as many as fit in 1 s)")
@@ -356,11 +377,13 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_check)
 
     p = sub.add_parser(
-        "profile", help="Nsight Compute on one launch of a rung (and of the rung below)"
+        "profile",
+        help="Nsight Compute on one launch of a rung (and of the rung below)",
+        formatter_class=_SizeHelp,
     )
     p.add_argument("problem", help="e.g. gemm")
     p.add_argument("rung", help="a rung's name or number, or 'all'")
-    p.add_argument("--size", type=int, nargs="+", metavar="N")
+    p.add_argument("--size", type=int, nargs="+", metavar="N", help=SIZE_HELP)
     p.add_argument("--dtype", default="float32")
     p.add_argument("--no-below", action="store_true", help="do not profile the rung below")
     p.add_argument("--json", help="also write the profiles to this file")
@@ -402,8 +425,11 @@ def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
     args = build_parser().parse_args(argv)
     args.argv = argv
-    if getattr(args, "size", None) is not None and args.problem == "gemm" and len(args.size) != 3:
-        print("ladder: gemm takes --size M N K", file=sys.stderr)
+    try:
+        if getattr(args, "size", None) is not None:
+            args.size = get_problem(args.problem).parse_size(args.size)
+    except (KeyError, ValueError) as err:  # one line, as argparse words its own errors
+        print(f"ladder: error: {err.args[0] if err.args else err}", file=sys.stderr)
         return 2
     try:
         return args.func(args)

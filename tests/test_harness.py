@@ -8,7 +8,7 @@ from numba import cuda
 
 from ladder import cli
 from ladder.core import device, report, timing
-from ladder.core.rung import Rung, get_problem, get_rung, rungs
+from ladder.core.rung import Rung, get_problem, get_rung, problems, rungs
 
 PROBLEM = get_problem("gemm")
 
@@ -138,21 +138,51 @@ def test_best_rows_pick_the_fastest_passing_rung_and_the_library():
 
 def test_cli_run_rejects_bad_arguments(capsys):
     assert cli.main(["run", "gemm", "--size", "4", "4"]) == 2
+    err = capsys.readouterr().err
+    assert err == "ladder: error: --size for gemm takes 3 values M N K, got 2\n"
+    assert cli.main(["run", "conv", "--size", "1", "1", "2", "5", "5", "7"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("ladder: error: --size for conv") and err.count("\n") == 1
     assert cli.main(["run", "gemm", "--rungs", "nope", "--size", "2", "2", "2"]) == 2
     assert "unknown rung" in capsys.readouterr().err
 
 
-def test_cli_list_and_info(capsys):
-    assert cli.main(["list"]) == 0
-    assert cli.main(["info"]) == 0
-    text = capsys.readouterr().out
-    assert "naive" in text and "numba" in text
+PROBLEM_NAMES = list(problems())
 
 
-def test_bfloat16_inputs_are_rounded_and_checked_in_float64():
-    a, b = PROBLEM.make_inputs((5, 6, 7), "bfloat16", 0)
-    assert a.dtype.name == "bfloat16" and b.dtype.name == "bfloat16"
-    ref = PROBLEM.reference((a, b))
-    assert ref.dtype == np.float64
-    assert np.array_equal(ref, a.astype(np.float64) @ b.astype(np.float64))
-    assert PROBLEM.min_bytes((5, 6, 7), "bfloat16") == (5 * 7 + 7 * 6 + 5 * 6) * 2
+@pytest.mark.parametrize("name", PROBLEM_NAMES)
+def test_every_problem_implements_the_protocol(name):
+    problem = get_problem(name)
+    assert problem.bound in ("compute", "memory")
+    assert problem.size_help.startswith(" ".join(problem.size_names) + ":")
+    for dtype in problem.dtypes:
+        for size in (*problem.test_sizes(dtype), *problem.simulator_sizes(dtype)):
+            assert len(size) == len(problem.size_names)
+        standard = problem.standard_sizes(dtype)
+        assert problem.parse_size(list(standard[-1])) == tuple(standard[-1])
+    assert isinstance(problem.readme_summary([], {}), str)
+    size = problem.standard_sizes(problem.dtypes[0])[0]
+    ceilings = {"copy_tbps": 4.0, "fp32_peak_tflops": 60.0, "cublas_fp16_tflops": 700.0}
+    assert problem.floor_ms(size, problem.dtypes[0], ceilings) > 0
+    assert problem.floor_ms(size, problem.dtypes[0], {}) is None
+
+
+@pytest.mark.parametrize("name", PROBLEM_NAMES)
+def test_parse_size_refuses_a_wrong_count_or_value_naming_size(name):
+    problem = get_problem(name)
+    good = list(problem.standard_sizes(problem.dtypes[0])[0])
+    count = len(problem.size_names)
+    with pytest.raises(ValueError, match=f"--size for {name} takes {count} values"):
+        problem.parse_size(good[:-1])
+    with pytest.raises(ValueError, match=f"--size for {name}: .*at least 1"):
+        problem.parse_size([0, *good[1:]])
+
+
+def test_parse_size_checks_each_problems_own_rules():
+    with pytest.raises(ValueError, match=r"--size for conv: .*K <= H and K <= W"):
+        get_problem("conv").parse_size([1, 1, 2, 9, 5, 7])
+    assert get_problem("conv").parse_size([1, 1, 2, 7, 9, 7]) == (1, 1, 2, 7, 9, 7)
+    for name in ("attention", "attention-causal"):
+        with pytest.raises(ValueError, match=f"--size for {name}: H must be a multiple of HKV"):
+            get_problem(name).parse_size([1, 3, 2, 16, 16])
+        assert get_problem(name).parse_size([1, 4, 2, 16, 16]) == (1, 4, 2, 16, 16)
