@@ -122,6 +122,11 @@ def _print_groups(console: Any, runs: list[dict], ceilings: dict | None, gpu: st
         console.print(report.rich_table(group, ceilings, title))
 
 
+def _exit_code(runs: list[dict[str, Any]]) -> int:
+    """1 when a run failed; a rung that cannot run here is not a failure."""
+    return int(any(timing.run_status(r) is timing.Status.FAILED for r in runs))
+
+
 def cmd_run(args: argparse.Namespace) -> int:
     console = _console()
     problem = get_problem(args.problem)
@@ -147,7 +152,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     if args.json:
         path = report.write_results(report.results_document(runs, ceilings), args.json)
         console.print(f"wrote {path}")
-    return 0 if all(r["ok"] or (r["error"] and "needs" in r["error"]) for r in runs) else 1
+    return _exit_code(runs)
 
 
 def cmd_bench(args: argparse.Namespace) -> int:
@@ -179,7 +184,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
     _print_groups(console, runs, ceilings, doc["gpu"])
     _simulator_banner(console)
     console.print(f"wrote {out}")
-    return 0 if all(r["ok"] or (r["error"] or "").startswith("needs") for r in runs) else 1
+    return _exit_code(runs)
 
 
 def cmd_plot(args: argparse.Namespace) -> int:

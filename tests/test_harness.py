@@ -31,6 +31,44 @@ def test_measure_catches_an_unwritten_output():
 
     m = timing.measure(timing.prepare(PROBLEM, (5, 6, 7)), _fake_rung(writes_nothing))
     assert not m.ok and "wrong answer" in m.error and m.samples_ms == []
+    assert m.status is timing.Status.FAILED and m.to_dict()["status"] == "failed"
+
+
+def test_measure_status_of_a_launcher_that_raises_or_does_not_fit():
+    def raises(a, b, c):
+        raise RuntimeError("boom")
+
+    def does_not_fit(a, b, c):
+        raise MemoryError("the scores need 275 GB")
+
+    case = timing.prepare(PROBLEM, (5, 6, 7))
+    m = timing.measure(case, _fake_rung(raises))
+    assert m.status is timing.Status.FAILED and "boom" in m.error
+    m = timing.measure(case, _fake_rung(does_not_fit))
+    assert m.status is timing.Status.UNAVAILABLE and "275 GB" in m.error
+
+
+def test_measure_status_of_a_rung_that_cannot_run_here():
+    gpu_only = Rung("gemm", 51, "gpu-only", "t", ("float32",), print, frozenset({"cupy"}), doc="t")
+    case = timing.prepare(PROBLEM, (5, 6, 7))
+    if gpu_only.unavailable_reason() is not None:
+        m = timing.measure(case, gpu_only)
+        assert m.status is timing.Status.UNAVAILABLE and m.error == gpu_only.unavailable_reason()
+    m = timing.measure(timing.prepare(PROBLEM, (5, 6, 7), "float16"), _fake_rung(print))
+    assert m.status is timing.Status.UNAVAILABLE and "does not support float16" in m.error
+    assert m.to_dict()["status"] == "unavailable" and not m.to_dict()["ok"]
+
+
+def test_run_status_of_records_written_before_runs_had_one():
+    def old(ok, error):
+        return {"ok": ok, "error": error}
+
+    assert timing.run_status(old(True, None)) is timing.Status.OK
+    assert timing.run_status(old(False, "needs CuPy")) is timing.Status.UNAVAILABLE
+    assert timing.run_status(old(False, "does not support float16")) is timing.Status.UNAVAILABLE
+    assert timing.run_status(old(False, "AttentionMemoryError: ...")) is timing.Status.UNAVAILABLE
+    assert timing.run_status(old(False, "wrong answer: ...")) is timing.Status.FAILED
+    assert timing.run_status({"status": "unavailable", "ok": False}) is timing.Status.UNAVAILABLE
 
 
 def test_measure_catches_a_rung_wrong_only_after_the_first_run():
@@ -50,6 +88,7 @@ def test_measure_catches_a_rung_wrong_only_after_the_first_run():
 def test_measure_reports_simulator_times_as_simulated():
     m = timing.measure(timing.prepare(PROBLEM, (5, 6, 7)), get_rung("gemm", "naive"))
     assert m.ok and m.rel_err <= 1e-5 and m.rel_err_after <= 1e-5
+    assert m.status is timing.Status.OK and m.to_dict()["status"] == "ok"
     assert m.simulated == device.simulator()
     assert m.median_ms is not None and m.min_ms <= m.median_ms <= m.max_ms
     assert m.flops == 2 * 5 * 6 * 7
@@ -99,7 +138,8 @@ def test_cli_run_bench_plot(tmp_path, capsys):
     ):
         assert key in run
     assert {r["rung"] for r in doc["runs"]} == {r.name for r in rungs("gemm")}
-    assert all(r["ok"] for r in doc["runs"] if not (r["error"] or "").startswith("needs"))
+    assert {r["status"] for r in doc["runs"]} <= {"ok", "unavailable"}
+    assert all(r["ok"] == (r["status"] == "ok") for r in doc["runs"])
     readme = tmp_path / "README.md"
     readme.write_text(f"intro\n{report.README_START}\nold\n{report.README_END}\nend\n")
     png = tmp_path / "bench.png"

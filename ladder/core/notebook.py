@@ -50,7 +50,7 @@ def walk(case: timing.Case, rung: Rung, show_code: bool = True) -> timing.Measur
             f"median {m.median_ms:.3f} ms (min {m.min_ms:.3f}, max {m.max_ms:.3f}, "
             f"{len(m.samples_ms)} repeats){note}; {rate}"
         )
-    elif m.error and m.error.startswith("needs"):
+    elif m.status is timing.Status.UNAVAILABLE:
         print(f"{rung.name}: skipped here, {m.error}")
     else:
         print(f"{rung.name}: {m.error}")

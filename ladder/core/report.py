@@ -17,6 +17,7 @@ from typing import Any
 
 from ladder.core import device, roofline
 from ladder.core.rung import get_problem
+from ladder.core.timing import Status, run_status
 
 README_START = "<!-- results:start -->"
 README_END = "<!-- results:end -->"
@@ -99,9 +100,8 @@ def _time_cell(row: dict[str, Any]) -> str:
 
 
 def _status(row: dict[str, Any]) -> str:
-    if row.get("ok"):
-        return "ok"
-    return row.get("error") or "failed"
+    status = run_status(row)
+    return str(status) if status is Status.OK else f"{status}: {row.get('error') or '—'}"
 
 
 def _is_memory(group: list[dict[str, Any]]) -> bool:
