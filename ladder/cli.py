@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import ladder  # noqa: F401  (chooses the backend before numba.cuda is imported)
-from ladder.core import device, report, roofline, timing
+from ladder.core import derived, device, report, roofline, timing
 from ladder.core.rung import Rung, get_problem, get_rung, problems, rungs
 
 
@@ -117,7 +117,7 @@ def _measure_all(
 
 
 def _print_groups(console: Any, runs: list[dict], ceilings: dict | None, gpu: str) -> None:
-    for (problem, dtype, shape), group in report.groups(runs).items():
+    for (problem, dtype, shape), group in derived.groups(runs).items():
         title = f"{problem} {dtype} {' x '.join(map(str, shape))} on {gpu}"
         console.print(report.rich_table(group, ceilings, title))
 
@@ -191,7 +191,7 @@ def cmd_plot(args: argparse.Namespace) -> int:
     console = _console()
     doc = report.read_results(args.results)
     out = Path(args.out or Path(args.results).with_suffix(".png"))
-    names = list(dict.fromkeys(key[0] for key in report.groups(doc["runs"])))
+    names = list(dict.fromkeys(key[0] for key in derived.groups(doc["runs"])))
     unknown = set(args.problems or ()) - set(names)
     if unknown:
         raise ValueError(f"{args.results} has no runs of {sorted(unknown)}; it has {names}")

@@ -7,7 +7,7 @@ import pytest
 from numba import cuda
 
 from ladder import cli
-from ladder.core import device, report, timing
+from ladder.core import derived, device, report, timing
 from ladder.core.rung import Rung, get_problem, get_rung, problems, rungs
 
 PROBLEM = get_problem("gemm")
@@ -171,7 +171,7 @@ def test_best_rows_pick_the_fastest_passing_rung_and_the_library():
             run("lib", 3.0, reference=True, number=0),
         ]
     }
-    (row,) = report.best_rows(doc)
+    (row,) = derived.best_rows(doc)
     assert (row["rung"], row["library"]) == ("fast", "lib")
     assert row["vs_library"] == pytest.approx(1.5)
 
@@ -226,3 +226,43 @@ def test_parse_size_checks_each_problems_own_rules():
         with pytest.raises(ValueError, match=f"--size for {name}: H must be a multiple of HKV"):
             get_problem(name).parse_size([1, 3, 2, 16, 16])
         assert get_problem(name).parse_size([1, 4, 2, 16, 16]) == (1, 4, 2, 16, 16)
+
+
+def _run_record(problem, rung, number, ms, flops, reference=False):
+    return {
+        "problem": problem, "rung": rung, "number": number, "reference": reference,
+        "dtype": "float32", "shape": [64, 64], "ok": True, "median_ms": ms,
+        "flops": flops, "min_bytes": 1e9, "tflops": None, "tbps": 1e9 / (ms * 1e-3) / 1e12,
+    }  # fmt: skip
+
+
+def test_derived_figures_take_memory_bound_from_the_problem():
+    ceilings = {"copy_tbps": 4.0, "fp32_peak_tflops": 60.0}
+    # a memory-bound problem that counts FLOPs is still placed against the copy bandwidth
+    softmax = [_run_record("softmax", "one", 1, 0.5, flops=1e6)]
+    assert derived.is_memory(softmax)
+    assert derived.rows(softmax, ceilings)[0]["pct_peak"] == pytest.approx(50.0)
+    assert derived.ceiling(softmax, ceilings) == ("device copy", 4.0)
+    # a compute-bound problem whose runs count no FLOPs is not memory-bound
+    gemm = [_run_record("gemm", "one", 1, 0.5, flops=0.0)]
+    assert not derived.is_memory(gemm)
+    assert derived.ceiling(gemm, ceilings) == ("FP32 peak (clock)", 60.0)
+    # a problem no longer registered: the FLOP count decides
+    assert derived.is_memory([_run_record("retired", "one", 1, 0.5, flops=0.0)])
+    assert not derived.is_memory([_run_record("retired", "one", 1, 0.5, flops=1e6)])
+
+
+def test_cli_list_and_info(capsys):
+    assert cli.main(["list"]) == 0
+    assert cli.main(["info"]) == 0
+    text = capsys.readouterr().out
+    assert "naive" in text and "numba" in text
+
+
+def test_bfloat16_inputs_are_rounded_and_checked_in_float64():
+    a, b = PROBLEM.make_inputs((5, 6, 7), "bfloat16", 0)
+    assert a.dtype.name == "bfloat16" and b.dtype.name == "bfloat16"
+    ref = PROBLEM.reference((a, b))
+    assert ref.dtype == np.float64
+    assert np.array_equal(ref, a.astype(np.float64) @ b.astype(np.float64))
+    assert PROBLEM.min_bytes((5, 6, 7), "bfloat16") == (5 * 7 + 7 * 6 + 5 * 6) * 2

@@ -33,7 +33,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from ladder.core import device
+from ladder.core import derived, device
 from ladder.core.dtypes import name_of, resolve
 from ladder.core.rung import Launcher, Problem, register_problem, rung
 
@@ -161,7 +161,7 @@ class AttentionProblem(Problem):
         passed = {
             (r["rung"], r["dtype"], tuple(r["shape"])): r["median_ms"]
             for r in runs
-            if r.get("ok") and r.get("median_ms")
+            if derived.passed(r) and r.get("median_ms")
         }
         cases = list(dict.fromkeys((dtype, shape) for _, dtype, shape in passed))
         lines = []
