@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import ladder  # noqa: F401  (chooses the backend before numba.cuda is imported)
-from ladder.core import device, report, roofline, timing
+from ladder.core import derived, device, report, roofline, timing
 from ladder.core.rung import Rung, get_problem, get_rung, problems, rungs
 
 
@@ -117,9 +117,14 @@ def _measure_all(
 
 
 def _print_groups(console: Any, runs: list[dict], ceilings: dict | None, gpu: str) -> None:
-    for (problem, dtype, shape), group in report.groups(runs).items():
+    for (problem, dtype, shape), group in derived.groups(runs).items():
         title = f"{problem} {dtype} {' x '.join(map(str, shape))} on {gpu}"
         console.print(report.rich_table(group, ceilings, title))
+
+
+def _exit_code(runs: list[dict[str, Any]]) -> int:
+    """1 when a run failed; a rung that cannot run here is not a failure."""
+    return int(any(timing.run_status(r) is timing.Status.FAILED for r in runs))
 
 
 def cmd_run(args: argparse.Namespace) -> int:
@@ -128,7 +133,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     if args.dtype not in problem.dtypes:
         raise ValueError(f"{args.problem} has no dtype {args.dtype}; it has {problem.dtypes}")
     if args.size:
-        size = tuple(args.size)
+        size = args.size  # checked by problem.parse_size in main
     elif device.simulator():
         size = problem.simulator_sizes(args.dtype)[0]
     else:
@@ -147,7 +152,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     if args.json:
         path = report.write_results(report.results_document(runs, ceilings), args.json)
         console.print(f"wrote {path}")
-    return 0 if all(r["ok"] or (r["error"] and "needs" in r["error"]) for r in runs) else 1
+    return _exit_code(runs)
 
 
 def cmd_bench(args: argparse.Namespace) -> int:
@@ -179,14 +184,14 @@ def cmd_bench(args: argparse.Namespace) -> int:
     _print_groups(console, runs, ceilings, doc["gpu"])
     _simulator_banner(console)
     console.print(f"wrote {out}")
-    return 0 if all(r["ok"] or (r["error"] or "").startswith("needs") for r in runs) else 1
+    return _exit_code(runs)
 
 
 def cmd_plot(args: argparse.Namespace) -> int:
     console = _console()
     doc = report.read_results(args.results)
     out = Path(args.out or Path(args.results).with_suffix(".png"))
-    names = list(dict.fromkeys(key[0] for key in report.groups(doc["runs"])))
+    names = list(dict.fromkeys(key[0] for key in derived.groups(doc["runs"])))
     unknown = set(args.problems or ()) - set(names)
     if unknown:
         raise ValueError(f"{args.results} has no runs of {sorted(unknown)}; it has {names}")
@@ -245,7 +250,7 @@ def cmd_profile(args: argparse.Namespace) -> int:
     problem = get_problem(args.problem)
     if args.dtype not in problem.dtypes:
         raise ValueError(f"{args.problem} has no dtype {args.dtype}; it has {problem.dtypes}")
-    size = tuple(args.size) if args.size else problem.standard_sizes(args.dtype)[-1]
+    size = args.size or problem.standard_sizes(args.dtype)[-1]  # checked by parse_size
     if args.rung == "all":
         targets = [r for r in rungs(args.problem) if args.dtype in r.dtypes and not r.on_cpu]
     else:
@@ -311,6 +316,25 @@ def cmd_child(args: argparse.Namespace) -> int:
     return tools.child(args.rest)
 
 
+SIZE_HELP = "the problem's size; per problem:"
+
+
+class _SizeHelp(argparse.HelpFormatter):
+    """Help that lists what --size means for each problem (``Problem.size_help``), read from
+    the registry only when help is shown, so that parsing never imports the rungs."""
+
+    def _get_help_string(self, action: argparse.Action) -> str | None:
+        if action.help != SIZE_HELP:
+            return action.help
+        return "\n".join([SIZE_HELP, *(f"{p.name}: {p.size_help}" for p in problems().values())])
+
+    def _split_lines(self, text: str, width: int) -> list[str]:
+        lines = []
+        for line in text.splitlines():
+            lines += super()._split_lines(line, width)
+        return lines
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="ladder", description="An optimization ladder for GPU kernels in Python."
@@ -325,9 +349,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--remeasure", action="store_true", help="measure the ceilings again")
     p.set_defaults(func=cmd_info)
 
-    p = sub.add_parser("run", help="validate and time the rungs of one problem")
+    p = sub.add_parser(
+        "run", help="validate and time the rungs of one problem", formatter_class=_SizeHelp
+    )
     p.add_argument("problem", help="e.g. gemm")
-    p.add_argument("--size", type=int, nargs="+", metavar="N", help="e.g. --size 4096 4096 4096")
+    p.add_argument("--size", type=int, nargs="+", metavar="N", help=SIZE_HELP)
     p.add_argument("--rungs", nargs="+", metavar="RUNG", help="names or numbers (default: all)")
     p.add_argument("--dtype", default="float32")
     p.add_argument("--repeats", type=int, help="timed repeats (default: as many as fit in 1 s)")
@@ -356,11 +382,13 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_check)
 
     p = sub.add_parser(
-        "profile", help="Nsight Compute on one launch of a rung (and of the rung below)"
+        "profile",
+        help="Nsight Compute on one launch of a rung (and of the rung below)",
+        formatter_class=_SizeHelp,
     )
     p.add_argument("problem", help="e.g. gemm")
     p.add_argument("rung", help="a rung's name or number, or 'all'")
-    p.add_argument("--size", type=int, nargs="+", metavar="N")
+    p.add_argument("--size", type=int, nargs="+", metavar="N", help=SIZE_HELP)
     p.add_argument("--dtype", default="float32")
     p.add_argument("--no-below", action="store_true", help="do not profile the rung below")
     p.add_argument("--json", help="also write the profiles to this file")
@@ -402,8 +430,11 @@ def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
     args = build_parser().parse_args(argv)
     args.argv = argv
-    if getattr(args, "size", None) is not None and args.problem == "gemm" and len(args.size) != 3:
-        print("ladder: gemm takes --size M N K", file=sys.stderr)
+    try:
+        if getattr(args, "size", None) is not None:
+            args.size = get_problem(args.problem).parse_size(args.size)
+    except (KeyError, ValueError) as err:  # one line, as argparse words its own errors
+        print(f"ladder: error: {err.args[0] if err.args else err}", file=sys.stderr)
         return 2
     try:
         return args.func(args)

@@ -13,11 +13,10 @@ from numba import cuda
 from ladder.core import timing
 from ladder.core.dtypes import resolve, to_device, to_host
 from ladder.core.rung import get_problem, rungs
+from ladder.gemm.problem import SIMULATOR_TEST_SIZES
 
 PROBLEM = get_problem("gemm")
-SIZES = [(1, 1, 1), (17, 33, 65), (129, 7, 70), (20, 36, 68), (3, 5, 0)]
-if ON_GPU:
-    SIZES += [(257, 515, 1031), (1000, 1004, 996), (2048, 2052, 64), (1, 4099, 513)]
+SIZES = PROBLEM.test_sizes("float32") if ON_GPU else SIMULATOR_TEST_SIZES
 
 RUNGS = [r for r in rungs("gemm") if r.unavailable_reason() is None]
 SKIPPED = [r for r in rungs("gemm") if r.unavailable_reason() is not None]

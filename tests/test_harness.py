@@ -7,8 +7,8 @@ import pytest
 from numba import cuda
 
 from ladder import cli
-from ladder.core import device, report, timing
-from ladder.core.rung import Rung, get_problem, get_rung, rungs
+from ladder.core import derived, device, report, timing
+from ladder.core.rung import Rung, get_problem, get_rung, problems, rungs
 
 PROBLEM = get_problem("gemm")
 
@@ -31,6 +31,44 @@ def test_measure_catches_an_unwritten_output():
 
     m = timing.measure(timing.prepare(PROBLEM, (5, 6, 7)), _fake_rung(writes_nothing))
     assert not m.ok and "wrong answer" in m.error and m.samples_ms == []
+    assert m.status is timing.Status.FAILED and m.to_dict()["status"] == "failed"
+
+
+def test_measure_status_of_a_launcher_that_raises_or_does_not_fit():
+    def raises(a, b, c):
+        raise RuntimeError("boom")
+
+    def does_not_fit(a, b, c):
+        raise MemoryError("the scores need 275 GB")
+
+    case = timing.prepare(PROBLEM, (5, 6, 7))
+    m = timing.measure(case, _fake_rung(raises))
+    assert m.status is timing.Status.FAILED and "boom" in m.error
+    m = timing.measure(case, _fake_rung(does_not_fit))
+    assert m.status is timing.Status.UNAVAILABLE and "275 GB" in m.error
+
+
+def test_measure_status_of_a_rung_that_cannot_run_here():
+    gpu_only = Rung("gemm", 51, "gpu-only", "t", ("float32",), print, frozenset({"cupy"}), doc="t")
+    case = timing.prepare(PROBLEM, (5, 6, 7))
+    if gpu_only.unavailable_reason() is not None:
+        m = timing.measure(case, gpu_only)
+        assert m.status is timing.Status.UNAVAILABLE and m.error == gpu_only.unavailable_reason()
+    m = timing.measure(timing.prepare(PROBLEM, (5, 6, 7), "float16"), _fake_rung(print))
+    assert m.status is timing.Status.UNAVAILABLE and "does not support float16" in m.error
+    assert m.to_dict()["status"] == "unavailable" and not m.to_dict()["ok"]
+
+
+def test_run_status_of_records_written_before_runs_had_one():
+    def old(ok, error):
+        return {"ok": ok, "error": error}
+
+    assert timing.run_status(old(True, None)) is timing.Status.OK
+    assert timing.run_status(old(False, "needs CuPy")) is timing.Status.UNAVAILABLE
+    assert timing.run_status(old(False, "does not support float16")) is timing.Status.UNAVAILABLE
+    assert timing.run_status(old(False, "AttentionMemoryError: ...")) is timing.Status.UNAVAILABLE
+    assert timing.run_status(old(False, "wrong answer: ...")) is timing.Status.FAILED
+    assert timing.run_status({"status": "unavailable", "ok": False}) is timing.Status.UNAVAILABLE
 
 
 def test_measure_catches_a_rung_wrong_only_after_the_first_run():
@@ -50,6 +88,7 @@ def test_measure_catches_a_rung_wrong_only_after_the_first_run():
 def test_measure_reports_simulator_times_as_simulated():
     m = timing.measure(timing.prepare(PROBLEM, (5, 6, 7)), get_rung("gemm", "naive"))
     assert m.ok and m.rel_err <= 1e-5 and m.rel_err_after <= 1e-5
+    assert m.status is timing.Status.OK and m.to_dict()["status"] == "ok"
     assert m.simulated == device.simulator()
     assert m.median_ms is not None and m.min_ms <= m.median_ms <= m.max_ms
     assert m.flops == 2 * 5 * 6 * 7
@@ -99,7 +138,8 @@ def test_cli_run_bench_plot(tmp_path, capsys):
     ):
         assert key in run
     assert {r["rung"] for r in doc["runs"]} == {r.name for r in rungs("gemm")}
-    assert all(r["ok"] for r in doc["runs"] if not (r["error"] or "").startswith("needs"))
+    assert {r["status"] for r in doc["runs"]} <= {"ok", "unavailable"}
+    assert all(r["ok"] == (r["status"] == "ok") for r in doc["runs"])
     readme = tmp_path / "README.md"
     readme.write_text(f"intro\n{report.README_START}\nold\n{report.README_END}\nend\n")
     png = tmp_path / "bench.png"
@@ -131,15 +171,85 @@ def test_best_rows_pick_the_fastest_passing_rung_and_the_library():
             run("lib", 3.0, reference=True, number=0),
         ]
     }
-    (row,) = report.best_rows(doc)
+    (row,) = derived.best_rows(doc)
     assert (row["rung"], row["library"]) == ("fast", "lib")
     assert row["vs_library"] == pytest.approx(1.5)
 
 
 def test_cli_run_rejects_bad_arguments(capsys):
     assert cli.main(["run", "gemm", "--size", "4", "4"]) == 2
+    err = capsys.readouterr().err
+    assert err == "ladder: error: --size for gemm takes 3 values M N K, got 2\n"
+    assert cli.main(["run", "conv", "--size", "1", "1", "2", "5", "5", "7"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("ladder: error: --size for conv") and err.count("\n") == 1
     assert cli.main(["run", "gemm", "--rungs", "nope", "--size", "2", "2", "2"]) == 2
     assert "unknown rung" in capsys.readouterr().err
+
+
+PROBLEM_NAMES = list(problems())
+
+
+@pytest.mark.parametrize("name", PROBLEM_NAMES)
+def test_every_problem_implements_the_protocol(name):
+    problem = get_problem(name)
+    assert problem.bound in ("compute", "memory")
+    assert problem.size_help.startswith(" ".join(problem.size_names) + ":")
+    for dtype in problem.dtypes:
+        for size in (*problem.test_sizes(dtype), *problem.simulator_sizes(dtype)):
+            assert len(size) == len(problem.size_names)
+        standard = problem.standard_sizes(dtype)
+        assert problem.parse_size(list(standard[-1])) == tuple(standard[-1])
+    assert isinstance(problem.readme_summary([], {}), str)
+    size = problem.standard_sizes(problem.dtypes[0])[0]
+    ceilings = {"copy_tbps": 4.0, "fp32_peak_tflops": 60.0, "cublas_fp16_tflops": 700.0}
+    assert problem.floor_ms(size, problem.dtypes[0], ceilings) > 0
+    assert problem.floor_ms(size, problem.dtypes[0], {}) is None
+
+
+@pytest.mark.parametrize("name", PROBLEM_NAMES)
+def test_parse_size_refuses_a_wrong_count_or_value_naming_size(name):
+    problem = get_problem(name)
+    good = list(problem.standard_sizes(problem.dtypes[0])[0])
+    count = len(problem.size_names)
+    with pytest.raises(ValueError, match=f"--size for {name} takes {count} values"):
+        problem.parse_size(good[:-1])
+    with pytest.raises(ValueError, match=f"--size for {name}: .*at least 1"):
+        problem.parse_size([0, *good[1:]])
+
+
+def test_parse_size_checks_each_problems_own_rules():
+    with pytest.raises(ValueError, match=r"--size for conv: .*K <= H and K <= W"):
+        get_problem("conv").parse_size([1, 1, 2, 9, 5, 7])
+    assert get_problem("conv").parse_size([1, 1, 2, 7, 9, 7]) == (1, 1, 2, 7, 9, 7)
+    for name in ("attention", "attention-causal"):
+        with pytest.raises(ValueError, match=f"--size for {name}: H must be a multiple of HKV"):
+            get_problem(name).parse_size([1, 3, 2, 16, 16])
+        assert get_problem(name).parse_size([1, 4, 2, 16, 16]) == (1, 4, 2, 16, 16)
+
+
+def _run_record(problem, rung, number, ms, flops, reference=False):
+    return {
+        "problem": problem, "rung": rung, "number": number, "reference": reference,
+        "dtype": "float32", "shape": [64, 64], "ok": True, "median_ms": ms,
+        "flops": flops, "min_bytes": 1e9, "tflops": None, "tbps": 1e9 / (ms * 1e-3) / 1e12,
+    }  # fmt: skip
+
+
+def test_derived_figures_take_memory_bound_from_the_problem():
+    ceilings = {"copy_tbps": 4.0, "fp32_peak_tflops": 60.0}
+    # a memory-bound problem that counts FLOPs is still placed against the copy bandwidth
+    softmax = [_run_record("softmax", "one", 1, 0.5, flops=1e6)]
+    assert derived.is_memory(softmax)
+    assert derived.rows(softmax, ceilings)[0]["pct_peak"] == pytest.approx(50.0)
+    assert derived.ceiling(softmax, ceilings) == ("device copy", 4.0)
+    # a compute-bound problem whose runs count no FLOPs is not memory-bound
+    gemm = [_run_record("gemm", "one", 1, 0.5, flops=0.0)]
+    assert not derived.is_memory(gemm)
+    assert derived.ceiling(gemm, ceilings) == ("FP32 peak (clock)", 60.0)
+    # a problem no longer registered: the FLOP count decides
+    assert derived.is_memory([_run_record("retired", "one", 1, 0.5, flops=0.0)])
+    assert not derived.is_memory([_run_record("retired", "one", 1, 0.5, flops=1e6)])
 
 
 def test_cli_list_and_info(capsys):

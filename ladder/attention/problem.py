@@ -33,9 +33,9 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from ladder.core import device
+from ladder.core import derived, device
 from ladder.core.dtypes import name_of, resolve
-from ladder.core.rung import Launcher, register_problem, rung
+from ladder.core.rung import Launcher, Problem, register_problem, rung
 
 LOG2E = math.log2(math.e)
 SDPA_SHAPE = (4, 16, 16, 4096, 64)  # the issue's comparison point against SDPA
@@ -78,11 +78,13 @@ class Shape(NamedTuple):
         return 1.0 / math.sqrt(self.d)
 
 
-class AttentionProblem:
+class AttentionProblem(Problem):
     """softmax(Q·Kᵀ/√d)·V, causal or not; sizes (B, H, HKV, N, d)."""
 
     bound = "compute"
     dtypes = ("float32", "float16")
+    size_names = ("B", "H", "HKV", "N", "d")
+    size_help = "B H HKV N d: batch, query heads, key/value heads (H a multiple), length, head dim"
 
     def __init__(self, name: str, causal: bool) -> None:
         self.name = name
@@ -97,6 +99,21 @@ class AttentionProblem:
 
     def test_sizes(self, dtype: str = "float16") -> list[tuple[int, ...]]:
         return list(TEST_SIZES)
+
+    def parse_size(self, values: list[int]) -> tuple[int, ...]:
+        size = super().parse_size(values)
+        batch, heads, kv_heads, _, _ = size
+        if heads % kv_heads != 0:
+            raise ValueError(
+                f"--size for {self.name}: H must be a multiple of HKV (each key/value head "
+                f"serves H / HKV query heads), got H={heads} HKV={kv_heads}"
+            )
+        if max(batch, heads) > MAX_GRID_YZ:
+            raise ValueError(
+                f"--size for {self.name}: B and H can be at most {MAX_GRID_YZ} (grid limit), "
+                f"got B={batch} H={heads}"
+            )
+        return size
 
     def make_inputs(
         self, size: tuple[int, ...], dtype: str = "float16", seed: int = 0
@@ -144,7 +161,7 @@ class AttentionProblem:
         passed = {
             (r["rung"], r["dtype"], tuple(r["shape"])): r["median_ms"]
             for r in runs
-            if r.get("ok") and r.get("median_ms")
+            if derived.passed(r) and r.get("median_ms")
         }
         cases = list(dict.fromkeys((dtype, shape) for _, dtype, shape in passed))
         lines = []

@@ -29,7 +29,7 @@ import numpy as np
 
 from ladder.core import device
 from ladder.core.dtypes import name_of, resolve
-from ladder.core.rung import register_problem
+from ladder.core.rung import Problem, register_problem
 
 CONV1 = (10000, 1, 4, 86, 86, 7)
 CONV2 = (10000, 4, 16, 40, 40, 7)
@@ -71,12 +71,14 @@ class LayerShape:
         return output_hw(self.size)[1]
 
 
-class ConvProblem:
+class ConvProblem(Problem):
     """y = conv2d(x, w): NCHW, stride 1, no padding; FP32 accumulation for every dtype."""
 
     name = "conv"
     bound = "compute"
     dtypes: tuple[str, ...] = ("float32", "float16")
+    size_names = ("B", "C", "M", "H", "W", "K")
+    size_help = "B C M H W K: B images of C x H x W, M filters of C x K x K (K <= H, K <= W)"
 
     def standard_sizes(self, dtype: str = "float32") -> list[tuple[int, ...]]:
         return [CONV1, CONV2]
@@ -141,17 +143,15 @@ class ConvProblem:
             "arithmetic the rung uses).\n\n" + summary.markdown(rows)
         )
 
-    def floor_ms(
-        self, size: tuple[int, ...], dtype: str, ceilings: dict[str, Any], tensor_cores: bool
-    ) -> float | None:
-        """The layer's floor: max(memory time at the copy bandwidth, arithmetic time at the peak
-        of the arithmetic used), in ms; None without measured ceilings."""
-        copy = ceilings.get("copy_tbps")
-        peak = ceilings.get("cublas_fp16_tflops" if tensor_cores else "fp32_peak_tflops")
-        if not copy or not peak:
-            return None
-        memory_s = self.min_bytes(size, dtype) / (copy * 1e12)
-        return max(memory_s, self.flops(size) / (peak * 1e12)) * 1e3
+    def parse_size(self, values: list[int]) -> tuple[int, ...]:
+        size = super().parse_size(values)
+        _, _, _, h, w, k = size
+        if k > h or k > w:
+            raise ValueError(
+                f"--size for conv: the filter K={k} must fit the image (K <= H and K <= W; "
+                f"stride 1, no padding), got H={h} W={w}"
+            )
+        return size
 
 
 def conv_float64_gpu(x: np.ndarray, w: np.ndarray) -> np.ndarray:

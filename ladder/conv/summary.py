@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from ladder.conv.problem import CONV, LAYERS
+from ladder.core import derived
 
 TENSOR_CORE_RUNGS = {
     "tensor-core",
@@ -59,7 +60,7 @@ def layer_table(
                 "batch": run["shape"][0],
             },
         )
-        ms = run["median_ms"] if run.get("ok") else None
+        ms = run["median_ms"] if derived.passed(run) else None
         row[f"{layer}_ms"] = ms
         floor = CONV.floor_ms(tuple(run["shape"]), run["dtype"], ceilings or {}, _tensor(run))
         row[f"{layer}_floor_ms"] = floor

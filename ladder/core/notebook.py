@@ -11,7 +11,7 @@ import inspect
 import sys
 from typing import Any
 
-from ladder.core import device, report, roofline, timing
+from ladder.core import derived, device, report, roofline, timing
 from ladder.core.rung import Rung
 
 
@@ -50,7 +50,7 @@ def walk(case: timing.Case, rung: Rung, show_code: bool = True) -> timing.Measur
             f"median {m.median_ms:.3f} ms (min {m.min_ms:.3f}, max {m.max_ms:.3f}, "
             f"{len(m.samples_ms)} repeats){note}; {rate}"
         )
-    elif m.error and m.error.startswith("needs"):
+    elif m.status is timing.Status.UNAVAILABLE:
         print(f"{rung.name}: skipped here, {m.error}")
     else:
         print(f"{rung.name}: {m.error}")
@@ -65,7 +65,7 @@ def summary(measurements: list[timing.Measurement], plot_path: str | None = None
     ceilings = roofline.ceilings()
     doc = report.results_document([m.to_dict() for m in measurements], ceilings)
     console = Console(width=150)
-    for (problem, dtype, shape), group in report.groups(doc["runs"]).items():
+    for (problem, dtype, shape), group in derived.groups(doc["runs"]).items():
         title = f"{problem} {dtype} {' x '.join(map(str, shape))} on {doc['gpu']}"
         console.print(report.rich_table(group, ceilings, title))
     if device.simulator():

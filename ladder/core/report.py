@@ -1,9 +1,11 @@
-"""Results files, tables and plots: one code path for every problem.
+"""Results files, and the renderers of their figures: one code path for every problem.
 
 A results file (``ladder bench`` writes ``results/<gpu>.json``) holds the GPU, driver, library
 versions, date, measured ceilings and every run with all its repeats. Tables (terminal and
 Markdown for the README) and plots are drawn from those runs only, so a figure shown anywhere
-can be traced to a file written on a named GPU.
+can be traced to a file written on a named GPU. The figures themselves (ratios, % of ceilings,
+best rows, memory-bound or not) are derived in ``ladder.core.derived``; this module only lays
+them out.
 """
 
 from __future__ import annotations
@@ -15,8 +17,8 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from ladder.core import device, roofline
-from ladder.core.rung import get_problem
+from ladder.core import derived, device
+from ladder.core.timing import Status, run_status
 
 README_START = "<!-- results:start -->"
 README_END = "<!-- results:end -->"
@@ -52,42 +54,6 @@ def read_results(path: str | Path) -> dict[str, Any]:
     return doc
 
 
-def groups(runs: list[dict[str, Any]]) -> dict[tuple[str, str, tuple[int, ...]], list[dict]]:
-    """Runs grouped by (problem, dtype, shape), each group in ladder order, references last."""
-    found: dict[tuple[str, str, tuple[int, ...]], list[dict]] = {}
-    for run in runs:
-        found.setdefault((run["problem"], run["dtype"], tuple(run["shape"])), []).append(run)
-    for group in found.values():
-        group.sort(key=lambda r: (r["reference"], r["number"]))
-    return found
-
-
-def rows(group: list[dict[str, Any]], ceilings: dict[str, Any] | None) -> list[dict[str, Any]]:
-    """Derived columns for one group: % of peak, speedup over the rung below, x library."""
-    reference = _library(group)
-    # % of the FP32 peak only means something for FP32 arithmetic; the tensor-core dtypes are
-    # placed by their ratio to the library instead
-    fp32 = all(r["dtype"] == "float32" for r in group)
-    memory = not any(r.get("flops") for r in group)  # memory-bound: % of the copy bandwidth
-    if memory:
-        peak = (ceilings or {}).get("copy_tbps")
-    else:
-        peak = (ceilings or {}).get("fp32_peak_tflops") if fp32 else None
-    out = []
-    below = None
-    for run in group:
-        ms = run.get("median_ms") if run.get("ok") else None
-        row = dict(run)
-        figure = run.get("tbps") if memory else run.get("tflops")
-        row["pct_peak"] = roofline.percent_of(figure, peak) if ms else None
-        row["speedup"] = below / ms if (ms and below and not run["reference"]) else None
-        row["vs_reference"] = reference["median_ms"] / ms if (ms and reference) else None
-        if ms and not run["reference"]:
-            below = ms
-        out.append(row)
-    return out
-
-
 def _fmt(value: float | None, spec: str) -> str:
     return "—" if value is None else format(value, spec)
 
@@ -99,18 +65,8 @@ def _time_cell(row: dict[str, Any]) -> str:
 
 
 def _status(row: dict[str, Any]) -> str:
-    if row.get("ok"):
-        return "ok"
-    return row.get("error") or "failed"
-
-
-def _is_memory(group: list[dict[str, Any]]) -> bool:
-    return not any(r.get("flops") for r in group)
-
-
-def _moved_gb(row: dict[str, Any]) -> float | None:
-    moved = row.get("bytes_moved") or row.get("min_bytes")
-    return moved / 1e9 if moved else None
+    status = run_status(row)
+    return str(status) if status is Status.OK else f"{status}: {row.get('error') or '—'}"
 
 
 def rich_table(group: list[dict[str, Any]], ceilings: dict[str, Any] | None, title: str):
@@ -122,7 +78,7 @@ def rich_table(group: list[dict[str, Any]], ceilings: dict[str, Any] | None, tit
     """
     from rich.table import Table
 
-    memory = _is_memory(group)
+    memory = derived.is_memory(group)
     table = Table(title=title, title_justify="left")
     if memory:
         middle = ("GB moved", "TB/s moved", "TB/s eff.", "% of copy")
@@ -132,10 +88,10 @@ def rich_table(group: list[dict[str, Any]], ceilings: dict[str, Any] | None, tit
         table.add_column(col, justify="left" if col == "rung" else "right")
     table.add_column("rel err", justify="right")
     table.add_column("status", justify="left")
-    for row in rows(group, ceilings):
+    for row in derived.rows(group, ceilings):
         if memory:
             cells = (
-                _fmt(_moved_gb(row), ".3f"),
+                _fmt(derived.moved_gb(row), ".3f"),
                 _fmt(row.get("tbps_moved"), ".3f"),
                 _fmt(row.get("tbps"), ".3f"),
                 _fmt(row.get("pct_peak"), ".1f"),
@@ -243,50 +199,9 @@ def sanitize_table(results: list[Any], gpu: str):
     return table
 
 
-def _library(group: list[dict[str, Any]]) -> dict[str, Any] | None:
-    """The library run a group's rungs are compared with: its first reference that passed."""
-    return next((r for r in group if r["reference"] and r.get("ok")), None)
-
-
-def best_rows(doc: dict[str, Any]) -> list[dict[str, Any]]:
-    """One row per (problem, dtype, shape): the fastest rung that passed, and the library it is
-    compared with in the same run (the group's first reference that passed)."""
-    found = []
-    for (problem, dtype, shape), group in groups(doc["runs"]).items():
-        climbed = [r for r in group if r.get("ok") and r.get("median_ms") and not r["reference"]]
-        library = _library(group)
-        if not climbed:
-            continue
-        best = min(climbed, key=lambda r: r["median_ms"])
-        found.append(
-            {
-                "problem": problem,
-                "dtype": dtype,
-                "shape": shape,
-                "rung": best["rung"],
-                "number": best["number"],
-                "median_ms": best["median_ms"],
-                "library": library["rung"] if library else None,
-                "library_ms": library["median_ms"] if library else None,
-                "vs_library": library["median_ms"] / best["median_ms"] if library else None,
-            }
-        )
-    return found
-
-
-def _problem_summary(problem: str, runs: list[dict[str, Any]], ceilings: dict[str, Any]) -> str:
-    """A problem's own summary of its runs (its ``readme_summary``, if it has one)."""
-    try:
-        found = get_problem(problem)
-    except KeyError:
-        return ""
-    summarize = getattr(found, "readme_summary", None)
-    return summarize(runs, ceilings) if summarize else ""
-
-
 def _group_table(group: list[dict[str, Any]], ceilings: dict[str, Any] | None) -> list[str]:
     problem, dtype, shape = group[0]["problem"], group[0]["dtype"], tuple(group[0]["shape"])
-    memory = _is_memory(group)
+    memory = derived.is_memory(group)
     if memory:
         head = "| # | rung | median ms | GB moved | TB/s moved | TB/s eff. | % of copy |"
     else:
@@ -297,10 +212,10 @@ def _group_table(group: list[dict[str, Any]], ceilings: dict[str, Any] | None) -
         head + " × rung below | × library |",
         "|---:|---|---:|---:|---:|" + ("---:|---:|" if memory else "") + "---:|---:|",
     ]
-    for row in rows(group, ceilings):
+    for row in derived.rows(group, ceilings):
         if memory:
             figures = (
-                f"{_fmt(_moved_gb(row), '.3f')} | {_fmt(row.get('tbps_moved'), '.3f')} | "
+                f"{_fmt(derived.moved_gb(row), '.3f')} | {_fmt(row.get('tbps_moved'), '.3f')} | "
                 f"{_fmt(row.get('tbps'), '.3f')} | {_fmt(row.get('pct_peak'), '.1f')}"
             )
         else:
@@ -336,7 +251,7 @@ def markdown(
         "| problem | dtype | shape | best rung | median ms | library | library ms | × library |",
         "|---|---|---|---|---:|---|---:|---:|",
     ]
-    for row in best_rows(doc):
+    for row in derived.best_rows(doc):
         lines.append(
             f"| {row['problem']} | {row['dtype']} | {' × '.join(map(str, row['shape']))} | "
             f"{row['number']} {row['rung']} | {_fmt(row['median_ms'], '.3f')} | "
@@ -345,14 +260,14 @@ def markdown(
         )
     lines.append("")
     by_problem: dict[str, list[list[dict[str, Any]]]] = {}
-    for (problem, _, _), group in groups(doc["runs"]).items():
+    for (problem, _, _), group in derived.groups(doc["runs"]).items():
         by_problem.setdefault(problem, []).append(group)
     for problem, problem_groups in by_problem.items():
         lines += [f"<details><summary><b>{problem}</b>: every rung</summary>", ""]
         if figures and problem in figures:
             lines += [f"![{problem}]({figures[problem]})", ""]
         runs = [r for group in problem_groups for r in group]
-        extra = _problem_summary(problem, runs, ceilings)
+        extra = derived.problem_summary(problem, runs, ceilings)
         if extra:
             lines += [extra.rstrip(), ""]
         for group in problem_groups:
@@ -405,7 +320,7 @@ def plot_overview(doc: dict[str, Any], path: str | Path) -> Path:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    found = [r for r in best_rows(doc) if r["vs_library"]]
+    found = [r for r in derived.best_rows(doc) if r["vs_library"]]
     if not found:
         return plot(doc, path)
     fig, ax = plt.subplots(figsize=(10, 0.3 * len(found) + 1.4))
@@ -443,20 +358,20 @@ def plot(doc: dict[str, Any], path: str | Path, problems: Iterable[str] | None =
     import matplotlib.pyplot as plt
 
     wanted = set(problems) if problems else None
-    panels = [(k, g) for k, g in groups(doc["runs"]).items() if not wanted or k[0] in wanted]
+    found = derived.groups(doc["runs"]).items()
+    panels = [(k, g) for k, g in found if not wanted or k[0] in wanted]
     if not panels:
         raise ValueError("no runs to plot")
     ceilings = doc.get("ceilings") or {}
     fig, axes = plt.subplots(len(panels), 1, figsize=(10, 3.6 * len(panels)), squeeze=False)
     for ax, ((problem, dtype, shape), group) in zip(axes[:, 0], panels, strict=True):
-        compute = any(r.get("tflops") for r in group)
-        key, unit = ("tflops", "TFLOP/s") if compute else ("tbps", "TB/s")
+        key, unit = ("tbps", "TB/s") if derived.is_memory(group) else ("tflops", "TFLOP/s")
         names = [r["rung"] for r in group]
-        values = [(r.get(key) or 0.0) if r.get("ok") else 0.0 for r in group]
+        values = [(r.get(key) or 0.0) if derived.passed(r) else 0.0 for r in group]
         colors = ["#c44e52" if r["reference"] else "#4c72b0" for r in group]
         bars = ax.bar(names, values, color=colors)
         for bar, run in zip(bars, group, strict=True):
-            label = f"{bar.get_height():.1f}" if run.get("ok") else "fail"
+            label = f"{bar.get_height():.1f}" if derived.passed(run) else str(run_status(run))
             ax.annotate(
                 label,
                 (bar.get_x() + bar.get_width() / 2, bar.get_height()),
@@ -464,12 +379,7 @@ def plot(doc: dict[str, Any], path: str | Path, problems: Iterable[str] | None =
                 va="bottom",
                 fontsize=8,
             )
-        if not compute:
-            name, ceiling = "device copy", ceilings.get("copy_tbps")
-        elif dtype == "float32":
-            name, ceiling = "FP32 peak (clock)", ceilings.get("fp32_peak_tflops")
-        else:
-            name, ceiling = "cuBLAS FP16 at 8192³", ceilings.get("cublas_fp16_tflops")
+        name, ceiling = derived.ceiling(group, ceilings)
         if ceiling:
             ax.axhline(ceiling, color="gray", ls="--", lw=1)
             ax.annotate(

@@ -83,11 +83,19 @@ class Rung:
 
 
 class Problem(Protocol):
-    """What a problem package provides to the harness."""
+    """What a problem package provides to the harness: everything ``cli``, ``timing`` and the
+    reports call, so none of them names a problem.
+
+    A problem class subclasses ``Problem`` to inherit the defaults below (test sizes from the
+    simulator's, no README summary, the generic floor, ``--size`` checked against
+    ``size_names``) and overrides those that say more about it.
+    """
 
     name: str
     bound: str  # "compute" or "memory": which figure (TFLOP/s or TB/s) leads in reports
     dtypes: tuple[str, ...]
+    size_names: tuple[str, ...]  # one name per --size value, e.g. ("M", "N", "K")
+    size_help: str  # what --size means, one line starting with size_names (ladder run --help)
 
     def standard_sizes(self, dtype: str) -> list[tuple[int, ...]]: ...
     def simulator_sizes(self, dtype: str) -> list[tuple[int, ...]]: ...
@@ -101,6 +109,53 @@ class Problem(Protocol):
     def min_bytes(self, size: tuple[int, ...], dtype: str) -> float: ...
     def tolerance(self, dtype: str) -> float: ...
     def ceiling_key(self, dtype: str) -> str: ...
+
+    def test_sizes(self, dtype: str) -> list[tuple[int, ...]]:
+        """The sizes the registry-parametrized tests run every rung at on a GPU (odd ones, off
+        every tile); by default the simulator's sizes."""
+        return self.simulator_sizes(dtype)
+
+    def readme_summary(self, runs: list[dict[str, Any]], ceilings: dict[str, Any]) -> str:
+        """Markdown the README shows above the problem's tables (its runs of a results file);
+        empty by default."""
+        return ""
+
+    def floor_ms(
+        self,
+        size: tuple[int, ...],
+        dtype: str,
+        ceilings: dict[str, Any],
+        tensor_cores: bool | None = None,
+    ) -> float | None:
+        """The fewest ms the case can take: the larger of its fewest bytes at the measured copy
+        bandwidth and its FLOPs at the peak of the arithmetic used (the FP32 peak, or cuBLAS
+        HGEMM's measured rate on tensor cores, by default for every dtype but float32); None
+        without measured ceilings."""
+        if tensor_cores is None:
+            tensor_cores = dtype != "float32"
+        copy = ceilings.get("copy_tbps")
+        peak = ceilings.get("cublas_fp16_tflops" if tensor_cores else "fp32_peak_tflops")
+        flops = self.flops(size)
+        if not copy or (flops and not peak):
+            return None
+        memory_s = self.min_bytes(size, dtype) / (copy * 1e12)
+        return max(memory_s, flops / (peak * 1e12) if flops else 0.0) * 1e3
+
+    def parse_size(self, values: list[int]) -> tuple[int, ...]:
+        """``--size`` as a size tuple; ValueError naming --size and what is valid when the count
+        is not ``len(size_names)`` or a value is below 1. Problems add their own rules."""
+        names = self.size_names
+        if len(values) != len(names):
+            raise ValueError(
+                f"--size for {self.name} takes {len(names)} values {' '.join(names)}, "
+                f"got {len(values)}"
+            )
+        small = [f"{n}={v}" for n, v in zip(names, values, strict=True) if v < 1]
+        if small:
+            raise ValueError(
+                f"--size for {self.name}: every value must be at least 1, got {', '.join(small)}"
+            )
+        return tuple(int(v) for v in values)
 
 
 _RUNGS: dict[str, Rung] = {}

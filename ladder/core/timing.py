@@ -18,11 +18,17 @@ The recipe (DESIGN.md, "Measuring"):
    when it runs slowly (a race) is caught.
 
 In the simulator, steps 4 and 5 use a host clock and every result is marked ``simulated``.
+
+Every measurement has a ``status``: ``ok``, ``failed`` (a wrong answer, before or after timing,
+or an exception from the launcher) or ``unavailable`` (the rung cannot run here: a missing
+library or GPU, a dtype it does not take, or a size whose buffers do not fit, which launchers
+report by raising ``MemoryError``). Callers decide success from it, never from error text.
 """
 
 from __future__ import annotations
 
 import contextlib
+import enum
 import functools
 import time
 import warnings
@@ -78,6 +84,28 @@ def prepare(problem: Problem, size: tuple[int, ...], dtype: str = "float32", see
     return Case(problem, tuple(size), dtype, seed, inputs, problem.reference(inputs))
 
 
+class Status(enum.StrEnum):
+    """How a measurement ended; written into results files as ``"status"``."""
+
+    OK = "ok"
+    FAILED = "failed"
+    UNAVAILABLE = "unavailable"
+
+
+def run_status(run: dict[str, Any]) -> Status:
+    """The status of a run record (``Measurement.to_dict()`` or a results file's run). Files
+    written before runs carried a status have ``ok`` and ``error``: a run that did not pass is
+    unavailable when its error says the rung could not run here, failed otherwise."""
+    if "status" in run:
+        return Status(run["status"])
+    if run.get("ok"):
+        return Status.OK
+    error = run.get("error") or ""
+    if error.startswith(("needs", "does not support")) or "MemoryError" in error:
+        return Status.UNAVAILABLE
+    return Status.FAILED
+
+
 @dataclass
 class Measurement:
     """One rung on one case: correctness before and after timing, and the repeat times."""
@@ -88,7 +116,7 @@ class Measurement:
     reference: bool
     dtype: str
     shape: list[int]
-    ok: bool
+    status: Status
     rel_err: float
     rel_err_after: float | None
     tolerance: float
@@ -98,6 +126,10 @@ class Measurement:
     simulated: bool
     error: str | None = None
     bytes_moved: float | None = None  # what the rung actually reads and writes, if declared
+
+    @property
+    def ok(self) -> bool:
+        return self.status is Status.OK
 
     @property
     def median_ms(self) -> float | None:
@@ -137,6 +169,7 @@ class Measurement:
             "reference": self.reference,
             "dtype": self.dtype,
             "shape": self.shape,
+            "status": str(self.status),
             "ok": self.ok,
             "median_ms": self.median_ms,
             "min_ms": self.min_ms,
@@ -262,7 +295,7 @@ def measure(
         reference=rung.reference,
         dtype=case.dtype,
         shape=list(case.size),
-        ok=False,
+        status=Status.FAILED,  # until it passes both checks
         rel_err=float("nan"),
         rel_err_after=None,
         tolerance=problem.tolerance(case.dtype),
@@ -274,9 +307,10 @@ def measure(
     )
     reason = rung.unavailable_reason()
     if reason is not None:
-        result.error = reason
+        result.status, result.error = Status.UNAVAILABLE, reason
         return result
     if case.dtype not in rung.dtypes:
+        result.status = Status.UNAVAILABLE
         result.error = f"does not support {case.dtype} (supports {', '.join(rung.dtypes)})"
         return result
 
@@ -292,6 +326,10 @@ def measure(
     poison(out)
     try:
         launch()
+    except MemoryError as err:  # the size does not fit (attention's N x N scores, say)
+        result.status = Status.UNAVAILABLE
+        result.error = f"{type(err).__name__}: {err}"
+        return result
     except Exception as err:  # a broken rung is reported as failed; the caller goes on
         result.error = f"{type(err).__name__}: {err}"
         return result
@@ -305,8 +343,9 @@ def measure(
     else:
         result.samples_ms = _time_gpu(launch, out, repeats, warmup, time_budget_s)
     result.rel_err_after = relative_error(_to_host(out), case.ref)
-    result.ok = result.rel_err_after <= result.tolerance
-    if not result.ok:
+    if result.rel_err_after <= result.tolerance:
+        result.status = Status.OK
+    else:
         result.error = (
             f"wrong after timing: relative error {result.rel_err_after:.3g} "
             f"> {result.tolerance:g} (a race?)"

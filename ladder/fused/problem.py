@@ -20,18 +20,20 @@ import numpy as np
 
 from ladder.core import device
 from ladder.core.dtypes import name_of, resolve
-from ladder.core.rung import register_problem
+from ladder.core.rung import Problem, register_problem
 
 LAYERNORM_EPS = 1e-5
 TEST_SHAPES = [(1, 1), (1, 257), (257, 1), (1000, 33), (3, 50000), (65, 1030)]
 
 
-class _RowwiseProblem:
+class _RowwiseProblem(Problem):
     """Shared parts of the problems over a rows x cols matrix."""
 
     name = ""
     bound = "memory"
     dtypes: tuple[str, ...] = ("float32", "float16")
+    size_names = ("ROWS", "COLS")
+    size_help = "ROWS COLS: the rows x cols matrix x, each row on its own"
 
     def standard_sizes(self, dtype: str = "float32") -> list[tuple[int, ...]]:
         return [(8192, 8192)]
@@ -131,12 +133,14 @@ def gelu64(x: np.ndarray) -> np.ndarray:
     return 0.5 * x * (1.0 + erf(x / math.sqrt(2.0)))
 
 
-class GemmEpilogueProblem:
+class GemmEpilogueProblem(Problem):
     """C = gelu(A @ B + bias) for row-major float32 A (M x K), B (K x N), bias (N)."""
 
     name = "gemm-epilogue"
     bound = "compute"
     dtypes = ("float32",)
+    size_names = ("M", "N", "K")
+    size_help = "M N K: C (M x N) = gelu(A (M x K) @ B (K x N) + bias (N))"
 
     def standard_sizes(self, dtype: str = "float32") -> list[tuple[int, ...]]:
         return [(4096, 4096, 4096)]

@@ -18,15 +18,27 @@ import numpy as np
 
 from ladder.core import device
 from ladder.core.dtypes import name_of, resolve
-from ladder.core.rung import register_problem
+from ladder.core.rung import Problem, register_problem
 
 MAX_GRID_Y = 65535  # gridDim.y (and .z) limit on every CUDA GPU; gridDim.x allows 2**31 - 1
+# sizes off every tile: K = 1 and K = 0, 4-aligned ones (the float4 paths) and others (the
+# padded paths of the tensor-core rungs); the simulator runs the first ones only
+SIMULATOR_TEST_SIZES = [(1, 1, 1), (17, 33, 65), (129, 7, 70), (20, 36, 68), (3, 5, 0)]
+TEST_SIZES = [
+    *SIMULATOR_TEST_SIZES,
+    (257, 515, 1031),
+    (1000, 1004, 996),
+    (2048, 2052, 64),
+    (1, 4099, 513),
+]
 
 
-class GemmProblem:
+class GemmProblem(Problem):
     name = "gemm"
     bound = "compute"
     dtypes = ("float32", "float16", "bfloat16")
+    size_names = ("M", "N", "K")
+    size_help = "M N K: C (M x N) = A (M x K) @ B (K x N)"
 
     def standard_sizes(self, dtype: str = "float32") -> list[tuple[int, ...]]:
         if dtype != "float32":  # tensor cores: 4096 is only ~0.2 ms for cuBLAS, so add 8192
@@ -35,6 +47,9 @@ class GemmProblem:
 
     def simulator_sizes(self, dtype: str = "float32") -> list[tuple[int, ...]]:
         return [(17, 33, 65)]
+
+    def test_sizes(self, dtype: str = "float32") -> list[tuple[int, ...]]:
+        return list(TEST_SIZES)
 
     def make_inputs(
         self, size: tuple[int, ...], dtype: str = "float32", seed: int = 0

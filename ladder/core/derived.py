@@ -1,0 +1,127 @@
+"""The figures derived from run records, for every renderer alike.
+
+Run records are ``Measurement.to_dict()`` or a results file's ``runs``. From them this module
+derives the groups (problem, dtype, shape), each row's % of a ceiling, speedup over the rung
+below and ratio to the library, the best rung of each group, and whether a group is
+memory-bound. ``report`` draws these figures as terminal tables, the README's Markdown and
+matplotlib plots; it computes none of them itself, so every view of a results file agrees.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ladder.core import roofline
+from ladder.core.rung import Problem, get_problem
+from ladder.core.timing import Status, run_status
+
+
+def passed(run: dict[str, Any]) -> bool:
+    """True when the run's answer was right before and after timing."""
+    return run_status(run) is Status.OK
+
+
+def _registered(name: str) -> Problem | None:
+    try:
+        return get_problem(name)
+    except KeyError:  # a results file may hold runs of a problem no longer registered
+        return None
+
+
+def is_memory(group: list[dict[str, Any]]) -> bool:
+    """True when the group's problem is memory-bound (its figure is TB/s, against the copy
+    bandwidth): the registered problem's ``bound``; for a problem no longer registered, a
+    group that counts no FLOPs."""
+    problem = _registered(group[0]["problem"])
+    if problem is not None:
+        return problem.bound == "memory"
+    return not any(r.get("flops") for r in group)
+
+
+def groups(runs: list[dict[str, Any]]) -> dict[tuple[str, str, tuple[int, ...]], list[dict]]:
+    """Runs grouped by (problem, dtype, shape), each group in ladder order, references last."""
+    found: dict[tuple[str, str, tuple[int, ...]], list[dict]] = {}
+    for run in runs:
+        found.setdefault((run["problem"], run["dtype"], tuple(run["shape"])), []).append(run)
+    for group in found.values():
+        group.sort(key=lambda r: (r["reference"], r["number"]))
+    return found
+
+
+def library(group: list[dict[str, Any]]) -> dict[str, Any] | None:
+    """The library run a group's rungs are compared with: its first reference that passed."""
+    return next((r for r in group if r["reference"] and passed(r)), None)
+
+
+def ceiling(group: list[dict[str, Any]], ceilings: dict[str, Any] | None) -> tuple[str, Any]:
+    """The ceiling a group is drawn against, (its name, its value or None): the copy bandwidth
+    for memory-bound groups, else the FP32 peak for float32 and cuBLAS HGEMM for the
+    tensor-core dtypes."""
+    ceilings = ceilings or {}
+    if is_memory(group):
+        return "device copy", ceilings.get("copy_tbps")
+    if group[0]["dtype"] == "float32":
+        return "FP32 peak (clock)", ceilings.get("fp32_peak_tflops")
+    return "cuBLAS FP16 at 8192³", ceilings.get("cublas_fp16_tflops")
+
+
+def rows(group: list[dict[str, Any]], ceilings: dict[str, Any] | None) -> list[dict[str, Any]]:
+    """Derived columns for one group: % of peak, speedup over the rung below, x library."""
+    reference = library(group)
+    memory = is_memory(group)
+    # % of the FP32 peak only means something for FP32 arithmetic; the tensor-core dtypes are
+    # placed by their ratio to the library instead
+    fp32 = all(r["dtype"] == "float32" for r in group)
+    peak = ceiling(group, ceilings)[1] if (memory or fp32) else None
+    out = []
+    below = None
+    for run in group:
+        ms = run.get("median_ms") if passed(run) else None
+        row = dict(run)
+        figure = run.get("tbps") if memory else run.get("tflops")
+        row["pct_peak"] = roofline.percent_of(figure, peak) if ms else None
+        row["speedup"] = below / ms if (ms and below and not run["reference"]) else None
+        row["vs_reference"] = reference["median_ms"] / ms if (ms and reference) else None
+        if ms and not run["reference"]:
+            below = ms
+        out.append(row)
+    return out
+
+
+def moved_gb(row: dict[str, Any]) -> float | None:
+    """The GB a run reads and writes (its declared bytes moved, else the problem's fewest)."""
+    moved = row.get("bytes_moved") or row.get("min_bytes")
+    return moved / 1e9 if moved else None
+
+
+def best_rows(doc: dict[str, Any]) -> list[dict[str, Any]]:
+    """One row per (problem, dtype, shape): the fastest rung that passed, and the library it is
+    compared with in the same run (the group's first reference that passed)."""
+    found = []
+    for (problem, dtype, shape), group in groups(doc["runs"]).items():
+        climbed = [r for r in group if passed(r) and r.get("median_ms") and not r["reference"]]
+        lib = library(group)
+        if not climbed:
+            continue
+        best = min(climbed, key=lambda r: r["median_ms"])
+        found.append(
+            {
+                "problem": problem,
+                "dtype": dtype,
+                "shape": shape,
+                "rung": best["rung"],
+                "number": best["number"],
+                "median_ms": best["median_ms"],
+                "library": lib["rung"] if lib else None,
+                "library_ms": lib["median_ms"] if lib else None,
+                "vs_library": lib["median_ms"] / best["median_ms"] if lib else None,
+            }
+        )
+    return found
+
+
+def problem_summary(problem: str, runs: list[dict[str, Any]], ceilings: dict[str, Any]) -> str:
+    """A problem's own summary of its runs (``Problem.readme_summary``); empty for a problem no
+    longer registered."""
+    found = _registered(problem)
+    return found.readme_summary(runs, ceilings) if found is not None else ""
