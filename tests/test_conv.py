@@ -9,7 +9,8 @@ import numpy as np
 import pytest
 from conftest import ON_GPU, gpu_only
 
-from ladder.conv.problem import CONV1, CONV2, SIMULATOR_SIZES, conv_numpy
+from ladder.conv.layers import CONV1, CONV2
+from ladder.conv.problem import SIMULATOR_SIZES, conv_numpy
 from ladder.core import timing
 from ladder.core.dtypes import resolve, to_device, to_host
 from ladder.core.rung import get_problem, get_rung, rungs

@@ -33,6 +33,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
+from ladder.attention import memory
 from ladder.core import device
 from ladder.core.dtypes import name_of, resolve
 from ladder.core.rung import Launcher, register_problem, rung
@@ -256,8 +257,6 @@ def check_arrays(
     Returns q, k, v and the output as Numba device arrays, and the shape. Every rung calls
     this, so every rung refuses bad input with the same messages.
     """
-    from ladder.attention import memory
-
     found = tuple(device.device_array(a, name) for a, name in zip((q, k, v), _NAMES, strict=True))
     dtype = name_of(found[0].dtype)
     if dtype not in dtypes:

@@ -32,7 +32,8 @@ from typing import Any
 
 import numpy as np
 
-from ladder.conv.problem import CONV1, CONV2, check_arrays, size_of
+from ladder.conv.layers import CONV1, CONV2
+from ladder.conv.problem import check_arrays, size_of
 from ladder.conv.r05_register_tiled import DEFAULTS, Config, choose, launch_config, make_kernel
 from ladder.core import timing, tuning
 from ladder.core.rung import get_problem, get_rung, rung

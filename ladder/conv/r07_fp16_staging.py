@@ -33,7 +33,8 @@ from typing import Any
 import numpy as np
 from numba.types import float16
 
-from ladder.conv.problem import CONV1, CONV2, check_arrays, size_of
+from ladder.conv.layers import CONV1, CONV2
+from ladder.conv.problem import check_arrays, size_of
 from ladder.conv.r05_register_tiled import Config, choose, make_kernel
 from ladder.conv.r05_register_tiled import launch_config as launch_staged
 from ladder.conv.r06_tuned import TUNED, candidates

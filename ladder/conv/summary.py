@@ -9,7 +9,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from ladder.conv.problem import CONV, LAYERS
+from ladder.conv.layers import LAYERS
+from ladder.core.rung import get_problem
 
 TENSOR_CORE_RUNGS = {
     "tensor-core",
@@ -43,6 +44,7 @@ def layer_table(
     """One row per (rung, dtype) measured on both layers at the same batch: ms per layer, the
     sum, the speedup over cuDNN FP32 on the sum, and each layer's time over its floor.
     ``layers`` maps 'conv1' and 'conv2' to other shapes (the simulator's small stand-ins)."""
+    conv = get_problem("conv")
     found: dict[tuple[str, str, int], dict[str, Any]] = {}
     for run in runs:
         layer = layer_of(run["shape"], layers)
@@ -61,7 +63,7 @@ def layer_table(
         )
         ms = run["median_ms"] if run.get("ok") else None
         row[f"{layer}_ms"] = ms
-        floor = CONV.floor_ms(tuple(run["shape"]), run["dtype"], ceilings or {}, _tensor(run))
+        floor = conv.floor_ms(tuple(run["shape"]), run["dtype"], ceilings or {}, _tensor(run))
         row[f"{layer}_floor_ms"] = floor
         row[f"{layer}_x_floor"] = ms / floor if ms and floor else None
     rows = [r for r in found.values() if "conv1_ms" in r and "conv2_ms" in r]
