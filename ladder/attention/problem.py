@@ -36,7 +36,7 @@ import numpy as np
 from ladder.attention import memory
 from ladder.core import device
 from ladder.core.dtypes import name_of, resolve
-from ladder.core.rung import Launcher, register_problem, rung
+from ladder.core.rung import Launcher, Units, register_problem, rung
 
 LOG2E = math.log2(math.e)
 SDPA_SHAPE = (4, 16, 16, 4096, 64)  # the issue's comparison point against SDPA
@@ -225,9 +225,10 @@ def attention_rung(
     min_cc: tuple[int, int] | None = None,
     reference: bool = False,
     bytes_moved: Callable[[tuple[int, ...], str], float] | None = None,
+    units: Units | None = None,
 ) -> Callable[[Launcher], Launcher]:
     """Register ``launch(q, k, v, out=None, causal=False)`` as a rung of both problems (its number
-    is its file's, as for ``rung``)."""
+    is its file's and its ``units`` default the same, as for ``rung``)."""
 
     def decorate(launch: Launcher) -> Launcher:
         for problem in PROBLEMS:
@@ -240,6 +241,7 @@ def attention_rung(
                 min_cc=min_cc,
                 reference=reference,
                 bytes_moved=bytes_moved,
+                units=units,
             )(_bind(launch, problem.causal))
         return launch
 

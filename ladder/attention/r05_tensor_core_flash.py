@@ -182,6 +182,7 @@ def sweep(
     title="Tensor-core flash attention: mma.sync, ldmatrix, cp.async (CUDA C++)",
     dtypes=("float16",),
     needs=("cupy",),
+    units="tensor",
     min_cc=(8, 0),
 )
 def launch(q: Any, k: Any, v: Any, out: Any = None, causal: bool = False) -> Any:

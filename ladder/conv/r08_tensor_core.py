@@ -680,6 +680,7 @@ def run(
     title="Fused implicit GEMM on tensor cores (mma.sync, pixels x filters, FP32 sums)",
     dtypes=("float16",),
     needs=("cupy",),
+    units="tensor",
     min_cc=(8, 0),
 )
 def launch(x: Any, w: Any, out: Any = None, *, stream: Any = 0) -> Any:

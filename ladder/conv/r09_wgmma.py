@@ -149,6 +149,7 @@ SOURCE = cuda_cpp.source(__file__, "r09_wgmma.cu", archs=("sm_90a",), arch_speci
     title="Hopper: the fused convolution on wgmma (warpgroup jobs, weights from shared memory)",
     dtypes=("float16",),
     needs=("cupy",),
+    units="tensor",
     min_cc=(9, 0),
     max_cc=(9, 0),
 )

@@ -83,6 +83,7 @@ SOURCE = cuda_cpp.source(__file__, "r10_row_shifts.cu", archs=("sm_90a",), arch_
     title="Hopper: wgmma on 2 x 2 output blocks (row shifts packed too, N = 64 for 16 filters)",
     dtypes=("float16",),
     needs=("cupy",),
+    units="tensor",
     min_cc=(9, 0),
     max_cc=(9, 0),
 )

@@ -79,6 +79,7 @@ SOURCE = cuda_cpp.source(__file__, "r11_one_group.cu", archs=("sm_90a",), arch_s
     title="Hopper: one wgmma group per job (every channel's quads in registers, one wait)",
     dtypes=("float16",),
     needs=("cupy",),
+    units="tensor",
     min_cc=(9, 0),
     max_cc=(9, 0),
 )

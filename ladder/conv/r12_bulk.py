@@ -114,6 +114,7 @@ SOURCE = cuda_cpp.source(__file__, "r12_bulk.cu", archs=("sm_90a",), arch_specif
     title="Hopper: rung 11 with bulk copies (TMA) for the input and each image's output",
     dtypes=("float16",),
     needs=("cupy",),
+    units="tensor",
     min_cc=(9, 0),
     max_cc=(9, 0),
 )
