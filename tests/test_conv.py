@@ -9,7 +9,8 @@ import numpy as np
 import pytest
 from conftest import ON_GPU, gpu_only
 
-from ladder.conv.problem import CONV1, CONV2, SIMULATOR_SIZES, conv_numpy
+from ladder.conv.layers import CONV1, CONV2
+from ladder.conv.problem import SIMULATOR_SIZES, conv_numpy
 from ladder.core import timing
 from ladder.core.dtypes import resolve, to_device, to_host
 from ladder.core.rung import get_problem, get_rung, rungs
@@ -202,10 +203,11 @@ def test_layer_table_sums_layers_and_compares_with_cudnn(tmp_path):
 
 
 def test_every_cuda_cpp_rung_is_placed_against_the_tensor_core_floor():
-    from ladder.conv import summary
-
-    cpp = {r.name for r in rungs("conv") if not r.reference and "cupy" in r.needs}
-    assert cpp == summary.TENSOR_CORE_RUNGS
+    for r in rungs("conv", references=False):
+        assert (r.units_for("float16") == "tensor") == ("cupy" in r.needs), r.name
+    for name in ("cudnn", "im2col-cublas"):  # libraries: tensor cores in FP16 only
+        library = get_rung("conv", name)
+        assert (library.units_for("float16"), library.units_for("float32")) == ("tensor", "fp32")
 
 
 def test_readme_summary_is_the_layer_table():

@@ -22,7 +22,8 @@ import pytest
 from conftest import gpu_only
 
 from ladder.conv import r13_filters_on_m as r13
-from ladder.conv.problem import CONV1, CONV2, conv_numpy
+from ladder.conv.layers import CONV1, CONV2
+from ladder.conv.problem import conv_numpy
 
 SOURCE = Path(r13.__file__).with_name("r13_filters_on_m.cu").read_text()
 NAN_HALF = 0x7E00

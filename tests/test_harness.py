@@ -8,7 +8,7 @@ from numba import cuda
 
 from ladder import cli
 from ladder.core import derived, device, report, timing
-from ladder.core.rung import Rung, get_problem, get_rung, problems, rungs
+from ladder.core.rung import Rung, get_problem, get_rung, problems, rung, rungs
 
 PROBLEM = get_problem("gemm")
 
@@ -108,6 +108,17 @@ def test_registry_is_ordered_and_documented():
     for r in rungs("gemm"):
         assert r.summary(), f"{r.key} has no docstring"
     assert [r.name for r in rungs("gemm") if r.reference] == ["cublas"]
+
+
+def test_units_default_from_the_problem_and_name_tensor_cores():
+    assert get_rung("gemm", "coalesced").units == "fp32"  # a compute-bound problem
+    assert get_rung("softmax", "online").units == "memory"  # a memory-bound one
+    assert get_rung("gemm", "wmma").units == "tensor"
+    cublas = get_rung("gemm", "cublas")
+    assert (cublas.units_for("float32"), cublas.units_for("float16")) == ("fp32", "tensor")
+    with pytest.raises(ValueError, match="units 'int8'"):
+        rung(name="x", title="x", problem="gemm", reference=True, units="int8")(lambda: None)
+    assert "gemm/x" not in {r.key for r in rungs("gemm")}
 
 
 def test_get_rung_by_name_or_number():

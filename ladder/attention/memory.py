@@ -34,6 +34,8 @@ from typing import Any
 import numpy as np
 
 from ladder.core import device
+from ladder.core.dtypes import resolve
+from ladder.core.rung import get_problem
 
 
 def human(nbytes: float) -> str:
@@ -185,10 +187,7 @@ def memory_vs_n(
     checked here (an N x N float64 reference at N = 32768 is beyond any host): the tests and
     the benchmark do that.
     """
-    from ladder.attention.problem import ATTENTION, CAUSAL
-    from ladder.core.dtypes import resolve
-
-    problem = CAUSAL if rung.problem == CAUSAL.name else ATTENTION
+    problem = get_problem(rung.problem)
     kv_heads = heads if kv_heads is None else kv_heads
     rows = []
     for n in ns:

@@ -33,9 +33,10 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
+from ladder.attention import memory
 from ladder.core import derived, device
 from ladder.core.dtypes import name_of, resolve
-from ladder.core.rung import Launcher, Problem, register_problem, rung
+from ladder.core.rung import Launcher, Problem, Units, register_problem, rung
 
 LOG2E = math.log2(math.e)
 SDPA_SHAPE = (4, 16, 16, 4096, 64)  # the issue's comparison point against SDPA
@@ -241,9 +242,10 @@ def attention_rung(
     min_cc: tuple[int, int] | None = None,
     reference: bool = False,
     bytes_moved: Callable[[tuple[int, ...], str], float] | None = None,
+    units: Units | None = None,
 ) -> Callable[[Launcher], Launcher]:
     """Register ``launch(q, k, v, out=None, causal=False)`` as a rung of both problems (its number
-    is its file's, as for ``rung``)."""
+    is its file's and its ``units`` default the same, as for ``rung``)."""
 
     def decorate(launch: Launcher) -> Launcher:
         for problem in PROBLEMS:
@@ -256,6 +258,7 @@ def attention_rung(
                 min_cc=min_cc,
                 reference=reference,
                 bytes_moved=bytes_moved,
+                units=units,
             )(_bind(launch, problem.causal))
         return launch
 
@@ -273,8 +276,6 @@ def check_arrays(
     Returns q, k, v and the output as Numba device arrays, and the shape. Every rung calls
     this, so every rung refuses bad input with the same messages.
     """
-    from ladder.attention import memory
-
     found = tuple(device.device_array(a, name) for a, name in zip((q, k, v), _NAMES, strict=True))
     dtype = name_of(found[0].dtype)
     if dtype not in dtypes:

@@ -65,7 +65,7 @@ import numpy as np
 from numba import cuda, float32
 
 from ladder.attention.problem import LOG2E, attention_rung, check_arrays
-from ladder.attention.warp import FULL_MASK, shfl_xor_sync, syncwarp
+from ladder.core.intrinsics import FULL_MASK, shfl_xor_sync, syncwarp
 
 SIDE = 16  # threads per block: SIDE x SIDE, a query row per half-warp of SIDE lanes
 THREADS = SIDE * SIDE

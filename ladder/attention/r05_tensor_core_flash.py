@@ -73,8 +73,8 @@ import numpy as np
 
 from ladder.attention import memory
 from ladder.attention.problem import LOG2E, Shape, attention_rung, check_arrays, get_problem_for
-from ladder.core import cuda_cpp, timing
-from ladder.core.rung import Rung
+from ladder.core import cuda_cpp, timing, tuning
+from ladder.core.rung import get_rung
 
 SOURCE = cuda_cpp.source(__file__, "r05_tensor_core_flash.cu", archs=("sm_80", "sm_90"))
 BKV = 64  # keys per tile (as in the .cu file)
@@ -167,35 +167,14 @@ def launch_config(
 def sweep(
     size: tuple[int, ...], causal: bool = False, packed: bool = False
 ) -> list[dict[str, Any]]:
-    """Time every configuration compiled for this size's head dimension; fastest first.
-
-    Each entry: ``config`` (warps, m16 tiles per warp), ``ok``, ``median_ms``, ``tflops``,
-    ``error``. Timed with the harness's recipe (``timing.measure``); meaningful on a GPU only.
-    """
+    """Time every configuration compiled for this size's head dimension with
+    ``ladder.core.tuning``; fastest first. Each entry's ``config`` is [warps, m16 tiles per
+    warp]; meaningful on a GPU only."""
     problem = get_problem_for(causal)
     case = timing.prepare(problem, tuple(size), "float16")
-    results = []
-    for config in CONFIGS[kernel_d(size[4], "rung 5")]:
-        candidate = Rung(
-            problem=problem.name,
-            number=5,
-            name=f"flash-{kernel_name(kernel_d(size[4], ''), *config, packed)}",
-            title=str(config),
-            dtypes=("float16",),
-            launch=functools.partial(launch_config, config, causal=causal, packed=packed),
-            needs=frozenset({"cupy"}),
-        )
-        measured = timing.measure(case, candidate)
-        results.append(
-            {
-                "config": list(config),
-                "ok": measured.ok,
-                "median_ms": measured.median_ms,
-                "tflops": measured.tflops,
-                "error": measured.error,
-            }
-        )
-    return sorted(results, key=lambda r: (not r["ok"], r["median_ms"] or float("inf")))
+    configs = CONFIGS[kernel_d(size[4], "rung 5")]
+    launch = functools.partial(launch_config, causal=causal, packed=packed)
+    return tuning.sweep(get_rung(problem.name, "tensor-core-flash"), case, configs, launch)
 
 
 @attention_rung(
@@ -203,6 +182,7 @@ def sweep(
     title="Tensor-core flash attention: mma.sync, ldmatrix, cp.async (CUDA C++)",
     dtypes=("float16",),
     needs=("cupy",),
+    units="tensor",
     min_cc=(8, 0),
 )
 def launch(q: Any, k: Any, v: Any, out: Any = None, causal: bool = False) -> Any:

@@ -57,6 +57,7 @@ __all__ = ["SOURCE", "launch"]  # SOURCE: `ladder check` compiles the .cu this r
     title="GQA/MQA: the query heads that share K/V packed into one block",
     dtypes=("float16",),
     needs=("cupy",),
+    units="tensor",
     min_cc=(8, 0),
 )
 def launch(q: Any, k: Any, v: Any, out: Any = None, causal: bool = False) -> Any:

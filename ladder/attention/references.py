@@ -22,6 +22,7 @@ import inspect
 from typing import Any
 
 from ladder.attention.problem import attention_rung, check_arrays
+from ladder.core.rung import tensor_cores_below_fp32
 
 
 def _tensors(*arrays: Any) -> list[Any]:
@@ -46,6 +47,7 @@ def _sdpa_takes_gqa() -> bool:
     title="PyTorch scaled_dot_product_attention",
     needs=("torch",),
     reference=True,
+    units=tensor_cores_below_fp32,
 )
 def sdpa(q: Any, k: Any, v: Any, out: Any = None, causal: bool = False) -> Any:
     import torch.nn.functional as F
@@ -69,6 +71,7 @@ def sdpa(q: Any, k: Any, v: Any, out: Any = None, causal: bool = False) -> Any:
     title="PyTorch matmul, softmax, matmul (N x N materialized)",
     needs=("torch",),
     reference=True,
+    units=tensor_cores_below_fp32,
 )
 def materialized(q: Any, k: Any, v: Any, out: Any = None, causal: bool = False) -> Any:
     import torch

@@ -27,13 +27,11 @@ from typing import Any
 
 import numpy as np
 
+from ladder.conv.layers import CONV1, CONV2
 from ladder.core import device
 from ladder.core.dtypes import name_of, resolve
 from ladder.core.rung import Problem, register_problem
 
-CONV1 = (10000, 1, 4, 86, 86, 7)
-CONV2 = (10000, 4, 16, 40, 40, 7)
-LAYERS = {"conv1": CONV1, "conv2": CONV2}
 GPU_REFERENCE_FLOPS = 2e9  # above this, the float64 reference is computed on the GPU
 
 # odd shapes for the GPU tests: C=1, M=1, K=1, K=5, H != W, B=1, and a few canonical images

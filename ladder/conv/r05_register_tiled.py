@@ -51,7 +51,8 @@ import numpy as np
 from numba import cuda, float32, uint32
 from numba.types import float16
 
-from ladder.conv.problem import CONV1, CONV2, check_arrays, size_of
+from ladder.conv.layers import CONV1, CONV2
+from ladder.conv.problem import check_arrays, size_of
 from ladder.core.rung import rung
 
 SHARED_FLOATS = 12 * 1024  # 48 KB of static shared memory

@@ -9,11 +9,12 @@ fill shared memory, which caps the blocks per SM. Occupancy, the waste at tile e
 34 output does not divide into tiles of 32), and the balance of shared loads to multiply-adds
 trade off in ways that are quicker to measure than to predict.
 
-``sweep(size, dtype)`` times every candidate in ``CANDIDATES[layer]`` with the harness's own
-recipe (checked output, flushed L2, CUDA events, median), and ``TUNED`` holds the winners the
-sweep found on the GPU named below; ``ladder`` records the sweep in
-``results/<gpu>-conv-sweep.json``. Any other shape uses rung 5's choice. Nothing else
-changes: same kernel factory, same correctness at every shape.
+``sweep(size)`` times every candidate in ``CANDIDATES[layer]`` with the harness's own recipe
+(checked output, flushed L2, CUDA events, median; ``ladder.core.tuning``), rung 7's ``sweep``
+the same candidates in float16, and ``TUNED`` holds the winners the sweeps found on the GPU
+named below; ``ladder`` records the sweep in ``results/<gpu>-conv-sweep.json``. Any other
+shape uses rung 5's choice. Nothing else changes: same kernel factory, same correctness at
+every shape.
 
 Prediction: a few to a few tens of percent over rung 5 per layer.
 
@@ -27,16 +28,15 @@ docstring) change little from one tiling to another.
 
 from __future__ import annotations
 
-import dataclasses
-import functools
 from typing import Any
 
 import numpy as np
 
-from ladder.conv.problem import CONV1, CONV2, check_arrays, size_of
+from ladder.conv.layers import CONV1, CONV2
+from ladder.conv.problem import check_arrays, size_of
 from ladder.conv.r05_register_tiled import DEFAULTS, Config, choose, launch_config, make_kernel
-from ladder.core import timing
-from ladder.core.rung import Rung, get_problem, rung
+from ladder.core import timing, tuning
+from ladder.core.rung import get_problem, get_rung, rung
 
 CANDIDATES = {
     CONV1: [
@@ -73,39 +73,18 @@ TUNED: dict[str, dict[tuple[int, ...], Config]] = {
 }
 
 
-def sweep(size: tuple[int, ...], dtype: str = "float32") -> list[dict[str, Any]]:
-    """Time every candidate for ``size`` (a layer of CANDIDATES); fastest first.
+def candidates(size: tuple[int, ...]) -> list[Config]:
+    """The configurations a sweep tries for ``size``: its layer's, or rung 5's choice alone."""
+    return CANDIDATES.get(tuple(size), [choose(tuple(size))])
 
-    Each entry (JSON-ready): ``config`` (``Config(**entry["config"])`` rebuilds it), ``ok``,
-    ``median_ms``, ``tflops``, ``error``. float16 sweeps rung 7 (half-precision staging).
-    """
-    from ladder.conv.r07_fp16_staging import launch_config as launch_half
 
+def sweep(size: tuple[int, ...]) -> list[dict[str, Any]]:
+    """Time every candidate for ``size`` (a layer of CANDIDATES, else rung 5's choice) in
+    float32 with ``ladder.core.tuning``; fastest first. ``Config(**entry["config"])`` rebuilds
+    an entry's config. Rung 7's ``sweep`` runs the same candidates in float16."""
     size = tuple(size)
-    problem = get_problem("conv")
-    case = timing.prepare(problem, size, dtype)
-    results = []
-    for config in CANDIDATES.get(size, [choose(size)]):
-        target = launch_half if dtype == "float16" else launch_config
-        candidate = Rung(
-            problem="conv",
-            number=6,
-            name=f"tuned-candidate-{len(results)}",
-            title=str(config),
-            dtypes=(dtype,),
-            launch=functools.partial(target, config),
-        )
-        measured = timing.measure(case, candidate)
-        results.append(
-            {
-                "config": dataclasses.asdict(config),
-                "ok": measured.ok,
-                "median_ms": measured.median_ms,
-                "tflops": measured.tflops,
-                "error": measured.error,
-            }
-        )
-    return sorted(results, key=lambda r: (not r["ok"], r["median_ms"] or float("inf")))
+    case = timing.prepare(get_problem("conv"), size, "float32")
+    return tuning.sweep(get_rung("conv", "tuned"), case, candidates(size), launch_config)
 
 
 @rung(name="tuned", title="Tile sizes chosen per layer by a sweep")

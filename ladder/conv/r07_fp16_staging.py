@@ -33,17 +33,27 @@ from typing import Any
 import numpy as np
 from numba.types import float16
 
-from ladder.conv.problem import CONV1, CONV2, check_arrays, size_of
+from ladder.conv.layers import CONV1, CONV2
+from ladder.conv.problem import check_arrays, size_of
 from ladder.conv.r05_register_tiled import Config, choose, make_kernel
 from ladder.conv.r05_register_tiled import launch_config as launch_staged
-from ladder.conv.r06_tuned import TUNED
-from ladder.core.rung import rung
+from ladder.conv.r06_tuned import TUNED, candidates
+from ladder.core import timing, tuning
+from ladder.core.rung import get_problem, get_rung, rung
 
 
 def launch_config(config: Config, x: Any, w: Any, out: Any = None, *, stream: Any = 0) -> Any:
     """Rung 5's kernel with ``config`` and the input tile staged as half."""
     x, w, out, _ = check_arrays(x, w, out, ("float16",))
     return launch_staged(config, x, w, out, stream=stream, staged=float16)
+
+
+def sweep(size: tuple[int, ...]) -> list[dict[str, Any]]:
+    """Rung 6's candidates for ``size`` in float16, timed with ``ladder.core.tuning``; fastest
+    first. The winners are ``TUNED["float16"]``."""
+    size = tuple(size)
+    case = timing.prepare(get_problem("conv"), size, "float16")
+    return tuning.sweep(get_rung("conv", "fp16-staging"), case, candidates(size), launch_config)
 
 
 @rung(

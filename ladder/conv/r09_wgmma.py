@@ -191,6 +191,7 @@ def _configured(size: tuple[int, ...], device_id: int, smem_limit: int) -> tc.Co
     title="Hopper: the fused convolution on wgmma (warpgroup jobs, weights from shared memory)",
     dtypes=("float16",),
     needs=("cupy",),
+    units="tensor",
     min_cc=(9, 0),
     max_cc=(9, 0),
 )

@@ -321,6 +321,7 @@ def _configure(size: tuple[int, ...], device_id: int) -> tuple[Plan, Any, int] |
     title="Hopper: filters on wgmma's M (weights in registers), pixels on a wide N (shared memory)",
     dtypes=("float16",),
     needs=("cupy",),
+    units="tensor",
     min_cc=(9, 0),
     max_cc=(9, 0),
 )

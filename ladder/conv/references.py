@@ -17,7 +17,7 @@ import functools
 from typing import Any
 
 from ladder.conv.problem import check_arrays, size_of
-from ladder.core.rung import rung
+from ladder.core.rung import rung, tensor_cores_below_fp32
 
 UNROLL_BYTES = 256 * 2**20  # the largest unrolled slice
 
@@ -47,6 +47,7 @@ def _unroll_kernel() -> Any:
     dtypes=("float32", "float16"),
     needs=("torch",),
     reference=True,
+    units=tensor_cores_below_fp32,
 )
 def cudnn(x: Any, w: Any, out: Any = None, *, stream: Any = 0) -> Any:
     import torch
@@ -66,6 +67,7 @@ def cudnn(x: Any, w: Any, out: Any = None, *, stream: Any = 0) -> Any:
     dtypes=("float32", "float16"),
     needs=("cupy",),
     reference=True,
+    units=tensor_cores_below_fp32,
 )
 def im2col_cublas(x: Any, w: Any, out: Any = None, *, stream: Any = 0) -> Any:
     import cupy

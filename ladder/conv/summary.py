@@ -9,17 +9,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from ladder.conv.problem import CONV, LAYERS
+from ladder.conv.layers import LAYERS
 from ladder.core import derived
-
-TENSOR_CORE_RUNGS = {
-    "tensor-core",
-    "wgmma",
-    "wgmma-blocks",
-    "wgmma-one-group",
-    "wgmma-bulk",
-    "filters-on-m",
-}  # rungs on tensor cores (tests/test_conv.py checks that every CUDA C++ rung is here)
+from ladder.core.rung import get_problem, get_rung
 
 
 def layer_of(
@@ -32,8 +24,14 @@ def layer_of(
     return None
 
 
-def _tensor(run: dict[str, Any]) -> bool:
-    return run["rung"] in TENSOR_CORE_RUNGS or (run["reference"] and run["dtype"] != "float32")
+def _units(run: dict[str, Any]) -> str | None:
+    """What the run's rung computes on (its registered ``units``); None for a rung that is no
+    longer registered (an old results file), whose floor is then not known."""
+    try:
+        found = get_rung(run["problem"], run["rung"])
+    except KeyError:
+        return None
+    return found.units_for(run["dtype"])
 
 
 def layer_table(
@@ -44,6 +42,7 @@ def layer_table(
     """One row per (rung, dtype) measured on both layers at the same batch: ms per layer, the
     sum, the speedup over cuDNN FP32 on the sum, and each layer's time over its floor.
     ``layers`` maps 'conv1' and 'conv2' to other shapes (the simulator's small stand-ins)."""
+    conv = get_problem("conv")
     found: dict[tuple[str, str, int], dict[str, Any]] = {}
     for run in runs:
         layer = layer_of(run["shape"], layers)
@@ -62,7 +61,13 @@ def layer_table(
         )
         ms = run["median_ms"] if derived.passed(run) else None
         row[f"{layer}_ms"] = ms
-        floor = CONV.floor_ms(tuple(run["shape"]), run["dtype"], ceilings or {}, _tensor(run))
+        units = _units(run)
+        shape = tuple(run["shape"])
+        floor = (
+            None
+            if units is None
+            else conv.floor_ms(shape, run["dtype"], ceilings or {}, units == "tensor")
+        )
         row[f"{layer}_floor_ms"] = floor
         row[f"{layer}_x_floor"] = ms / floor if ms and floor else None
     rows = [r for r in found.values() if "conv1_ms" in r and "conv2_ms" in r]

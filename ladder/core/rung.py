@@ -23,6 +23,17 @@ PROBLEM_PACKAGES = ("ladder.gemm", "ladder.conv", "ladder.fused", "ladder.attent
 
 Launcher = Callable[..., Any]
 
+# What a rung computes on: "tensor" (tensor cores), "fp32" (the FP32 lanes of the CUDA cores),
+# "memory" (a memory-bound problem, where the arithmetic units do not set the time).
+UNITS = ("tensor", "fp32", "memory")
+Units = str | Callable[[str], str]  # one of UNITS, or a function of the dtype that returns one
+
+
+def tensor_cores_below_fp32(dtype: str) -> str:
+    """The units of a library call that runs 16-bit inputs on tensor cores and float32 on the
+    FP32 lanes (cuBLAS, cuDNN and PyTorch with TF32 off): ``units=tensor_cores_below_fp32``."""
+    return "fp32" if dtype == "float32" else "tensor"
+
 
 @dataclass(frozen=True)
 class Rung:
@@ -39,6 +50,7 @@ class Rung:
     max_cc: tuple[int, int] | None = None  # arch-specific code (sm_90a) runs on one arch only
     reference: bool = False
     doc: str = ""
+    units: Units = "fp32"  # what it computes on (see UNITS); ``units_for`` resolves a function
     # bytes this rung reads and writes in device memory for (size, dtype), when it moves more
     # than the problem's minimum (several kernels, intermediates); None: the minimum
     bytes_moved: Callable[[tuple[int, ...], str], float] | None = None
@@ -46,6 +58,10 @@ class Rung:
     @property
     def key(self) -> str:
         return f"{self.problem}/{self.name}"
+
+    def units_for(self, dtype: str) -> str:
+        """What this rung computes on for inputs of ``dtype``: one of UNITS."""
+        return self.units(dtype) if callable(self.units) else self.units
 
     @property
     def on_cpu(self) -> bool:
@@ -190,6 +206,7 @@ def rung(
     reference: bool = False,
     bytes_moved: Callable[[tuple[int, ...], str], float] | None = None,
     problem: str | None = None,
+    units: Units | None = None,
 ) -> Callable[[Launcher], Launcher]:
     """Register the decorated launcher as a rung; its module docstring is the rung's story.
 
@@ -198,7 +215,14 @@ def rung(
     package holds several problems (attention and attention-causal). A library reference lives
     outside the numbered files; references are numbered 90, 91, ... in registration order, after
     every rung.
+
+    ``units`` says what the rung computes on, one of UNITS or a function of the dtype that
+    returns one (a library that uses tensor cores for some dtypes only:
+    ``tensor_cores_below_fp32``). Left out, it is "memory" for a problem whose ``bound`` is
+    "memory" and "fp32" otherwise, so only tensor-core rungs (and such libraries) name it.
     """
+
+    dtypes = tuple(dtypes)
 
     def decorate(launch: Launcher) -> Launcher:
         module = launch.__module__
@@ -207,6 +231,7 @@ def rung(
         if not doc.strip():
             raise ValueError(f"rung {where}/{name}: its module needs a docstring (the story)")
         number = _module_number(module)
+        found = _resolve_units(where, name, units, dtypes)
         if reference:
             number = 90 + sum(r.reference and r.problem == where for r in _RUNGS.values())
         elif number is None:
@@ -219,7 +244,7 @@ def rung(
             number=number,
             name=name,
             title=title,
-            dtypes=tuple(dtypes),
+            dtypes=dtypes,
             launch=launch,
             needs=frozenset(needs),
             min_cc=min_cc,
@@ -227,6 +252,7 @@ def rung(
             reference=reference,
             doc=doc,
             bytes_moved=bytes_moved,
+            units=found,
         )
         if entry.key in _RUNGS:
             if _RUNGS[entry.key].launch is launch:
@@ -236,6 +262,25 @@ def rung(
         return launch
 
     return decorate
+
+
+def _resolve_units(problem: str, name: str, units: Units | None, dtypes: Iterable[str]) -> Units:
+    """``units`` checked against UNITS for every dtype, or the default of ``problem`` (which
+    must be registered already: a problem package registers its problem before its rungs)."""
+    if units is None:
+        if problem not in _PROBLEMS:
+            raise ValueError(
+                f"rung {problem}/{name}: problem {problem!r} is not registered; register it "
+                f"before its rungs, or give units="
+            )
+        return "memory" if _PROBLEMS[problem].bound == "memory" else "fp32"
+    for dtype in dtypes:
+        found = units(dtype) if callable(units) else units
+        if found not in UNITS:
+            raise ValueError(
+                f"rung {problem}/{name}: units {found!r} for {dtype}; one of {', '.join(UNITS)}"
+            )
+    return units
 
 
 def import_rungs(package: str, path: Iterable[str]) -> None:

@@ -1,6 +1,6 @@
 """Validate and time one rung on one case, the same way for every rung and every library.
 
-The recipe (DESIGN.md, "Measuring"):
+The recipe (docs/design.md, "Measuring"):
 
 1. fresh random inputs and a float64 reference (``prepare``);
 2. the output is poisoned with NaN (all bits set) before every run, so an element the kernel

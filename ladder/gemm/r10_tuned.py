@@ -21,12 +21,10 @@ gain is largest where the default tile is furthest from the best one for the GPU
 
 from __future__ import annotations
 
-import dataclasses
-import functools
 from typing import Any
 
-from ladder.core import timing
-from ladder.core.rung import Rung, get_problem, rung
+from ladder.core import timing, tuning
+from ladder.core.rung import get_problem, get_rung, rung
 from ladder.gemm.problem import aligned_for_float4, check_operands, grid_2d
 from ladder.gemm.r08_warp_tiling import DEFAULT, Config
 from ladder.gemm.r09_double_buffered import make_kernel
@@ -63,35 +61,10 @@ def launch_config(config: Config, A: Any, B: Any, C: Any = None) -> Any:
 
 
 def sweep(m: int, n: int, k: int, configs: list[Config] | None = None) -> list[dict[str, Any]]:
-    """Time every candidate at M x N x K; fastest first (failed candidates last).
-
-    Each entry (JSON-ready): ``config`` (the Config's fields: ``Config(**entry["config"])``
-    rebuilds it), ``ok``, ``median_ms``, ``tflops`` and ``error``.
-    Compiles each candidate on its first run (not timed). Times mean something only on a GPU.
-    """
-    problem = get_problem("gemm")
-    case = timing.prepare(problem, (m, n, k))
-    results = []
-    for config in configs or CONFIGS:
-        candidate = Rung(
-            problem="gemm",
-            number=10,
-            name=f"tuned-candidate-{len(results)}",
-            title=str(config),
-            dtypes=("float32",),
-            launch=functools.partial(launch_config, config),
-        )
-        measured = timing.measure(case, candidate)
-        results.append(
-            {
-                "config": dataclasses.asdict(config),
-                "ok": measured.ok,
-                "median_ms": measured.median_ms,
-                "tflops": measured.tflops,
-                "error": measured.error,
-            }
-        )
-    return sorted(results, key=lambda r: (not r["ok"], r["median_ms"] or float("inf")))
+    """Time every candidate at M x N x K with ``ladder.core.tuning``; fastest first (failed
+    candidates last). ``Config(**entry["config"])`` rebuilds an entry's config."""
+    case = timing.prepare(get_problem("gemm"), (m, n, k))
+    return tuning.sweep(get_rung("gemm", "tuned"), case, configs or CONFIGS, launch_config)
 
 
 @rung(name="tuned", title="Tile sizes chosen by a sweep")

@@ -45,6 +45,7 @@ BM, BN, BK = 32, 32, 16  # a block's tile of C, and the K step
     title="WMMA, one warp per 16 x 16 tile, from global",
     dtypes=("float16",),
     needs=("cupy",),
+    units="tensor",
     min_cc=(7, 0),
 )
 def launch(A: Any, B: Any, C: Any = None) -> Any:

@@ -76,6 +76,7 @@ THREADS = 256  # 8 warps, 2 (M) x 4 (N), each a 64 x 32 tile of C
     title="WMMA, 128 x 128 block tiles staged in shared memory",
     dtypes=("float16",),
     needs=("cupy",),
+    units="tensor",
     min_cc=(7, 0),
 )
 def launch(A: Any, B: Any, C: Any = None) -> Any:

@@ -94,6 +94,7 @@ SMEM_BYTES = STAGES * (BM * (BK + PAD) + BK * (BN + PAD)) * 2
     title="WMMA fed by cp.async into a 4-stage shared-memory ring",
     dtypes=("float16",),
     needs=("cupy",),
+    units="tensor",
     min_cc=(8, 0),
 )
 def launch(A: Any, B: Any, C: Any = None) -> Any:

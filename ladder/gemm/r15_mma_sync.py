@@ -100,6 +100,7 @@ SMEM_BYTES = STAGES * (BM * BK + BK * BN) * 2  # 98,304: above the 48 KB default
     title="mma.sync + ldmatrix, swizzled 4-stage cp.async, 64 x 64 warp tiles",
     dtypes=("float16",),
     needs=("cupy",),
+    units="tensor",
     min_cc=(8, 0),
 )
 def launch(A: Any, B: Any, C: Any = None) -> Any:

@@ -126,6 +126,7 @@ def tensor_map(
     title="Hopper: wgmma + TMA, warp-specialized",
     dtypes=("float16", "bfloat16"),
     needs=("cupy",),
+    units="tensor",
     min_cc=(9, 0),
     max_cc=(9, 0),
 )

@@ -23,7 +23,7 @@ from typing import Any
 import numpy as np
 
 from ladder.core.cuda_cpp import pointer
-from ladder.core.rung import rung
+from ladder.core.rung import rung, tensor_cores_below_fp32
 from ladder.gemm.problem import check_operands
 from ladder.gemm.tensor_core import operand_dtype
 
@@ -60,6 +60,7 @@ def _check_mode(dtype: np.dtype) -> None:
     dtypes=("float32", "float16", "bfloat16"),
     needs=("cupy",),
     reference=True,
+    units=tensor_cores_below_fp32,
 )
 def launch(A: Any, B: Any, C: Any = None) -> Any:
     import cupy

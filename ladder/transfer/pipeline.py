@@ -83,7 +83,8 @@ from typing import Any
 import numpy as np
 from numba import cuda
 
-from ladder.conv.problem import CONV, LAYERS, conv_numpy
+from ladder.conv.layers import LAYERS
+from ladder.conv.problem import CONV, conv_numpy
 from ladder.core import device
 from ladder.core.rung import Launcher, Rung, rungs
 from ladder.core.timing import nvtx_range, relative_error

@@ -29,10 +29,10 @@ flight to cover the latency of device memory (Little's law: 4.8 TB/s x about 1 Â
   index into a row tile and a column tile with one division, so no 65535 limit of gridDim.y
   applies to either dimension.
 
-Numba has no vector type, and ``ladder.core.intrinsics.load4`` takes 2-D float32 arrays only;
-``vload4``, ``vload4_1d`` and ``vstore4`` below emit the same LLVM vector access for float32
-or float16 arrays, 2-D or 1-D, so one kernel source serves both dtypes (the caller promises
-the alignment: 4 x the element size, checked by the launcher's ``vector_aligned``).
+Numba has no vector type: ``load4``, ``load4_1d`` and ``store4`` from ``ladder.core.intrinsics``
+emit an LLVM vector access for float32 or float16 arrays, 2-D or 1-D, so one kernel source
+serves both dtypes (the caller promises the alignment: 4 x the element size, checked by the
+launcher with ``vector_aligned``).
 
 ptxas reports (sm_90, the same on sm_80): 40 registers for the wide kernel in float32, 37 in
 float16, 43 for the scalar one; no stack, no spills (``ladder check elementwise``).
@@ -51,7 +51,7 @@ from typing import Any
 import numpy as np
 from numba import cuda, float32, uint32
 
-from ladder.core import device
+from ladder.core.intrinsics import load4, load4_1d, store4, vector_aligned
 from ladder.core.rung import rung
 from ladder.fused.problem import ELEMENTWISE, check_arrays
 
@@ -68,86 +68,6 @@ U_BLOCK_X, U_BLOCK_Y = np.uint32(BLOCK_X), np.uint32(BLOCK_Y)
 U_VEC = np.uint32(VEC)
 U_TILE_ROWS, U_TILE_COLS = np.uint32(TILE_ROWS), np.uint32(TILE_COLS)
 U_ONE = np.uint32(1)
-
-if device.simulator():
-
-    def vload4(arr: Any, i: Any, j: Any) -> tuple[Any, Any, Any, Any]:
-        return arr[i, j], arr[i, j + 1], arr[i, j + 2], arr[i, j + 3]
-
-    def vload4_1d(arr: Any, j: Any) -> tuple[Any, Any, Any, Any]:
-        return arr[j], arr[j + 1], arr[j + 2], arr[j + 3]
-
-    def vstore4(arr: Any, i: Any, j: Any, x0: Any, x1: Any, x2: Any, x3: Any) -> None:
-        arr[i, j] = x0
-        arr[i, j + 1] = x1
-        arr[i, j + 2] = x2
-        arr[i, j + 3] = x3
-
-else:
-    from llvmlite import ir
-    from numba.cuda import cgutils, types
-    from numba.cuda.extending import intrinsic
-
-    def _fits(arr: Any, indices: tuple[Any, ...]) -> bool:
-        return (
-            isinstance(arr, types.Array)
-            and arr.dtype in (types.float32, types.float16)
-            and arr.ndim == len(indices)
-            and all(isinstance(i, types.Integer) for i in indices)
-        )
-
-    def _vector_pointer(context, builder, aryty, ary, indices, index_types):
-        """A pointer to the 4-element vector of ``aryty.dtype`` at ``ary[indices]``."""
-        array = context.make_array(aryty)(context, builder, ary)
-        inds = [
-            context.cast(builder, ind, ity, types.intp)
-            for ind, ity in zip(indices, index_types, strict=True)
-        ]
-        ptr = cgutils.get_item_pointer(context, builder, aryty, array, inds, wraparound=False)
-        vec = ir.VectorType(context.get_value_type(aryty.dtype), 4)
-        return builder.bitcast(ptr, vec.as_pointer(ptr.type.addrspace))
-
-    def _load(arr: Any, index_types: tuple[Any, ...]):
-        sig = types.UniTuple(arr.dtype, 4)(arr, *index_types)
-        align = 4 * arr.dtype.bitwidth // 8  # 16 bytes for float32, 8 for float16
-
-        def codegen(context, builder, signature, args):
-            ptr = _vector_pointer(context, builder, arr, args[0], args[1:], index_types)
-            vec = builder.load(ptr, align=align)
-            lanes = [builder.extract_element(vec, ir.Constant(ir.IntType(32), k)) for k in range(4)]
-            return context.make_tuple(builder, signature.return_type, lanes)
-
-        return sig, codegen
-
-    @intrinsic
-    def vload4(typingctx, arr, i, j):
-        """``arr[i, j:j+4]`` as one vector load (2-D float32 or float16)."""
-        return _load(arr, (i, j)) if _fits(arr, (i, j)) else None
-
-    @intrinsic
-    def vload4_1d(typingctx, arr, j):
-        """``arr[j:j+4]`` as one vector load (1-D float32 or float16)."""
-        return _load(arr, (j,)) if _fits(arr, (j,)) else None
-
-    @intrinsic
-    def vstore4(typingctx, arr, i, j, x0, x1, x2, x3):
-        """``arr[i, j:j+4] = x0..x3`` as one vector store; values converted to arr's dtype."""
-        values = (x0, x1, x2, x3)
-        if not (_fits(arr, (i, j)) and all(isinstance(x, types.Float) for x in values)):
-            return None
-        sig = types.void(arr, i, j, *values)
-        align = 4 * arr.dtype.bitwidth // 8
-
-        def codegen(context, builder, signature, args):
-            ptr = _vector_pointer(context, builder, arr, args[0], args[1:3], (i, j))
-            vec = ir.Constant(ptr.type.pointee, ir.Undefined)
-            for k, (value, ty) in enumerate(zip(args[3:], signature.args[3:], strict=True)):
-                value = context.cast(builder, value, ty, arr.dtype)
-                vec = builder.insert_element(vec, value, ir.Constant(ir.IntType(32), k))
-            builder.store(vec, ptr, align=align)
-            return context.get_dummy_value()
-
-        return sig, codegen
 
 
 def make_kernel(wide: bool):
@@ -166,13 +86,13 @@ def make_kernel(wide: bool):
         if wide:
             col = col0 + tx * U_VEC
             if col < cols:  # cols % 4 == 0: the whole vector is inside the row
-                a0, a1, a2, a3 = vload4_1d(a, col)
-                b0, b1, b2, b3 = vload4_1d(b, col)
+                a0, a1, a2, a3 = load4_1d(a, col)
+                b0, b1, b2, b3 = load4_1d(b, col)
                 # every load first, then the math: 4 vectors in flight per thread
                 for r in range(ROWS_PER_THREAD):
                     row = row0 + uint32(r) * U_BLOCK_Y
                     if row < rows:
-                        v0, v1, v2, v3 = vload4(x, row, col)
+                        v0, v1, v2, v3 = load4(x, row, col)
                         xs[4 * r] = v0
                         xs[4 * r + 1] = v1
                         xs[4 * r + 2] = v2
@@ -180,7 +100,7 @@ def make_kernel(wide: bool):
                 for r in range(ROWS_PER_THREAD):
                     row = row0 + uint32(r) * U_BLOCK_Y
                     if row < rows:
-                        vstore4(
+                        store4(
                             out, row, col,
                             max(float32(a0) * xs[4 * r] + float32(b0), float32(0.0)),
                             max(float32(a1) * xs[4 * r + 1] + float32(b1), float32(0.0)),
@@ -209,18 +129,6 @@ def make_kernel(wide: bool):
 
 wide_kernel = make_kernel(wide=True)
 scalar_kernel = make_kernel(wide=False)
-
-
-def vector_aligned(*arrays: Any) -> bool:
-    """True when 4-element vector accesses are allowed: every row length a multiple of 4 and
-    every array starting on a boundary of 4 elements (16 bytes in float32, 8 in float16)."""
-    for arr in arrays:
-        if arr.shape[arr.ndim - 1] % VEC != 0:  # (the simulator's shapes take no [-1])
-            return False
-        pointer = 0 if device.simulator() else arr.__cuda_array_interface__["data"][0]
-        if pointer % (VEC * arr.dtype.itemsize) != 0:
-            return False
-    return True
 
 
 def tiles(rows: int, cols: int) -> int:

@@ -26,7 +26,7 @@ once and writes y once, the problem's minimum: 8 bytes per element in float32, 5
 3. With ``cols % 4 == 0`` and 16-byte-aligned arrays, a thread's 32 values are 8 ``load4`` of
    16 bytes (``ld.global.v4.f32``), a warp reading 512 contiguous bytes per instruction, all 8
    issued before the first is used: 128 bytes in flight per thread. gamma and beta are read
-   as 16-byte vectors too (``vload4_1d``, from rung 3 of the elementwise ladder) and y is
+   as 16-byte vectors too (``load4_1d``) and y is
    written with ``store4``. Otherwise the same kernel uses scalar accesses, each warp on 32
    consecutive columns.
 
@@ -63,9 +63,8 @@ import numpy as np
 from numba import cuda, float32, uint32
 
 from ladder.core import device
-from ladder.core.intrinsics import load4, store4
+from ladder.core.intrinsics import FULL_MASK, load4, load4_1d, store4, vector_aligned
 from ladder.core.rung import rung
-from ladder.fused.elementwise.r03_fused import vector_aligned, vload4_1d
 from ladder.fused.problem import LAYERNORM, LAYERNORM_EPS, check_arrays
 
 DTYPES = ("float32",)
@@ -78,7 +77,6 @@ SHARED_BLOCK = 256  # short rows: several rows per block, this many threads in a
 TWO_READ_THREADS = 512  # the fallback's block, one row each (40 to 42 registers)
 MAX_BLOCK = max(SHARED_BLOCK, MAX_ROW_THREADS, TWO_READ_THREADS)  # threads in any block
 MAX_WARPS = MAX_BLOCK // WARP  # 16 warp states in shared memory
-FULL_MASK = 0xFFFFFFFF
 
 U_ROW_VALUES = np.uint32(ROW_VALUES)
 U_WARP, U_HALF_WARP = np.uint32(WARP), np.uint32(WARP // 2)
@@ -170,8 +168,8 @@ def store_values(out, gamma, beta, row, live, c0, cols, tx, threads, vals, mean,
         for v in range(ROW_VECTORS):
             col = c0 + (tx + uint32(v) * threads) * U_FOUR
             if live and col < cols:
-                g0, g1, g2, g3 = vload4_1d(gamma, col)
-                b0, b1, b2, b3 = vload4_1d(beta, col)
+                g0, g1, g2, g3 = load4_1d(gamma, col)
+                b0, b1, b2, b3 = load4_1d(beta, col)
                 store4(
                     out, row, col,
                     (vals[4 * v] - mean) * rstd * g0 + b0,
@@ -279,8 +277,8 @@ def make_two_read_kernel(wide: bool):
         if wide:
             for col in range(tx * U_FOUR, cols, threads * U_FOUR):
                 v0, v1, v2, v3 = load4(x, row, col)
-                g0, g1, g2, g3 = vload4_1d(gamma, col)
-                b0, b1, b2, b3 = vload4_1d(beta, col)
+                g0, g1, g2, g3 = load4_1d(gamma, col)
+                b0, b1, b2, b3 = load4_1d(beta, col)
                 store4(
                     out, row, col,
                     (v0 - mean) * rstd * g0 + b0,

@@ -16,7 +16,8 @@ Here:
 Two barriers per row in all (one per reduction) instead of rung 2's 19, and the max and the
 sum use separate shared arrays, so no barrier is needed to protect one from the other. Bytes
 are rung 2's: three reads and one write of the row, ``4 * rows * cols * itemsize``. (Numba's
-CUDA simulator has no shuffles; there ``shfl_xor_sync`` below stands in for them, slowly.)
+CUDA simulator has no shuffles; there ``ladder.core.intrinsics.shfl_xor_sync`` stands in for
+them, slowly.)
 
 Prediction: a modest step over rung 2. The reductions were the smaller part of the time;
 the three passes over the row, twice the problem's minimum in bytes, are unchanged and now
@@ -29,14 +30,13 @@ spills.
 from __future__ import annotations
 
 import math
-import threading
 from typing import Any
 
 import numpy as np
 from numba import cuda, float32, uint32
 
-from ladder.core import device
 from ladder.core.dtypes import resolve
+from ladder.core.intrinsics import FULL_MASK, shfl_xor_sync
 from ladder.core.rung import rung
 from ladder.fused.problem import SOFTMAX, check_arrays
 
@@ -48,24 +48,7 @@ U_WARPS = np.uint32(WARPS)
 U_LANE_MASK = np.uint32(31)
 U_FIVE = np.uint32(5)
 U_ZERO = np.uint32(0)
-FULL_MASK = 0xFFFFFFFF  # all 32 lanes take part in every shuffle
 NEG_INF = np.float32(-np.inf)
-
-if device.simulator():
-    _lanes: dict[int, Any] = {}  # the simulator runs one block at a time
-
-    def shfl_xor_sync(mask: int, value: Any, lane_mask: int) -> Any:
-        """The simulator has no warp shuffles: swap values through a dict between two block
-        barriers. Right only where every thread of the block reaches the shuffle, as here."""
-        thread = threading.current_thread()
-        _lanes[thread.thread_id] = value
-        thread.syncthreads()
-        other = _lanes[thread.thread_id ^ lane_mask]
-        thread.syncthreads()
-        return other
-
-else:
-    shfl_xor_sync = cuda.shfl_xor_sync
 
 
 @cuda.jit

@@ -37,9 +37,9 @@ import numpy as np
 from numba import cuda, float32, uint32
 
 from ladder.core.dtypes import resolve
+from ladder.core.intrinsics import FULL_MASK, shfl_xor_sync
 from ladder.core.rung import rung
 from ladder.fused.problem import SOFTMAX, check_arrays
-from ladder.fused.softmax.r03_warp_shuffle import FULL_MASK, shfl_xor_sync
 
 THREADS = 256  # one block per row
 WARPS = THREADS // 32

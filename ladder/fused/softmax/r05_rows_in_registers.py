@@ -61,9 +61,9 @@ from numba import cuda, float32, uint32
 
 from ladder.core import device
 from ladder.core.dtypes import resolve
+from ladder.core.intrinsics import FULL_MASK, shfl_xor_sync
 from ladder.core.rung import rung
 from ladder.fused.problem import SOFTMAX, check_arrays
-from ladder.fused.softmax.r03_warp_shuffle import FULL_MASK, shfl_xor_sync
 from ladder.fused.softmax.r04_online import launch as online_launch
 
 ELEMS = 32  # values of the row per thread, in registers (a Python int: array shapes must be)
