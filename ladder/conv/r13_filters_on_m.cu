@@ -48,19 +48,18 @@
 
 #include "tc/bulk_copy.cuh"
 
-constexpr int FM_THREADS = 128;  // a block is one warpgroup
-constexpr int FM_NT = 152;       // pixel blocks per job: wgmma's N
+// Set by the launcher (r13_filters_on_m.py, DEFINES: one source for Python and C++):
+// FM_THREADS (a block is one warpgroup), FM_NT (pixel blocks per job: wgmma's N), FM_JOBS
+// (jobs in flight: one's epilogue runs under the next one's multiplies), FM_RAW_SLOTS (raw
+// images in flight per block), FM_BARS_BYTES (the mbarriers, at the start of shared memory),
+// FM_INVALID and FM_HI_INVALID (table flags: (dy, g) outside the output; x + 1 outside, odd
+// Wo), FM_BULK_IN, FM_BULK_OUT, FM_PAIRED (the kernel's flags), and the parameter list
+// FM_PARAMETERS / FM_ARGUMENTS.
 constexpr int FM_NJ = FM_NT / 8;  // n8 column blocks of a job
-constexpr int FM_JOBS = 2;  // jobs in flight: one's epilogue runs under the next one's multiplies
 constexpr int FM_AHEAD = 2;  // table entries the epilogue loads ahead of its stores
-constexpr int FM_RAW_SLOTS = 2;   // raw images in flight per block
-constexpr int FM_BARS_BYTES = 64;  // the mbarriers, at the start of shared memory
 static_assert(8 * FM_RAW_SLOTS <= FM_BARS_BYTES, "an mbarrier (8 bytes) per raw slot");
 constexpr unsigned FM_CORE_BYTES = 128;  // a core matrix: 8 rows of 16 bytes (n8 blocks apart)
-constexpr unsigned FM_INVALID = 0x80000000u;     // table: (dy, g) is outside the output
-constexpr unsigned FM_HI_INVALID = 0x40000000u;  // table: x + 1 is outside (odd Wo)
 constexpr unsigned FM_OFFSET = 0x3FFFFFFFu;      // table: the byte offset in a plane
-constexpr int FM_BULK_IN = 1, FM_BULK_OUT = 2, FM_PAIRED = 4;  // flags
 
 // D (64 x 152, FP32) (+)= A (64 x 16, this warp's 16 rows in a) * B (16 x 152, by descriptor).
 // The accumulators as asm operands, with constraint C: "=f" for a job's first step, which
@@ -323,11 +322,8 @@ __device__ __forceinline__ void conv_fm(const __half* __restrict__ x, const __ha
 
 #define CONV_FM_KERNEL(NAME, CH)                                                              \
   extern "C" __global__ void __launch_bounds__(FM_THREADS, 1)                                \
-      NAME(const __half* x, const __half* w, __half* y, int B, int M, int H, int W, int K,    \
-           int Ho, int Wo, int NP, int G, int R, int RW, int tiles, int tab_at, int raw_at,   \
-           int raw_bytes, int rep_at, int rep_chunks, int out_at, int flags) {                \
-    conv_fm<CH>(x, w, y, B, M, H, W, K, Ho, Wo, NP, G, R, RW, tiles, tab_at, raw_at,          \
-                raw_bytes, rep_at, rep_chunks, out_at, flags);                                \
+      NAME(const __half* x, const __half* w, __half* y, FM_PARAMETERS, int flags) {          \
+    conv_fm<CH>(x, w, y, FM_ARGUMENTS, flags);                                                \
   }
 CONV_FM_KERNEL(conv_fm_c1, 1)
 CONV_FM_KERNEL(conv_fm_c2, 2)

@@ -134,9 +134,7 @@ from ladder.core import cuda_cpp
 from ladder.core.cuda_cpp import pointer
 from ladder.core.rung import rung
 
-SOURCE = cuda_cpp.source(__file__, "r13_filters_on_m.cu", archs=("sm_90a",), arch_specific=True)
-
-# The same constants as r13_filters_on_m.cu (tests/test_conv_filters_on_m.py checks)
+# Constants the kernel shares, passed to NVRTC as -D options (DEFINES): one source
 THREADS = 128  # FM_THREADS: a block is one warpgroup
 NT = 152  # FM_NT: pixel blocks (2 x 2 outputs) per job, wgmma's N
 RAW_SLOTS = 2  # FM_RAW_SLOTS: raw images in flight per block
@@ -156,6 +154,29 @@ PARAMS = (
     "B", "M", "H", "W", "K", "Ho", "Wo", "NP", "G", "R", "RW", "tiles", "tab_at", "raw_at",
     "raw_bytes", "rep_at", "rep_chunks", "out_at",
 )  # fmt: skip
+
+
+DEFINES = {
+    "FM_THREADS": THREADS,
+    "FM_NT": NT,
+    "FM_RAW_SLOTS": RAW_SLOTS,
+    "FM_JOBS": JOBS,
+    "FM_BARS_BYTES": BARS_BYTES,
+    "FM_BULK_IN": BULK_IN,
+    "FM_BULK_OUT": BULK_OUT,
+    "FM_PAIRED": PAIRED,
+    "FM_INVALID": f"{INVALID:#x}u",
+    "FM_HI_INVALID": f"{HI_INVALID:#x}u",
+    "FM_PARAMETERS": ", ".join(f"int {name}" for name in PARAMS),
+    "FM_ARGUMENTS": ", ".join(PARAMS),
+}
+SOURCE = cuda_cpp.source(
+    __file__,
+    "r13_filters_on_m.cu",
+    archs=("sm_90a",),
+    arch_specific=True,
+    options=tuple(f"-D{name}={value}" for name, value in DEFINES.items()),
+)
 
 
 def _ceil(a: int, b: int) -> int:
