@@ -1,12 +1,23 @@
 """Rung 0, CPU baseline: NumPy's sliding-window view contracted with the weights (``einsum``).
 
-Not a GPU kernel: the floor every GPU rung should beat, and the course's "CPU reference".
-``sliding_window_view`` gives a B x C x Ho x Wo x K x K view of the input without copying;
-``einsum`` contracts it with the M x C x K x K weights over (c, p, q), a slice of images at a
-time, which NumPy turns into BLAS calls on copied windows. At B = 10,000 this takes seconds:
-conv2 is 72 GFLOP, and the windows of each slice are copied before the product.
+What changes: nothing runs on the GPU. ``sliding_window_view`` gives a B x C x Ho x Wo x K x K
+view of the input without copying; ``einsum`` contracts it with the M x C x K x K weights over
+(c, p, q), a slice of images at a time, which NumPy turns into BLAS calls on copied windows.
+It takes and fills host (NumPy) arrays and is timed with a host clock. This is the course's
+"CPU reference", the floor every GPU rung should beat.
+Why: a simple, correct baseline to measure the GPU rungs against; the same function
+(``conv_numpy``), in float64, is the tests' reference at small sizes.
+Prediction: seconds per layer. conv2 is 72.5 GFLOP and conv1 25.1 GFLOP, and the windows of
+each slice are copied (K² = 49 copies of every input value) before BLAS multiplies them; at a
+few tens of GFLOP/s that is seconds.
+Measured: on an NVIDIA H200's host by ``ladder bench`` (results/nvidia-h200.json), float32:
+conv1 9569.610 ms and conv2 1941.493 ms, about 2.6 and 37 GFLOP/s; cuDNN FP32 on the GPU is
+810x and 277x faster.
+Verdict: held for conv2; conv1 is five times slower than conv2 for a third of its FLOPs. With
+C = 1 and M = 4 each contraction is 4 x 49 by 49 x pixels, so copying the windows likely costs
+more than the multiply; no CPU profile was taken, so this is not yet measured.
 
-Takes and fills host (NumPy) arrays and is timed with a host clock.
+Lab notes: docs/notes/conv.md#rung-0-cpu-numpy
 """
 
 from __future__ import annotations

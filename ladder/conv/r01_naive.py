@@ -1,31 +1,30 @@
 """Rung 1, naive direct convolution: one thread per output element, every operand from global
 memory.
 
-Thread i of a one-dimensional grid computes output element i of the B x M x Ho x Wo result
-(the fastest index, the output column, varies fastest across a warp, so the 32 stores of a
-warp are consecutive and coalesced). It loops over the C x K x K window and reads each input
-element and each weight from global memory:
+What changes: the loop moves to the GPU. Thread i of a one-dimensional grid computes output
+element i of the B x M x Ho x Wo result (the output column varies fastest across a warp, so a
+warp's 32 stores are consecutive and coalesced). It loops over the C x K x K window and reads
+each input element and each weight from global memory:
 
     acc = 0
     for c, p, q:  acc += x[b, c, h + p, w + q] * w[m, c, p, q]
 
-Every output does C K² multiply-adds and as many loads of each operand: conv2 (C = 4, K = 7)
-reads 196 inputs and 196 weights per output, 8 bytes per multiply-add. Neighbouring threads
-read overlapping windows, so most of those loads hit L1 or L2 rather than DRAM, but each is
-still an instruction, an address computation and a cache lookup. The weights are the same for
-every thread of a block that shares ``m`` (a broadcast); the inputs are shared by neighbours.
+Why: thousands of threads instead of one CPU core. Neighbouring threads read overlapping
+windows, so most loads hit L1 or L2 rather than DRAM; the weights are the same for every thread
+of a block that shares ``m`` (a broadcast).
+Prediction: two loads per multiply-add (conv2, C = 4, K = 7: 196 inputs and 196 weights per
+output, 8 bytes per multiply-add in float32), each an instruction, an address computation and a
+cache lookup: bound by load instructions and L1 traffic, not by DRAM or arithmetic, a few
+percent of the FP32 peak (66.9 TFLOP/s on the H200).
+Measured: on an NVIDIA H200 by ``ladder bench`` (results/nvidia-h200.json): conv1 23.670 ms and
+conv2 62.809 ms in float32 (1.06 and 1.15 TFLOP/s, 1.6% and 1.7% of the FP32 peak; 0.50x and
+0.11x cuDNN FP32), 24.280 ms and 64.383 ms in float16.
+Verdict: held, at its low end. Float16 halves the bytes read yet takes slightly longer, so DRAM
+is not the limit; the load instructions, their address arithmetic and, in float16, a conversion
+per value are the likely cost. This rung has no profile, so which of them dominates is not yet
+measured. Rung 2 keeps the input tile in shared memory and the weights in constant memory.
 
-Prediction: bound by load instructions and L1 traffic, not by DRAM or arithmetic; a few
-percent of the FP32 peak. Rung 2 keeps the input tile in shared memory and the weights in
-constant memory.
-
-Measured on an H200 by ``ladder bench`` (results/nvidia-h200.json): conv1 23.654 ms and conv2
-62.782 ms in float32 (368.95x and 24.26x over rung 0, NumPy on the CPU; 0.50x and 0.11x cuDNN
-FP32), 24.235 ms and 64.356 ms in float16 (0.49x and 0.11x cuDNN FP32; rung 0 has no float16).
-The prediction held, at its low end: 1.06 and 1.15 TFLOP/s in float32, under 2% of the FP32
-peak. Float16 halves the bytes read yet takes slightly longer, so DRAM is not what limits this
-rung; likely the load instructions, their address arithmetic and, in float16, a conversion per
-value set the time (the bench times the kernel; it does not profile it).
+Lab notes: docs/notes/conv.md#rung-1-naive
 """
 
 from __future__ import annotations

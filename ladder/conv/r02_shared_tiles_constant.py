@@ -1,34 +1,29 @@
 """Rung 2, shared-memory input tiles, weights in constant memory.
 
-Rung 1 issues two global loads per multiply-add. Two changes remove almost all of them:
+What changes: rung 1's two global loads per multiply-add go. A block of 16 x 16 threads
+computes a 16 x 16 tile of one output channel of one image: it loads the (16 + K - 1)² input
+window per channel into shared memory once (coalesced, one element per thread), waits at a
+barrier, and every thread reads its K x K window from there. The weights live in constant
+memory: Numba fills it at compile time (``cuda.const.array_like``), so the rung compiles one
+kernel per distinct weight tensor (C, M and K compile-time constants), found by the weights'
+bytes, which the launcher copies to the host on every call (12.5 KB for conv2; that copy is
+inside the measured time, a few tens of microseconds). Weights over 64 KB are refused.
+Why: shared memory is on the SM, a few cycles away, and a tile element loaded once serves every
+thread whose window covers it. All threads of a block use the same weight at the same time: the
+constant cache broadcasts it to the warp and feeds it straight into the FMA.
+Prediction: for K = 7, 484 global loads per channel instead of 12,544, one per multiply-add:
+several times faster than rung 1, now bound by one shared-memory load per multiply-add. Each
+block still handles one output channel (the input tile is reloaded, from L2, for each of M).
+Measured: on an NVIDIA H200 by ``ladder bench`` (results/nvidia-h200.json): conv1 7.917 ms and
+conv2 37.270 ms in float32 (2.99x and 1.69x over rung 1; 1.49x and 0.19x cuDNN FP32),
+7.980 ms and 37.618 ms in float16.
+Verdict: held on conv1, where this rung already beats cuDNN FP32; short on conv2. conv2's
+34 x 34 output does not divide into 16 x 16 tiles: its 3 x 3 tiles per channel run 2,304
+threads for 1,156 outputs, and every thread runs the whole C K² loop whether it stores or not,
+so about half of conv2's work is wasted (counted from the code; conv1's 80 x 80 output is
+exactly 5 x 5 tiles). Not profiled. Rung 3 restructures the computation as a matrix multiply.
 
-- **Input tiles in shared memory.** A block of 16 x 16 threads computes a 16 x 16 tile of one
-  output channel of one image. The input it needs is a (16 + K - 1)² window per channel; the
-  block loads it into shared memory once (coalesced, each input element loaded by one thread),
-  waits at a barrier, and every thread then reads its K x K window from shared memory. For
-  K = 7 that is 484 loads for 12,544 multiply-adds per channel instead of 12,544.
-- **Weights in constant memory.** All threads of a block use the same weight at the same
-  time: the ideal case for the constant cache, which broadcasts one value to a whole warp and
-  can feed it straight into the FMA as an operand. Numba fills constant memory at compile time
-  (``cuda.const.array_like`` on a host array), not with a copy at run time as
-  ``cudaMemcpyToSymbol`` does, so this rung compiles one kernel per distinct weight tensor,
-  with C, M and K as compile-time constants. The launcher copies the weights to the host on
-  every call (12.5 KB for conv2) to find that kernel, keyed by the weights' bytes; the copy and
-  the synchronization it implies are inside the measured time, a few tens of microseconds.
-  A weight tensor larger than constant memory (64 KB) is refused with a clear error.
-
-Each block still handles one output channel, so it reloads the input tile for each of the M
-channels (from L2 after the first), and each thread computes one output. Prediction: several
-times faster than rung 1; the loop is now bound by shared-memory loads, one per multiply-add.
-Rung 3 restructures the computation as a matrix multiply instead.
-
-Measured on an H200 by ``ladder bench`` (results/nvidia-h200.json): conv1 7.846 ms and conv2
-37.136 ms in float32 (3.01x and 1.69x over rung 1; 1.50x and 0.19x cuDNN FP32), 7.884 ms and
-37.486 ms in float16 (3.07x and 1.72x over rung 1 in float16; 1.50x and 0.19x cuDNN FP32). The
-prediction held on conv1, where this rung already beats cuDNN FP32, and fell short on conv2.
-conv2's 34 x 34 output does not divide into 16 x 16 tiles: its 3 x 3 tiles per channel run 2,304
-threads for 1,156 outputs, and every thread runs the whole C K² loop whether it stores or not, so
-likely about half of conv2's work is wasted; conv1's 80 x 80 output is exactly 5 x 5 tiles.
+Lab notes: docs/notes/conv.md#rung-2-shared-tiles
 """
 
 from __future__ import annotations

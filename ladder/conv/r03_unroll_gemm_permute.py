@@ -1,36 +1,28 @@
 """Rung 3, the course baseline: unroll (im2col), a tiled GEMM, and a permute, as three kernels.
 
-A convolution is a matrix multiply in disguise. Unroll the input: column j of a matrix U
-(C K² rows) holds the C x K x K window under output pixel j, for every pixel of every image.
-Then the output is one GEMM, ``Y' = W U``, with W the weights viewed as an M x (C K²) matrix;
-Y' comes out as M x (images x Ho x Wo) and a permute writes it back as NCHW. Three kernels:
+What changes: the convolution becomes a matrix multiply. Unroll the input: column j of a matrix
+U (C K² rows) holds the C x K x K window under output pixel j, for every pixel of every image.
+Then ``Y' = W U``, with W the weights as an M x (C K²) matrix, and a permute writes Y'
+(M x images x Ho x Wo) back as NCHW. Three kernels: **unroll** (one thread per element of U),
+**GEMM** (the shared-memory tiled multiply of the GEMM ladder's rung 3, 16 x 16 tiles, one
+output per thread) and **permute**. U repeats every input element up to K² times (conv2:
+9 GB at B = 10,000), so the rung works through slices of images whose U fits in 256 MB.
+Why: the structure a library follows (cuDNN's "implicit precomputed GEMM", the im2col + cuBLAS
+reference): a GEMM tile reuses every loaded value for many outputs.
+Prediction: slower than rung 2 at these shapes. The arithmetic is the same, but U costs K²
+times the input's bytes, written and read again: the file counts 28.46 GB moved on conv1 in
+float32 against 1.32 GB for the layer. With M = 4 or 16 rows the GEMM is bound by reading U.
+Measured: on an NVIDIA H200 by ``ladder bench`` (results/nvidia-h200.json): conv1 77.030 ms and
+conv2 53.321 ms in float32 (0.10x and 0.70x rung 2; 0.15x and 0.13x cuDNN FP32), 76.694 ms
+and 53.571 ms in float16.
+Verdict: held, but not for the reason given. conv1 moves its 28.46 GB at 0.37 TB/s, under a
+tenth of the 4.24 TB/s copy bandwidth, and float16, which halves U, is within 1% of float32's
+time: bytes are not the limit. Likely instructions are: the unroll kernel's integer divisions
+and modulos for every element of U, and on conv1 a GEMM whose 16 x 16 tiles of W are three
+quarters padding (M = 4) and whose 49-deep reduction is padded to 64. This rung has no
+profile, so that is not yet measured. Rung 4 fuses the three steps into one kernel.
 
-1. **unroll**: one thread per element of U, reading the input (coalesced along a row of U,
-   which walks output pixels);
-2. **GEMM**: the shared-memory tiled multiply of the GEMM ladder's rung 3 (16 x 16 tiles of W
-   and of U, one output per thread);
-3. **permute**: Y'[m, b, pixel] to y[b, m, pixel].
-
-The price is memory. U repeats every input element up to K² times: for conv2 it is
-196 x 11.6 M floats, 9 GB at B = 10,000, so the rung works through slices of images whose U
-fits in 256 MB, and each slice writes U once and reads it back in the GEMM. With M = 4 or 16
-rows, the GEMM's 16 x 16 tiles of W are a quarter full (conv1) or full (conv2), but its
-operand U is as large as the problem is: this GEMM is bound by reading U, not by arithmetic.
-
-Prediction: slower than rung 2 at these shapes. The arithmetic is the same and the GEMM tile
-reuses loaded values well, but U costs K² times the input's bytes to write and read again.
-This is the structure a library follows (cuDNN's "implicit precomputed GEMM" and the
-im2col + cuBLAS reference); rung 4 fuses the three steps into one kernel.
-
-Measured on an H200 by ``ladder bench`` (results/nvidia-h200.json): conv1 76.796 ms and conv2
-53.506 ms in float32 (0.10x and 0.69x rung 2: slower on both layers, 9.79 times slower on conv1;
-0.15x and 0.13x cuDNN FP32), 76.273 ms and 53.167 ms in float16 (0.10x and 0.71x rung 2 in
-float16; 0.15x and 0.13x cuDNN FP32). The prediction held, but not for the reason given: the
-file counts 28.45 GB moved on conv1 in float32, at 0.37 TB/s, under a tenth of the 4.24 TB/s
-copy bandwidth, and float16, which halves U, is within 1% of float32's time. Likely the cost is
-instructions: the unroll kernel's integer divisions and modulos for every element of U, and on
-conv1 a GEMM whose 16 x 16 tiles of W are three-quarters padding (M = 4) and whose 49-deep
-reduction is padded to 64.
+Lab notes: docs/notes/conv.md#rung-3-unroll-gemm
 """
 
 from __future__ import annotations

@@ -1,30 +1,27 @@
 """Rung 4, fused unroll + GEMM + permute: an implicit GEMM, with no intermediate buffer.
 
-Rung 3's unrolled matrix U never needs to exist. The GEMM kernel loads 16 x 16 tiles of U
-into shared memory anyway; this rung computes each tile element from the input instead of
-reading it from U: row (c, p, q) and column (b, oy, ox) of U are just
-``x[b, c, oy + p, ox + q]``. Likewise its result (m, (b, oy, ox)) is written straight to
-``y[b, m, oy, ox]``, so there is no permute. One kernel, no workspace, no slices: the bytes
-drop from rung 3's (K² copies of the input, written and read) to the input (read through L1
-and L2, each element by up to K² tiles) and the output, once.
-
-Each tile load now does integer division and modulo to decode (c, p, q) and (b, oy, ox),
-which is arithmetic the GEMM did not have. And the tile shape is still the GEMM ladder's
-16 x 16 square: with M = 4 (conv1) three quarters of every W tile, and of the threads that
-compute outputs, are padding.
-
-Prediction: several times faster than rung 3, which spent most of its time writing and
+What changes: rung 3's matrix U never exists. The GEMM kernel loads 16 x 16 tiles of U into
+shared memory anyway; here it computes each tile element from the input instead: row (c, p, q)
+and column (b, oy, ox) of U are ``x[b, c, oy + p, ox + q]``. The result (m, (b, oy, ox)) is
+written straight to ``y[b, m, oy, ox]``, so there is no permute: one kernel, no workspace, no
+slices. Each tile load now does integer division and modulo to decode (c, p, q) and
+(b, oy, ox), and the tile is still the GEMM ladder's 16 x 16 square.
+Why: the bytes drop from rung 3's (K² copies of the input, written and read) to the input
+(read through L1 and L2, each element by up to K² tiles) and the output, once.
+Prediction: several times faster than rung 3, assuming it spent most of its time writing and
 reading U; well short of the arithmetic peak, since a thread still does one multiply-add per
-pair of shared loads. Rung 5 gives each thread many outputs.
+pair of shared loads.
+Measured: on an NVIDIA H200 by ``ladder bench`` (results/nvidia-h200.json): conv1 50.035 ms and
+conv2 35.940 ms in float32 (1.54x and 1.48x over rung 3; 0.24x and 0.20x cuDNN FP32),
+50.644 ms and 36.147 ms in float16.
+Verdict: missed: about 1.5x, not several times, because U was not where rung 3 spent most of
+its time (rung 3's verdict: its bytes moved at under a tenth of the copy bandwidth). On conv2
+this rung about matches rung 2; on conv1 it is 6.3 times slower than rung 2, likely because
+with M = 4 twelve of each block's sixteen thread rows compute only padding and the 49-deep
+reduction is padded to 64, on top of the index divisions in every tile load (counted from the
+code; not profiled). Rung 5 gives each thread many outputs.
 
-Measured on an H200 by ``ladder bench`` (results/nvidia-h200.json): conv1 50.032 ms and conv2
-35.916 ms in float32 (1.53x and 1.49x over rung 3; 0.24x and 0.20x cuDNN FP32), 50.607 ms and
-36.129 ms in float16 (1.51x and 1.47x over rung 3 in float16; 0.23x and 0.19x cuDNN FP32). The
-prediction missed: under 1.6x, not several times, because U was not where rung 3 spent most of
-its time (removing it saves about a third). On conv2 this rung about matches rung 2 (35.916
-against 37.136 ms in float32); on conv1 it is 6.38 times slower than rung 2, likely because with
-M = 4 twelve of each block's sixteen thread rows compute only padding and the 49-deep reduction
-is padded to 64, on top of the index divisions in every tile load.
+Lab notes: docs/notes/conv.md#rung-4-implicit-gemm
 """
 
 from __future__ import annotations

@@ -1,44 +1,31 @@
 """Rung 5, register tiling with the filter loops unrolled: K is a compile-time constant.
 
-Rungs 2 and 4 give each thread one output, so every multiply-add needs a shared-memory load
-(or two) to feed it. Here each thread computes a small block of outputs, ``mg`` output
-channels x ``th`` rows x ``tw`` columns, in registers, and reuses every value it loads:
+What changes: each thread computes a block of outputs, ``mg`` output channels x ``th`` rows x
+``tw`` columns, in registers (rungs 2 and 4: one output). The block stages an input tile
+(``cc`` channels at a time) and its ``mg`` channels' weights in shared memory, then runs fully
+unrolled loops: a factory builds the kernel for one (K, config), so the loop bounds are Python
+constants when Numba compiles it and the ``mg * th * tw`` accumulators stay in registers (a
+``cuda.local.array`` indexed only by unrolled counters). C and M stay run-time values (zero
+padding at the ends), so any shape works. Columns are assigned with a stride: thread ``tx`` of
+a row of ``bw`` threads owns columns ``tx, tx + bw, ...``, so consecutive lanes read consecutive
+shared words (no bank conflicts) and store to consecutive addresses (coalesced).
+Why: every loaded value is reused. An input value from shared memory feeds all ``mg`` channels,
+a weight (the same for the whole warp, a broadcast) feeds the thread's ``tw`` columns and
+``th`` rows, so the shared loads stop being one per multiply-add.
+Prediction: per (c, p, q) a thread loads mg weights and th tw inputs for mg th tw multiply-adds:
+loads per multiply-add fall from about 2 to 1/(th tw) + 1/mg, 0.35 for conv1's tiles
+(mg 4, th 2, tw 5) and 0.31 for conv2's (mg 16, th 2, tw 2). A large step over rung 4, towards
+the FP32 peak. The tile sizes are a reasoned guess per layer; rung 6 measures instead.
+Measured: on an NVIDIA H200 by ``ladder bench`` (results/nvidia-h200.json): conv1 2.084 ms and
+conv2 4.116 ms in float32 (24.01x and 8.73x over rung 4; 5.665x and 1.704x cuDNN FP32), 12.04
+and 17.61 TFLOP/s, 18.0% and 26.3% of the 66.9 TFLOP/s FP32 peak.
+Verdict: the large step held, and the rung beats cuDNN FP32 on both layers, but it stays far
+from the peak. Likely the instructions around the FMAs are still the limit: about one shared
+load per three multiply-adds, and in every block a staging phase with integer divisions per
+element between two barriers. This rung has no profile; which of these dominates is not yet
+measured.
 
-- an input value loaded from shared memory feeds all ``mg`` channels (and up to ``th`` rows);
-- a weight loaded from shared memory (all threads of a warp read the same one, a broadcast)
-  feeds the thread's ``tw`` columns (and ``th`` rows).
-
-So one shared load serves about ``tw`` multiply-adds instead of one. The block stages a tile
-of the input (``cc`` channels at a time, all the rows and columns its outputs need) and the
-weights of its ``mg`` channels in shared memory, then runs the unrolled loops.
-
-The kernel is built by a factory for one (K, config): the filter size, the tile sizes and
-hence the loop bounds are Python constants when Numba compiles it, so the inner loops over
-channels-in-group, rows and columns are fully unrolled and the ``mg * th * tw`` accumulators
-live in registers (a ``cuda.local.array`` indexed only by unrolled loop counters; indexed by
-anything else it would be in local memory, which ``ladder check`` would report as stack).
-C and M stay run-time values: blocks loop over channel groups of ``cc`` and the grid's y
-dimension over output channel groups of ``mg``, with zero padding at the ends, so any shape
-works.
-
-Columns are assigned with a stride: thread ``tx`` of a row of ``bw`` threads owns columns
-``tx, tx + bw, ..., tx + (tw - 1) bw`` of the block's tile. Consecutive lanes then read
-consecutive shared-memory words (no bank conflicts) and write consecutive output addresses
-(coalesced stores), where ``tw`` adjacent columns per thread would have given tw-way bank
-conflicts and strided stores.
-
-Prediction: a large step over rung 4, towards the FP32 arithmetic peak: the loads per
-multiply-add fall from about 2 to 1/(th tw) + 1/mg (per (c, p, q): mg weights and th tw
-inputs for mg th tw multiply-adds). The tile sizes below are a reasoned
-guess per layer; rung 6 measures instead.
-
-Measured on an H200 by ``ladder bench`` (results/nvidia-h200.json): conv1 2.082 ms and conv2
-4.115 ms in float32 (24.03x and 8.73x over rung 4; 5.67x and 1.70x cuDNN FP32). The large step
-held, and the rung beats cuDNN FP32 on both layers, but it stays far from the peak: 12.05 and
-17.62 TFLOP/s, 18% and 26% of the FP32 peak. Likely the instructions around the FMAs are still
-the limit: counted from the loops, about one shared-memory load per three multiply-adds at both
-layers' tile sizes, and in every block a staging phase with integer divisions per element
-between two barriers; the bench does not measure which of these dominates.
+Lab notes: docs/notes/conv.md#rung-5-register-tiled
 """
 
 from __future__ import annotations

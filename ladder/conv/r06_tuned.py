@@ -1,29 +1,27 @@
 """Rung 6, tuned per layer: rung 5's kernel with tile sizes chosen by measuring each layer.
 
-Rung 5's tile sizes are reasoned: cover an output row with few idle threads, keep 40 to 64
-accumulators per thread. But the two layers pull in different directions. conv1 has one input
-channel and four filters, so a thread's outputs are mostly columns and rows, and the input
-tile is small; conv2 has sixteen filters over four channels, so a thread naturally covers all
-sixteen channels of a few pixels, and the weights (12.5 KB) and the four-channel input tile
-fill shared memory, which caps the blocks per SM. Occupancy, the waste at tile edges (a 34 x
-34 output does not divide into tiles of 32), and the balance of shared loads to multiply-adds
-trade off in ways that are quicker to measure than to predict.
-
-``sweep(size)`` times every candidate in ``CANDIDATES[layer]`` with the harness's own recipe
-(checked output, flushed L2, CUDA events, median; ``ladder.core.tuning``), rung 7's ``sweep``
-the same candidates in float16, and ``TUNED`` holds the winners the sweeps found on the GPU
-named below; ``ladder`` records the sweep in ``results/<gpu>-conv-sweep.json``. Any other
-shape uses rung 5's choice. Nothing else changes: same kernel factory, same correctness at
-every shape.
-
+What changes: only the tile sizes. ``sweep(size)`` times every candidate in
+``CANDIDATES[layer]`` with the harness's own recipe (checked output, flushed L2, CUDA events,
+median; ``ladder.core.tuning``), rung 7's ``sweep`` the same candidates in float16, and
+``TUNED`` holds the winners found on the GPU named below (the sweep is recorded in
+results/nvidia-h200-conv-sweep.json). Any other shape uses rung 5's choice; same kernel
+factory, same correctness at every shape.
+Why: the two layers pull in different directions. conv1 (one input channel, four filters)
+wants threads that cover columns and rows, with a small input tile; conv2 (sixteen filters over
+four channels) wants threads that cover all sixteen channels of a few pixels, and its weights
+(12.5 KB) and four-channel tile fill shared memory, which caps the blocks per SM. Occupancy,
+waste at tile edges (34 x 34 does not divide into tiles of 32) and shared loads per
+multiply-add trade off in ways quicker to measure than to predict.
 Prediction: a few to a few tens of percent over rung 5 per layer.
+Measured: on an NVIDIA H200 by ``ladder bench`` (results/nvidia-h200.json): conv1 2.085 ms and
+conv2 4.049 ms in float32 (1.00x and 1.02x rung 5; 5.663x and 1.732x cuDNN FP32), 12.03 and
+17.91 TFLOP/s, 18.0% and 26.8% of the FP32 peak.
+Verdict: missed. The sweep kept rung 5's tiles for conv1, so it is the same kernel, and the
+conv2 tiles it chose (mg 8, th 4, tw 2) gain 1.7%. The tile sizes are not what limits rung 5:
+every candidate runs the same loops, so the costs rung 5 leaves (its verdict) change little
+from one tiling to another. Which of those costs dominates is not yet measured.
 
-Measured on an H200 by ``ladder bench`` (results/nvidia-h200.json): conv1 2.082 ms and conv2
-4.047 ms in float32 (1.00x and 1.02x rung 5; 5.67x and 1.73x cuDNN FP32). The prediction
-missed: the sweep kept rung 5's tiles for conv1, so this is the same kernel (the two medians are
-less than 20 ns apart), and the conv2 tiles it chose gain 1.7%. Likely the tile sizes are not
-what limits rung 5: every candidate runs the same loops, so the costs rung 5 leaves (see its
-docstring) change little from one tiling to another.
+Lab notes: docs/notes/conv.md#rung-6-tuned
 """
 
 from __future__ import annotations

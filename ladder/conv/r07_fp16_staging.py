@@ -1,29 +1,27 @@
 """Rung 7, FP16 staging: half-precision inputs and outputs, FP32 arithmetic.
 
-The tuned rung 6 is close to the FP32 arithmetic peak on conv2 and moves 4 bytes per element
-of input and output. This rung takes float16 input, weights and output (the problem's
-float16 dtype) and keeps the input tile in shared memory as half: half the bytes from DRAM
-and in shared memory, so a block's tile costs half the shared memory and more blocks fit on
-an SM. Each value is converted to FP32 when it is loaded into a register and every
-multiply-add and the accumulation stay FP32; only the stored output is rounded to half
-(relative error about 1e-4, against the float16 tolerance of 2e-3).
-
+What changes: the rung takes float16 input, weights and output (the problem's float16 dtype)
+and keeps the input tile in shared memory as half. Each value is converted to FP32 when it is
+loaded into a register; every multiply-add and the accumulation stay FP32, and only the stored
+output is rounded to half (relative error about 1e-4, against the float16 tolerance of 2e-3).
 Same kernel factory as rungs 5 and 6 (``make_kernel(k, config, staged=float16)``), with tile
-sizes from the same sweep run on float16 inputs (``r06_tuned.TUNED["float16"]``).
+sizes from the same sweep run on float16 inputs (``r06_tuned.TUNED["float16"]``, rung 5's).
+Why: half the bytes from DRAM and in shared memory, so a block's tile costs half the shared
+memory and more blocks fit on an SM. Rung 6 is far from the FP32 peak (18.0% on conv1 and
+26.8% on conv2), so what limits it is neither the arithmetic nor, it turns out, DRAM: it
+moves conv1's fewest bytes at 0.63 TB/s of the 4.24 TB/s copy bandwidth.
+Prediction: little change. The multiply-adds are the same FP32 instructions; conv1 reads
+296 MB and writes 1,024 MB in FP32, half that in FP16, which matters only near the memory
+floor, and neither layer is near it. To go faster the arithmetic itself must get cheaper.
+Measured: on an NVIDIA H200 by ``ladder bench`` (results/nvidia-h200.json): conv1 1.968 ms and
+conv2 3.813 ms in float16, against rung 6's 2.085 ms and 4.049 ms in float32: 1.06x and 1.06x
+(25.74x and 9.48x over rung 4 in float16, the nearest rung below that runs float16; 6.00x and
+1.84x cuDNN FP32).
+Verdict: held: the same FP32 multiply-adds take about the same time. The few percent likely
+come from the halved staging loads and shared memory, not from DRAM; no profile separates them,
+so that is not yet measured. Rung 8 moves the arithmetic to the tensor cores.
 
-Prediction: little change where the kernel is bound by arithmetic (conv2, and conv1 once its
-loads are cheap): the multiply-adds are the same FP32 instructions. The gain is in bytes:
-conv1 reads 296 MB and writes 1,024 MB in FP32, half that in FP16, which matters only when
-the kernel is near the memory floor. To go faster, the arithmetic itself must get cheaper:
-rung 8 moves it to the tensor cores.
-
-Measured on an H200 by ``ladder bench`` (results/nvidia-h200.json): conv1 1.967 ms and conv2
-3.806 ms in float16 (25.72x and 9.49x over rung 4 in float16, the nearest rung below that runs
-float16, as rungs 5 and 6 are float32 only; 6.00x and 1.84x cuDNN FP32). Against rung 6 in
-float32 it is 1.06x and 1.06x (1.06x and 1.08x against rung 5, whose tile sizes it uses), so the
-prediction held: the same FP32 multiply-adds take about the same time. Neither layer is near its
-memory floor (rung 6 moves conv1's fewest bytes at 0.63 TB/s of the 4.24 TB/s copy bandwidth),
-so the few percent likely come from the halved staging loads and shared memory, not from DRAM.
+Lab notes: docs/notes/conv.md#rung-7-fp16-staging
 """
 
 from __future__ import annotations

@@ -1,122 +1,43 @@
 """Rung 13, the operands swapped: filters on wgmma's M with their weights in registers for the
 whole kernel, pixels on a wide N read by descriptor from shared memory (sm_90a only).
 
-What changes from rung 12 (``r13_filters_on_m.cu``, a kernel of its own). Rungs 8 to 12 put
-pixels on the A side of the multiply and the filters on B: every job loaded its A fragments
-(the input quads, 64 registers per thread on conv2) from shared memory, issued 16 multiplies
-of N = 64, waited, and stored. Here the sides are swapped. A row of A is a (filter, dy, dx):
-16 filters x 2 x 2 output shifts fill wgmma's 64 rows, and A[(f, dy, dx)][(c, p, q)] =
-w[f][c][p - dy][q - dx] over an 8 x 8 window per channel (49 of its 64 taps non-zero for
-K = 7). Those weights never change, so each thread loads its A fragments once, before the
-first image: 4 k16 steps x 4 registers per channel, 64 registers for conv2, and no job loads
-A again. A column of B is a 2 x 2 output block g; N = 152 blocks per job, so conv2's 17 x 17
-blocks per image are two jobs (5% padding) of 16 multiplies each, 2.4 times the work of one
-of rung 12's per instruction.
-
-wgmma reads B from shared memory as 8 x 8 core matrices: 8 columns of 16 contiguous bytes
-(8 consecutive k). Column g of the k8 half (c, p) must be x[c][2Y + p][2n .. 2n + 7], so the
-rewrite stores every input row as its NP = ceil(Wo / 2) 16-byte chunks (each input value 4
-times), with the rows ordered by parity: then the chunks of one k8 half are consecutive in g
-across block rows, and the odd half of every k16 step lies a fixed distance after the even one.
-One descriptor per step, its two offsets constant (the .cu header has the layout). The
-epilogue: a lane holds dx = 0 and dx = 1 of one (f, dy) at each of its columns, two adjacent
-outputs, one 32-bit store into the image's output buffer at an offset read from a table built
-once per block; one bulk copy writes the image out, as on rung 12. The input comes in by one
-bulk copy per image, two images ahead.
-
-This was tried before (rung 9's docstring records it: both operands from shared memory, 13,569
-warp instructions per image, slower than rung 9). What is different: the weights in registers
-(no A traffic at all), the parity order (one descriptor per step) and the table; that try's
-first version spent 4,416 instructions per image on its rewrite and 5,096 on an epilogue that
-searched each pixel's row (results/nvidia-h200-profile-conv2-wide-wgmma-sass.json).
-
-Prediction. 32 multiplies of 64 x 152 x 16 per image are about 2,400 cycles of one SM's tensor
+What changes: the sides of the multiply (``r13_filters_on_m.cu``, a kernel of its own). A row of
+A is a (filter, dy, dx): 16 filters x 2 x 2 output shifts fill wgmma's 64 rows, and
+A[(f, dy, dx)][(c, p, q)] = w[f][c][p - dy][q - dx] over an 8 x 8 window per channel (49 of 64
+taps non-zero for K = 7). Those weights never change, so each thread loads its A fragments once,
+before the first image (64 registers for conv2), and no job loads A again. A column of B is a
+2 x 2 output block; N = 152 blocks per job, so conv2's 17 x 17 blocks per image are two jobs
+(5% padding). The rewrite stores every input row as 16-byte chunks (each input value 4 times),
+rows ordered by parity, so that one descriptor per k16 step addresses B (the .cu header has the
+layout). Jobs are issued in pairs into two sets of accumulators, so job 0's epilogue runs under
+job 1's multiplies. The epilogue stores half2 pairs into the image's output buffer at offsets
+from a table built once per block; one bulk copy writes the image out, and the input comes in
+by one bulk copy per image, two images ahead. Where it applies: 1 to 4 channels, K <= 7, 5 to
+16 filters and an image whose buffers fit; elsewhere (conv1's 4 filters included) rung 12 runs.
+Why: rung 12's conv2 time is the chain inside each job: load the A quads, multiply, wait, store.
+Here no job loads A, each instruction does 2.4 times the work of one of rung 12's (64 x 152 x 16
+against 64 x 64 x 16), and the second set of accumulators overlaps one job's stores with the
+next one's multiplies.
+Prediction: 32 multiplies of 64 x 152 x 16 per image are about 2,400 cycles of one SM's tensor
 cores, 75.8 images per SM: about 0.10 ms at 1.8 GHz, below conv2's memory floor (0.117 ms).
-About 2,500 warp instructions per image (rung 12: 9,551): the rewrite a few hundred, each job's
-epilogue 19 x 9 instructions per warp. So conv2 near 0.15 ms, bound by memory and the tensor
-cores together: within its 2x target (0.233 ms) for the first time.
+About 2,500 warp instructions per image (rung 12: 9,551). So conv2 near 0.15 ms, bound by
+memory and the tensor cores together, within 2x of its floor (0.235 ms) for the first time.
+Measured: on an NVIDIA H200 by ``ladder bench`` (results/nvidia-h200.json): conv2 0.174 ms
+(rung 12: 0.261), 1.49x its floor; conv1 0.220 ms on rung 12's kernels, 1.41x; the sum 47.75x
+faster than cuDNN FP32. All three targets are met: the sum at least 5x faster than cuDNN FP32,
+each layer within 2x of its floor. Nsight Compute on conv2
+(results/nvidia-h200-profile-conv2-filters-on-m.json): 3,683 warp instructions per image, 128
+of them HGMMA, the schedulers issuing on 26.3% of cycles, DRAM 54.55% busy.
+Verdict: the target held; 0.15 ms missed. Instructions are not the limit (issue on a quarter of
+cycles). One-off runs of the first version with one stage left out
+(results/nvidia-h200-conv-filters-on-m-tried.json) each saved 0.03 to 0.06 ms (rewrite,
+multiplies, epilogue), together more than the kernel's distance from its memory floor: their
+latencies lie on one chain per block, which two blocks per SM do not hide. Pairing the jobs
+and loading table entries ahead shortened the chain (stall samples waiting for the multiplies:
+26.8% to 11.7%, results/nvidia-h200-profile-conv2-filters-on-m-sass.json); the rewrite of the
+next image still cannot start before the last job of this one has read the chunks.
 
-Measured, first version (one job at a time; results/nvidia-h200-conv-filters-on-m-tried.json,
-one-off timings in ladder's harness, rungs interleaved): conv2 0.191 ms against rung 12's 0.260
-in the same run, within 2x of its floor, but not the 0.15 predicted. Nsight Compute
-(results/nvidia-h200-profile-conv2-filters-on-m-sass.json, per region of the SASS): 3,285 warp
-instructions per image, the schedulers issuing on 18.6% of cycles, so the instructions were not
-the limit; 26.8% of the stall samples waited for the multiplies, 29.9% were in the epilogue
-(each store waited for the table entry loaded just before it), 13.1% in the rewrite (890
-instructions: a thread per row, each 16-byte word waited for before its stores) and 8.1% at the
-barrier after it (160 rows on 128 threads). Leaving one stage out (kernel 0.196 ms in that
-timing): without the rewrite 0.165, without the multiplies 0.138, without the epilogue 0.134
-(at 40 registers: ptxas dropped the multiplies too, whose results nothing read). Each of the
-three saved 0.03 to 0.06 ms, together more than the kernel's distance from its memory floor:
-their latencies lay on one chain per block, which two blocks per SM did not hide. The bulk
-store was not on it (without it, 0.204: no faster).
-
-Three changes, all to that chain. (1) The jobs are issued in pairs into two sets of
-accumulators, and job 0's epilogue runs while job 1 multiplies: 242 registers, which costs
-nothing, since shared memory (106 KB per block) already limits an SM to two blocks. (2) The
-epilogue loads its table entries two n8 blocks ahead of the stores that use them. (3) The
-rewrite takes half rows, so 320 items spread over 128 threads, and loads each 16-byte word one
-group ahead of the stores; a job's first multiply writes the accumulators without reading them
-(scale-d false, an "=f" operand), so they are dead outside the jobs and the rewrite has the
-registers. In between, a version with (1), (2) at 4 entries ahead and the rewrite split into
-items of 4 chunks ran 0.196 ms: its profile (the same file) counts 4,412 warp instructions per
-image, 2,144 of them in the rewrite, whose index arithmetic ran with the accumulators live
-(every multiply read them).
-
-Measured, this version (the same two files): conv2 0.176 ms in the harness against rung 12's
-0.262. 3,683 warp instructions per image, more than the first version: its rewrite ran 1,425
-instead of 890 (the half rows pay their set-up twice, and every shifted chunk is assembled in 4
-consecutive registers by moves). Issue slots busy on 23.8% of cycles, DRAM 54.7% busy. The
-waits for the multiplies fell from 26.8% of the stall samples to 11.7% (job 0 8.9%, job 1
-2.8%), the epilogues hold 25.7%, the rewrite 26.5% and the barrier after it 7.5%. Variants of
-this version (one text edit each, raw launches): one job at a time 0.186 ms against 0.179, all
-table entries loaded first (one job) 0.199, entries 4 ahead 0.184, 1 ahead 0.177: 1% faster
-than 2 ahead (0.1787 and 0.1786 for the kernel itself) in this one run, and left at 2. The raw
-slots were then padded by 32 bytes (below), the same code with its later buffers 256 bytes
-further on.
-
-Measured by ``ladder bench`` (results/nvidia-h200.json, at commit ce7e7f7's kernels, the slots
-padded): conv2 0.174 ms against rung 12's 0.261 in the same run, 1.49x its floor of 0.117 ms
-(target: within 2x, met, the first rung to meet it); conv1 0.220 ms on rung 12's kernels, 1.41x
-its floor (met); the sum 0.394 ms, 47.75x cuDNN FP32's 18.819 ms (target: 5x, met). One rung
-now meets all three targets of the convolution ladder. Nsight Compute (``ladder profile``,
-results/nvidia-h200-profile-conv2-filters-on-m.json, the same commit): 179.4 us, DRAM 54.5%
-busy, issue on 26.3% of cycles (its metric: instructions issued per cycle over the peak), 3,683
-warp instructions per image (rung 12: 9,551), 128 of them HGMMA (32 warpgroup multiplies of 64
-x 152 x 16; rung 12 issued 80 of 64 x 64 x 16).
-
-What limits conv2 now: the order inside a block. The rewrite of the next image cannot start
-before the last job of this one has read the chunks, so each block runs rewrite, multiplies
-and epilogues in turn, and only the other block on the SM fills the gaps. Next: rewrite the
-next image into a second buffer under this image's multiplies (44 KB more: one block per SM,
-so with a producer warpgroup beside two that compute), or fewer register moves in the rewrite.
-
-Where it applies: 1 to 4 channels (their weights in registers), K <= 7 (the 8 x 8 window), 5 to
-16 filters, and an image whose buffers fit in shared memory; elsewhere rung 12 runs. conv1 (4
-filters) runs rung 12's kernels: its filters would fill a quarter of wgmma's rows, which rung
-12's packed kernel does better. The bulk copy in needs the image to be x's own bytes in 16-byte
-rows (Ho and Wo even, K = 7, W a multiple of 8), under 1 MiB (an mbarrier counts at most that
-many bytes) and x 16-byte aligned; otherwise the threads copy it, with zeros past the image. Wo
-odd stores the two halves apart; an output not 16-byte aligned per image is copied out by the
-threads. Each raw slot ends in 32 spare bytes: the rewrite's loads ahead reach up to two
-16-byte words past a row (words it never stores), and without them those loads read the next
-slot while a bulk copy wrote it, or chunks while other threads wrote them (a review found it;
-compute-sanitizer had not reached it, each block taking one image).
-
-ptxas (``ladder check conv --rungs filters-on-m``, sm_90a): conv_fm_c4 242 registers,
-conv_fm_c3 228, conv_fm_c2 210, conv_fm_c1 194, no spills. Checked without a GPU by
-``tests/test_conv_filters_on_m.py``: a NumPy emulation of the kernel (the layout, the
-descriptors and the fragments from the PTX ISA's definitions, the rewrite's loop and what its
-loads may reach) on conv2's shape, odd Wo and Ho, K = 1, 3, 5, 6 and 7, C = 1 to 4, several
-jobs and a padding job, and the threads' copy in. On the GPU, besides the problem's test sizes,
-the same file runs more images than blocks (slot reuse, the mbarrier's second phase, the output
-buffer written again after a bulk store), paired stores with odd Ho, and misaligned x and y.
-compute-sanitizer (``ladder sanitize conv``, results/nvidia-h200-sanitize-conv.json, with 600
-small images so that blocks take several): memcheck first reported 488 invalid shared reads of
-4,864 bytes (results/nvidia-h200-conv-filters-on-m-tried.json, sanitize_before_tail), a
-multiply's B operand taken as one span of N x 16 halves from its start address (not the core
-matrices its descriptor addresses), which ran past small images' zero tail; the tail now covers
-that span (conv2's layout is unchanged), and memcheck and racecheck report no errors.
+Lab notes: docs/notes/conv.md#rung-13-filters-on-m
 """
 
 from __future__ import annotations
