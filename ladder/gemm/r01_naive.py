@@ -1,20 +1,36 @@
-"""Rung 1, naive: one thread per element of C, with threads of a warp walking down a column.
+"""Rung 1, naive: one thread per element of C, with the threads of a warp walking down a column.
 
-Thread (x, y) of the grid computes ``C[x, y]`` as a dot product of row x of A and column y
-of B. ``threadIdx.x`` is the fastest-varying index inside a warp, and here it picks the
-*row*: the 32 threads of a warp read 32 different rows of A (addresses K floats apart, 32
-separate 32-byte sectors for 32 useful floats) and write 32 rows of C (N floats apart). Only
-the B load is shared: the whole warp reads one element of one column.
-
-Prediction: memory transactions, not arithmetic, set the pace; a few percent of the FP32 peak.
+What changes: the first GPU kernel. Thread (x, y) of the grid computes ``C[x, y]`` as the dot
+product of row x of A and column y of B, both read from global memory every time.
+Why: it is the formula written as a kernel, and it shows what the memory system charges for
+a bad layout. A warp is 32 threads that issue each load together; ``threadIdx.x``, the index
+that varies fastest inside a warp, picks the *row* here. So a warp's 32 loads of A hit 32
+rows, K floats apart: 32 separate 32-byte sectors (the unit the caches and DRAM move) for 32
+useful floats, and its stores of C are N floats apart. Only the B load is shared: the whole
+warp reads one element. Per step of k a warp touches 33 sectors.
+Prediction: memory transactions, not arithmetic, set the pace; a few percent of the FP32
+peak (66.9 TFLOP/s on the H200, from its SMs, lanes and clock).
+Measured: on an NVIDIA H200 by ``ladder bench`` (results/nvidia-h200.json): 4.426 ms at
+1024³ (0.49 TFLOP/s) and 276.145 ms at 4096³ (0.50 TFLOP/s, 0.7% of the FP32 peak), slower
+than NumPy on the CPU at both sizes. Nsight Compute at 4096³
+(results/nvidia-h200-profile-float32.json): DRAM throughput 0.6% of its peak, L2 hit rate
+87%, SM throughput (its busiest unit, as % of that unit's peak) 26.8%, occupancy (warps
+resident, as % of the most an SM holds) 94.6%.
+Verdict: the kind held, the number missed low: 0.7% of the peak, not a few percent. The
+profile fits a kernel that waits on loads: nearly every warp slot is filled, yet the SM's
+busiest unit works a quarter of the time and DRAM is idle (the data come from cache). How
+long each scattered load takes, which the count did not price, decides the rate; the L1 and
+L2 sector counts that would show which cache level sets it are not in the profile file: not
+yet measured.
 
 Numba notes that apply from here on:
 - write ``float32(0.0)``, not ``0.0``: a bare ``0.0`` is a float64, and ``acc += a * b``
-  then runs in double precision (``fma.rn.f64`` in the PTX, 1/2 the FP32 rate on an H100
-  and 1/64 on consumer GPUs), with conversions on every iteration;
+  then runs in double precision (``fma.rn.f64`` in the PTX), with conversions every step;
 - every integer is widened to 64 bits and every index on a signed integer carries
   wrap-around code for negative values (``shr.s64``/``and``/``add`` before each load in the
   PTX); rung 6 removes both.
+
+Lab notes: docs/notes/gemm.md#rung-1-naive
 """
 
 from __future__ import annotations

@@ -1,12 +1,25 @@
 """Rung 2, coalesced: the same kernel with the thread-to-output mapping swapped.
 
-Now ``threadIdx.x`` picks the *column* of C. The 32 threads of a warp read 32 consecutive
-floats of one row of B (one 128-byte line: four sectors for 32 useful floats instead of 32
-sectors), all read the same element of A (one broadcast), and write 32 consecutive floats of
-C. Nothing else changed: one line of the kernel.
+What changes: ``threadIdx.x`` now picks the *column* of C instead of the row; one line of the
+kernel. The 32 threads of a warp read 32 consecutive floats of one row of B (one 128-byte
+line: four sectors instead of 32), all read the same element of A (one broadcast), and write
+32 consecutive floats of C.
+Why: the memory system moves whole 32-byte sectors; a warp whose addresses are consecutive
+("coalesced") uses every byte of them. Per step of k a warp now touches 5 sectors, not 33.
+Prediction: several times faster than rung 1 (the sector count allows up to 6.6x); still two
+global loads (mostly L1/L2 hits) per fused multiply-add (FMA), so bound by cache bandwidth at
+a small fraction of the FP32 peak.
+Measured: on an NVIDIA H200 by ``ladder bench`` (results/nvidia-h200.json): 1.604 ms at 1024³
+(1.34 TFLOP/s, 2.76x rung 1) and 99.600 ms at 4096³ (1.38 TFLOP/s, 2.77x, 2.1% of the FP32
+peak). Nsight Compute at 4096³ (results/nvidia-h200-profile-float32.json): SM throughput
+74.3% (rung 1: 26.8%), L2 hit rate 60%, DRAM 1.8%.
+Verdict: held in kind (nearly 3x, 2.1% of the peak) but well under the 6.6x that the sectors
+alone allow. Only the sectors per load fell: the load instructions, two per FMA, are the same
+as in rung 1, and the profile shows one of the SM's units now busy three quarters of the time.
+Which unit (the load/store path or instruction issue) is not in the profile file: not yet
+measured. Rung 3 cuts the global loads themselves.
 
-Prediction: several times faster than rung 1; still two global loads (mostly L1/L2 hits)
-per fused multiply-add, so bound by cache bandwidth at a small fraction of the FP32 peak.
+Lab notes: docs/notes/gemm.md#rung-2-coalesced
 """
 
 from __future__ import annotations

@@ -1,16 +1,30 @@
 """Rung 4, 1D thread tiling: each thread computes a column of TM = 8 outputs.
 
-Rung 3 does two shared-memory loads per multiply-add. Here a block of 512 threads computes a
-64 x 64 tile of C, and each thread keeps TM = 8 accumulators for 8 rows of one column. For each
-step d of the K loop it loads one value of B into a register and reuses it for 8 multiply-adds
-against 8 values of A (the same 8 values for every thread of a warp that shares a row group,
-so those loads are broadcasts). Shared loads per multiply-add fall from 2 to about 9/8.
+What changes: a block of 512 threads computes a 64 x 64 tile of C, and each thread keeps TM = 8
+accumulators for 8 rows of one column. For each step d of the K loop it loads one value of B
+into a register and reuses it for 8 multiply-adds against 8 values of A (the same 8 values for
+every thread of a warp, so those loads are broadcasts). The K slice staged per step is BK = 8:
+A's tile is 64 x 8 and B's is 8 x 64, so each of the 512 threads loads one element of each.
+Why: rung 3 is bound by its two shared-memory loads per multiply-add. Reusing a value held in
+a register costs no shared-memory access.
+Prediction: shared loads per multiply-add fall from 2 to 9/8, so rung 3's shared-memory bound
+rises 1.8x: close to twice rung 3, about 15 TFLOP/s, still limited by shared-memory loads and
+by the small amount of independent work per thread.
+Measured: on an NVIDIA H200 by ``ladder bench`` (results/nvidia-h200.json): 0.296 ms at 1024³
+(0.97x rung 3) and 17.926 ms at 4096³ (7.67 TFLOP/s, 0.98x rung 3). Nsight Compute at 4096³
+(results/nvidia-h200-profile-float32.json), against rung 3: SM throughput 80.7% (64.4%),
+occupancy 49.3% (99.6%), shared-load bank conflicts 61 thousand (813 thousand), DRAM 2.6%
+(10%).
+Verdict: missed: no gain at all. What the count predicted did happen around it (fewer shared
+loads, fewer bank conflicts, less DRAM traffic), so none of those is what holds this rung back.
+The busiest unit of the SM is busier than in rung 3 (80.7% against 64.4%) for the same
+multiply-adds in the same time: the kernel does work the count left out. Candidates visible in
+the source are the index arithmetic of the 8 A reads (signed 64-bit indices with wrap-around
+code, see rung 1; rung 6 removes it) and the halved occupancy, with fewer warps to cover each
+barrier. The profile file holds neither instruction counts nor stall reasons, which would tell
+them apart: not yet measured. Rung 5 makes each A value reused too.
 
-The K slice staged per step is BK = 8: A's tile is 64 x 8 and B's is 8 x 64, so each of the
-512 threads loads exactly one element of each.
-
-Prediction: close to twice rung 3, still limited by shared-memory loads and by the small
-amount of independent work per thread.
+Lab notes: docs/notes/gemm.md#rung-4-1d-thread-tiling
 """
 
 from __future__ import annotations

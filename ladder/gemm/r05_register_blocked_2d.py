@@ -1,18 +1,27 @@
 """Rung 5, 2D register blocking: each thread computes an 8 x 8 block of C in registers.
 
-Rung 4 reuses each B value 8 times but each A value only once per thread. Here a block of 256
-threads computes a 128 x 128 tile of C and each thread an 8 x 8 sub-block: per step d of the
-K loop it copies 8 values of A's column and 8 of B's row into registers (16 shared loads) and
-does their outer product, 64 multiply-adds. Shared loads per multiply-add fall to 1/4, and the
-64 independent accumulators give the FMA pipes plenty of work in flight.
+What changes: a block of 256 threads computes a 128 x 128 tile of C, each thread an 8 x 8
+sub-block. Per step d of the K loop a thread copies 8 values of A's column and 8 of B's row
+into registers (16 shared loads) and does their outer product, 64 multiply-adds. The tiles
+are 128 x 8 of A and 8 x 128 of B: 1024 elements each, four per thread, loaded in strided
+passes so that neighbouring threads read neighbouring addresses.
+Why: rung 4 reuses each B value 8 times but each A value only once per thread. An outer
+product reuses both, and its 64 independent accumulators give the FMA pipes work in flight.
+Prediction: shared loads per multiply-add fall from 9/8 to 1/4; two to three times rung 4.
+Measured: on an NVIDIA H200 by ``ladder bench`` (results/nvidia-h200.json): 8.164 ms at 4096³
+(16.83 TFLOP/s, 2.20x rung 4) but 0.344 ms at 1024³ (0.86x rung 4). Nsight Compute at 4096³
+(results/nvidia-h200-profile-float32.json): 1.07 billion shared-load bank conflicts (rung 4:
+61 thousand), occupancy 23.8%.
+Verdict: held at 4096³, missed at 1024³. A 1024 x 1024 C is only 64 tiles of 128 x 128, so
+64 blocks for the H200's 132 SMs leave more than half of them idle (rung 4's 64 x 64 tiles
+make 256 blocks); that count is the likely cause, but no profile at 1024³ is in the file.
+The conflicts come from the layout: shared memory has 32 banks of 4-byte words, and a warp's
+reads of different words in one bank are served one after another. Here the warp's two groups
+of 16 threads read A 8 rows (64 words) apart, the same bank, and its 16 B addresses, 8 words
+apart, fall in 4 banks (4-way). This is the kernel written the way Numba code is usually
+written; rung 6 fixes the layout and Numba's index overhead.
 
-The tiles are 128 x 8 of A and 8 x 128 of B: 1024 elements each, four per thread, loaded in
-strided passes so that neighbouring threads read neighbouring addresses.
-
-This is the classic kernel written the way Numba code is usually written; its measured
-numbers are in results/. What holds it back in Numba is the subject of rung 6.
-
-Prediction: two to three times rung 4.
+Lab notes: docs/notes/gemm.md#rung-5-2d-register-blocking
 """
 
 from __future__ import annotations

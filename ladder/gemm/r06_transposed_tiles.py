@@ -1,25 +1,32 @@
 """Rung 6, Numba's tax removed and conflict-free tiles: unsigned indices, A stored transposed.
 
-Same 128 x 128 x 8 tiling and 8 x 8 outputs per thread as rung 5. Three changes, each from
-reading rung 5's PTX rather than guessing:
-
-1. Unsigned indices. Numba widens every integer to 64 bits and, for a *signed* index, emits
-   wrap-around code for negative values before every array access (``shr.s64``/``and``/``add``
-   in the PTX; rung 5 has 23 such sequences). Starting every index from ``uint32`` values
-   (thread and block indices, shapes, and the tile constants as ``np.uint32``) removes all of
-   them. One trap on the way: Numba types ``uint64 op int64`` as float64, so a single signed
-   constant or ``range(n)`` over a signed ``n`` turns the comparison into ``cvt.rn.f64`` and
-   ``setp.f64``; every constant and loop bound here is unsigned for that reason.
-2. A's tile transposed in shared memory, ``As[k, m]``, with each row padded by 4 floats. The
-   inner loop now reads a thread's 8 values of A from consecutive addresses, and the 8
-   threads of a warp that store one k row land in 32 different banks (row length 132 floats:
-   132 mod 32 = 4 shifts each row by four banks; without the pad it is an 8-way conflict).
+What changes: the same 128 x 128 x 8 tiling and 8 x 8 outputs per thread as rung 5, with
+three changes, each found by reading rung 5's PTX:
+1. Unsigned indices. Every index starts from ``uint32`` values (thread and block indices,
+   shapes, and the tile constants as ``np.uint32``), which removes Numba's wrap-around code
+   for negative indices before every array access. One trap: Numba types ``uint64 op int64``
+   as float64, so a single signed constant or ``range(n)`` over a signed ``n`` turns a compare
+   into float64 (``cvt.rn.f64``, ``setp.f64``); every constant and loop bound is unsigned.
+2. A's tile transposed in shared memory, ``As[k, m]``, each row padded by 4 floats. A thread
+   reads its 8 values of A from consecutive addresses, and the stores of one k row spread over
+   all 32 banks (row length 132 floats: 132 mod 32 = 4 shifts each row by four banks).
 3. Each thread's 8 columns are interleaved 16 apart (``col = tcol + 16 j``) instead of 8
-   adjacent ones: the 16 threads of a half-warp read 16 consecutive words of B's tile (no
-   bank conflicts; rung 5 has 4-way conflicts there) and write 16 consecutive floats of C.
-
+   adjacent ones: a half-warp's 16 threads read 16 consecutive words of B's tile (no bank
+   conflicts) and write 16 consecutive floats of C.
+Why: rung 5's profile shows 1.07 billion shared-load bank conflicts, and its PTX carries
+index code that does no arithmetic of the product.
 Prediction: fewer instructions per multiply-add and no shared-memory replays; a clear step
 over rung 5, still with scalar loads everywhere.
+Measured: on an NVIDIA H200 by ``ladder bench`` (results/nvidia-h200.json): 0.221 ms at
+1024³ (1.55x rung 5) and 4.780 ms at 4096³ (28.75 TFLOP/s, 43% of the FP32 peak, 1.71x).
+Nsight Compute at 4096³ (results/nvidia-h200-profile-float32.json): shared-load bank
+conflicts 7.7 thousand (rung 5: 1.07 billion), SM throughput 68.0% (61.6%).
+Verdict: held: the load conflicts are gone and the step is 1.7x. The profile still counts 5.0
+million shared-store conflicts (rung 5: 1.2 million), where the layout count above says A's
+stores have none; where they come from is not examined yet (Nsight's per-instruction source
+view would show it). Rung 7 widens the loads.
+
+Lab notes: docs/notes/gemm.md#rung-6-transposed-tiles
 """
 
 from __future__ import annotations

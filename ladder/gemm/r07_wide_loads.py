@@ -1,25 +1,31 @@
 """Rung 7, wide loads: 16-byte global loads and 16-byte shared-memory reads and stores.
 
-Rung 6 moves every float with its own 4-byte instruction. Numba has no ``float4``;
-``ladder.core.intrinsics.load4``/``store4`` emit LLVM vector accesses, which become
-``ld.global.v4.f32``, ``ld.shared.v4.f32`` and ``st.global.v4.f32`` in the PTX. Same
-128 x 128 x 8 block tile and 8 x 8 outputs per thread; what changes:
+What changes: rung 6 moves every float with its own 4-byte instruction. Numba has no
+``float4``; ``ladder.core.intrinsics.load4``/``store4`` emit vector accesses, which become
+``ld.global.v4.f32``, ``ld.shared.v4.f32`` and ``st.global.v4.f32`` in the PTX. Same 128 x 128
+x 8 block tile and 8 x 8 outputs per thread. A's 128 x 8 tile is 256 float4, one per thread
+(stored transposed as four scalars); B's 8 x 128 tile is 256 float4, one 16-byte store each.
+The inner loop reads a thread's 8 values of A as two float4 and its 8 values of B as two float4
+(columns ``4 tcol .. 4 tcol + 3`` and ``64 + 4 tcol ..``); C is written as float4.
+A 16-byte access must be 16-byte aligned, so the wide global path needs K and N to be multiples
+of 4 and 16-byte-aligned arrays; otherwise the launcher uses the same kernel with scalar global
+accesses. Shared arrays are declared 16-byte aligned, so the shared reads are always wide.
+Why: fewer instructions move the same bytes, and a quarter-warp's 16-byte reads cover 128
+consecutive bytes, so they stay free of bank conflicts.
+Prediction: global load instructions fall 4x and shared reads 4x (16 to 4 per 64
+multiply-adds); a large step over rung 6.
+Measured: on an NVIDIA H200 by ``ladder bench`` (results/nvidia-h200.json): 0.204 ms at
+1024³ (1.08x rung 6) and 4.339 ms at 4096³ (31.68 TFLOP/s, 1.10x). Nsight Compute at 4096³
+(results/nvidia-h200-profile-float32.json): SM throughput 65.9% (rung 6: 68.0%), occupancy
+24.3% (24.4%), shared-load bank conflicts 46 thousand (7.7 thousand), DRAM 1.9%.
+Verdict: missed: 1.10x, not a large step. The count looked at the loads alone. Per step of
+k a thread issues 64 FMAs and 16 shared reads in rung 6, 64 and 4 here: the FMAs, which do not
+change, are 64 of the 80, so even if instruction issue were the whole limit the inner loop
+could get at most 80/68 = 1.18x faster; 1.10x is within that. Whether issue is the limit
+(issue-slot use and warp instructions per rung) is not in the profile file: not yet measured.
+Rung 8 cuts the shared-memory traffic per multiply-add instead.
 
-- A's 128 x 8 tile is 256 float4, one per thread (four scalar shared stores, transposed);
-  B's 8 x 128 tile is 256 float4, one per thread, stored as one 16-byte shared store.
-- The inner loop reads a thread's 8 values of A as two float4 and its 8 values of B as two
-  float4 (columns ``4 tcol .. 4 tcol + 3`` and ``64 + 4 tcol ..``): 4 shared-memory
-  instructions per 64 multiply-adds instead of 16. A quarter-warp's 16-byte reads cover 128
-  consecutive bytes, so they are free of bank conflicts.
-- C is written as float4.
-
-A 16-byte access must be 16-byte aligned, so the wide global path needs K and N to be
-multiples of 4 and 16-byte-aligned arrays; then a float4 is either wholly inside the matrix or
-wholly outside, and the edge masks stay per float4. Otherwise the launcher picks the same
-kernel compiled with scalar global loads and stores (the factory's ``wide_global`` flag).
-Shared arrays are declared 16-byte aligned so the shared reads are always wide.
-
-Prediction: global load instructions fall 4x and shared reads 4x; a large step over rung 6.
+Lab notes: docs/notes/gemm.md#rung-7-wide-loads
 """
 
 from __future__ import annotations

@@ -1,37 +1,36 @@
 """Rung 8, warp tiling: each warp owns a 64 x 64 piece of C's tile, each thread 8 x 16 outputs.
 
-Rung 7 lays its 256 threads over the 128 x 128 block tile as one 16 x 16 grid, so a warp is
-two rows of that grid: per step of K its 32 threads read 16 distinct values of A and 128 of B
-from shared memory for 2048 multiply-adds. This rung adds the level of the hierarchy that the
-hardware schedules, the warp (the layout of "kernel 10" in siboehm's SGEMM_CUDA):
-
+What changes: the warp, the unit the hardware schedules, gets its own level of tiling.
 - 128 threads in 4 warps; each warp computes a WM x WN = 64 x 64 piece of the 128 x 128 block
   tile (2 x 2 warps).
-- A warp walks its piece as WNITER = 4 sub-tiles of 64 x 16 (WMITER = 1 along M). In each,
-  its 32 lanes form an 8 x 4 grid and a lane owns TM x TN = 8 x 4 outputs; over the four
-  sub-tiles a thread holds 8 x 16 = 128 accumulators (rung 7: 64).
-- Per step of K a warp now reads 64 distinct values of A and 64 of B for 4096 multiply-adds:
-  less than half of rung 7's shared-memory traffic per multiply-add, and a thread issues 6
-  float4 shared reads per 128 multiply-adds (rung 7: 4 per 64).
-- Half the threads per block, twice the work per thread: BK grows from 8 to 16 so each K
-  tile (128 x 16 of A, 16 x 128 of B; 4 float4 of each per thread) spreads its two barriers
-  over twice as many multiply-adds.
-
-Everything else is rung 7's: unsigned index arithmetic (no wrap-around code, no float64
-compares), A's tile stored transposed with rows padded by 4 floats (rows stay multiples of 16
-bytes, so the inner loop reads A as float4), 16-byte global accesses when K and N are
-multiples of 4 and the arrays 16-byte aligned, otherwise the same kernel with scalar global
-accesses. Every edge is masked and tile elements outside the matrices are zero-filled, so any
-M, N, K works.
-
-The tile sizes are a ``Config`` and the kernel is assembled by ``make_kernel(config,
-wide_global)`` from device functions (``make_parts``), so rung 9 reuses the pieces and rung 10
-sweeps the sizes. The device functions are inlined at Numba IR level (``inline="always"``),
-so the per-thread arrays they fill stay in registers.
-
+- A warp walks its piece as WNITER = 4 sub-tiles of 64 x 16. In each, its 32 lanes form an
+  8 x 4 grid and a lane owns TM x TN = 8 x 4 outputs; over the four sub-tiles a thread holds
+  8 x 16 = 128 accumulators (rung 7: 64).
+- BK grows from 8 to 16, so each K tile (128 x 16 of A, 16 x 128 of B; 4 float4 of each per
+  thread) spreads its two barriers over twice as many multiply-adds.
+Everything else is rung 7's: unsigned indices, A's tile transposed with rows padded by 4
+floats, 16-byte accesses where alignment allows, masked edges. The tile sizes are a ``Config``
+and ``make_kernel`` assembles the kernel from device functions, so rung 9 reuses the pieces
+and rung 10 sweeps the sizes.
+Why: rung 7 lays its 256 threads over the block tile as one 16 x 16 grid, so per step of k a
+warp reads 16 distinct values of A and 128 of B from shared memory for 2048 multiply-adds.
+Here a warp reads 64 of A and 64 of B for 4096: less than half the shared-memory traffic per
+multiply-add, and 6 float4 shared reads per 128 multiply-adds per thread (rung 7: 4 per 64).
 Prediction: less shared-memory traffic per FMA and twice the independent accumulators per
-thread bring the kernel closer to FMA-bound: a clear step over rung 7. Each K tile's global
-loads are still exposed between two barriers, which is rung 9's subject.
+thread: a clear step over rung 7. Each K tile's global loads are still exposed between two
+barriers, which is rung 9's subject.
+Measured: on an NVIDIA H200 by ``ladder bench`` (results/nvidia-h200.json): 0.199 ms at
+1024³ (1.03x rung 7) and 4.492 ms at 4096³ (30.60 TFLOP/s, 0.97x). Nsight Compute at 4096³
+(results/nvidia-h200-profile-float32.json): SM throughput 57.5% (rung 7: 65.9%), occupancy
+18.0% (24.3%), shared-store bank conflicts 17.5 million (3.7 million).
+Verdict: missed: no step. The SM is less busy than in rung 7 while doing the same
+multiply-adds in more time, so its warps wait more, with fewer of them resident to cover the
+waits. The prediction's own caveat fits: each K tile's global loads are exposed between two
+barriers, and rung 9, which changes only that, is 1.18x faster. The stall reasons that would
+confirm it, and what the extra store conflicts cost, are not in the profile file: not yet
+measured.
+
+Lab notes: docs/notes/gemm.md#rung-8-warp-tiling
 """
 
 from __future__ import annotations

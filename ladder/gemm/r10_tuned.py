@@ -1,22 +1,28 @@
 """Rung 10, tuned: rung 9's kernel with tile sizes chosen by measuring, not by reasoning.
 
-Rungs 8 and 9 fix one set of tile sizes (128 x 128 x 16 block tile, 64 x 64 warp tile,
-8 x 4 outputs per lane and sub-tile, 128 threads) that is a good guess, not a measured
-optimum. The right sizes depend on the GPU and the shape: bigger tiles reuse each loaded value
-more but need more registers and shared memory per block, so fewer blocks share an SM to hide
-latency; at small M and N, big tiles also leave SMs idle (a 1024 x 1024 C is only 64 tiles
-of 128 x 128, fewer than an H100's 132 SMs). Nothing about the kernel changes here: rung 9's
-factory is built for each of a handful of candidate configs (``CONFIGS``: block tiles of
-64 to 256 along M and N, BK of 8, 16 and 32, 4 or 8 warps, 4 x 4 to 8 x 8 outputs per lane
-and sub-tile), ``sweep(m, n, k)`` times each candidate with the harness's own recipe
-(``ladder.core.timing``: checked output, flushed L2, CUDA events, median of repeats), and
-the launcher uses the winner, ``TUNED``.
+What changes: nothing in the kernel. Rung 9's factory is built for each of eight candidate
+configurations (``CONFIGS``: block tiles of 64 to 256 along M and N, BK of 8, 16 and 32, 4 or
+8 warps, 4 x 4 to 8 x 8 outputs per lane and sub-tile); ``sweep(m, n, k)`` times each with the
+harness's own recipe (checked output, flushed L2, CUDA events, median of repeats), and the
+launcher uses the winner, ``TUNED``. Every candidate fits rung 9's 48 KB of static shared
+memory with two stages and handles any M, N and K.
+Why: rungs 8 and 9 fix one set of sizes (128 x 128 x 16 block tile, 64 x 64 warp tile, 8 x 4
+outputs per lane and sub-tile, 128 threads) that is a good guess, not a measured optimum.
+Bigger tiles reuse each loaded value more but need more registers and shared memory per
+block, so fewer blocks share an SM to hide latency; at small M and N, big tiles also leave SMs
+idle (a 1024 x 1024 C is 64 tiles of 128 x 128, for 132 SMs on an H200).
+Prediction: a few percent to a few tens of percent over rung 9 at the shapes swept; the gain
+is largest where the default tile is furthest from the best one for the GPU.
+Measured: on an NVIDIA H200, the sweep at 4096³ (results/nvidia-h200-gemm-sweep.json) timed
+the eight candidates from 3.819 ms to 4.910 ms, and the fastest was rung 9's own
+configuration; 8 x 8 per lane and the 128 x 256 block were within 1.2% of it. ``ladder
+bench`` (results/nvidia-h200.json): 3.803 ms at 4096³ and 0.151 ms at 1024³, the same as
+rung 9 (1.00x at both).
+Verdict: missed: no gain, because the sweep found the default best at 4096³, so ``TUNED`` is
+rung 9's configuration and the rung runs rung 9's kernel. At 1024³, where 64 large tiles
+leave SMs idle and a smaller tile might win, no sweep was run: not yet measured.
 
-Every candidate fits rung 9's 48 KB of static shared memory with two stages and is correct
-for any M, N and K: the edges are masked exactly as in rung 8.
-
-Prediction: a few percent to a few tens of percent over rung 9 at the shapes swept; the
-gain is largest where the default tile is furthest from the best one for the GPU.
+Lab notes: docs/notes/gemm.md#rung-10-tuned
 """
 
 from __future__ import annotations

@@ -1,31 +1,29 @@
 """Rung 11, FP16 staging: half-precision inputs in global and shared memory, FP32 arithmetic.
 
-The first half-precision rung, still without tensor cores and still in Numba. It is rung 6's
-kernel (128 x 128 block tile, 8 x 8 outputs per thread, unsigned indices, A's tile stored
-transposed) with A, B and C in float16 and every tile staged in shared memory as float16.
-Each value is converted to float32 (``cvt.f32.f16``) when it is read from shared memory into a
-register, and the 64 accumulators stay float32: FP16 inputs, FP32 accumulation, the same
-contract as cuBLAS HGEMM and the tensor-core rungs above this one.
+What changes: the first half-precision rung, still without tensor cores and still in Numba.
+It is rung 6's kernel (128 x 128 block tile, 8 x 8 outputs per thread, unsigned indices, A's
+tile stored transposed) with A, B and C in float16 and every tile staged in shared memory as
+float16. Each value is converted to float32 (``cvt.f32.f16``) when it is read from shared
+memory into a register, and the 64 accumulators stay float32: FP16 inputs, FP32 accumulation,
+the same contract as cuBLAS HGEMM and the tensor-core rungs above this one.
+Why: halving the bytes halves global traffic per tile, and a K tile twice as deep (BK = 16)
+fits in the same shared memory as rung 6's float32 tile: half as many barriers per
+multiply-add, and twice the problem fits in device memory.
+Prediction: about rung 6's speed, give or take the conversions: the arithmetic is still one
+FP32 FMA per multiply-add, capped by the FP32 peak (66.9 TFLOP/s on the H200) however few
+bytes move, and the conversions add 16 instructions per 64 FMAs (80 to 96 in the inner loop,
+at most 1/6 slower). Numba has no vector type for pairs of halves, so loads stay 2 bytes wide.
+Measured: on an NVIDIA H200 by ``ladder bench`` (results/nvidia-h200.json): 5.330 ms at 4096³
+(25.79 TFLOP/s, 0.034x cuBLAS HGEMM at 0.180 ms) and 42.271 ms at 8192³ (26.01 TFLOP/s);
+rung 6 in float32 takes 4.780 ms at 4096³ in the same run. Nsight Compute at 4096³
+(results/nvidia-h200-profile-float16.json): 18.6 million shared-store bank conflicts (rung 6:
+5.0 million, results/nvidia-h200-profile-float32.json).
+Verdict: held: 0.90x rung 6, inside the 1/6 the conversions could cost. How the loss splits
+between the conversions and the extra store conflicts of the 2-byte transposed stores of A is
+not measured. Going up needs the tensor cores, which cuBLAS HGEMM runs at 11.5 times the FP32
+peak in the same file (771.9 TFLOP/s): rung 12.
 
-What halving the bytes buys:
-
-- global traffic per tile halves, and a K tile twice as deep (BK = 16) fits in the same
-  shared memory as rung 6's 8-deep float32 tile: half as many barriers per multiply-add;
-- half the device-memory footprint, so twice the problem fits.
-
-Why it is not enough: at these sizes rung 6 was already limited by instruction issue, not by
-bytes, and the arithmetic is still one FP32 FMA per multiply-add, capped by the FP32 peak
-(about 67 TFLOP/s on an H100/H200) however few bytes move. The conversions add an instruction
-for every value read from shared memory (16 per 64 FMAs here). Numba also has no vector type
-for pairs of halves, so the loads stay scalar 2-byte accesses. The tensor cores, which
-multiply half-precision tiles at roughly ten times the FP32 rate, are the only way up: rung 12.
-
-Prediction: about rung 6's speed, give or take the conversions; far from cuBLAS HGEMM, whose
-ratio is the one reported for this dtype.
-
-Measured on an H200 by ``ladder bench`` (results/nvidia-h200.json): 25.79 TFLOP/s at 4096³
-(0.034x cuBLAS HGEMM) and 26.01 at 8192³, against 28.75 for rung 6 in float32 at 4096³ in
-the same run: the conversions cost a little more than the halved bytes save.
+Lab notes: docs/notes/gemm.md#rung-11-fp16-staging
 """
 
 from __future__ import annotations

@@ -1,29 +1,31 @@
 """Rung 12, WMMA: the tensor cores through CUDA C++, one warp per 16 x 16 tile of C.
 
-Numba exposes no tensor-core instruction, so from here on the kernels are CUDA C++
-(``r12_wmma.cu`` beside this file), compiled with NVRTC and launched through CuPy. The
+What changes: Numba exposes no tensor-core instruction, so from here on the kernels are CUDA
+C++ (``r12_wmma.cu`` beside this file), compiled with NVRTC and launched through CuPy. The
 ``nvcuda::wmma`` API is the gentlest entry: a warp loads a 16 x 16 fragment of A and one of B
 (``load_matrix_sync``), multiplies them on the tensor cores (``mma_sync``, 4096 multiply-adds
-in one warp-wide instruction sequence) and accumulates in FP32.
-
-This rung is deliberately naive: four warps per block, each computing its own 16 x 16 tile of
-C, every fragment loaded straight from global memory. Nothing is staged in shared memory, so
-each warp re-reads its 16-row strip of A and 16-column strip of B from L2 or DRAM: for
-M = N = K = 4096 that is 4096/16 = 256 reads of each operand instead of one, and every
-fragment load is a strided access of 16 rows of 32 bytes.
-
-The accumulator fragment's layout is opaque (it may differ between GPUs), so converting the
-FP32 result to half goes through a 1 KB shared-memory staging tile per warp.
-
+in one warp-wide operation) and accumulates in FP32. This rung is deliberately naive: four
+warps per block, each computing its own 16 x 16 tile of C, every fragment loaded straight from
+global memory. The accumulator fragment's layout is opaque (it may differ between GPUs), so
+converting the FP32 result to half goes through a 1 KB shared-memory staging tile per warp.
 Edges: the kernel assumes M and N are multiples of 32 and K of 16; the launcher
 (``tensor_core.launch_tiled``) pads other sizes with zeros.
+Why: the tensor cores multiply half-precision tiles many times faster than the FP32 lanes
+(cuBLAS HGEMM reaches 771.9 TFLOP/s on the H200, results/nvidia-h200.json).
+Prediction: nothing is staged in shared memory, so each warp re-reads its 16-row strip of A
+and 16-column strip of B: at M = N = K = 4096 that is 4096/16 = 256 reads of each operand
+instead of one, each fragment load a strided access of 16 rows of 32 bytes. Far above the
+FP32 rungs in peak terms, a small fraction of cuBLAS in practice: the tensor cores sit idle
+waiting for loads.
+Measured: on an NVIDIA H200 by ``ladder bench`` (results/nvidia-h200.json): 4.876 ms at 4096³
+(28.19 TFLOP/s, 0.037x cuBLAS HGEMM, 1.09x rung 11) and 38.405 ms at 8192³ (28.63 TFLOP/s,
+0.038x). Nsight Compute at 4096³ (results/nvidia-h200-profile-float16.json): SM throughput
+17.4%, occupancy 72.4%, L2 hit rate 91.6%, DRAM 3.1%.
+Verdict: held: under 4% of cuBLAS. Many warps are resident, yet the SM's busiest unit works
+under a fifth of the time and the loads are served from L2: the warps wait on loads, not on the
+tensor cores. Rung 13 reuses the fragments from shared memory.
 
-Prediction: far above the FP32 rungs in peak terms, a small fraction of cuBLAS in practice:
-the tensor cores sit idle waiting for global loads, because nothing is reused from fast memory.
-
-Measured on an H200 by ``ladder bench`` (results/nvidia-h200.json): 28.19 TFLOP/s at 4096³
-(0.037x cuBLAS HGEMM) and 28.63 at 8192³ (0.038x): barely above the FP16-staging rung,
-because the tensor cores wait on global loads that nothing reuses.
+Lab notes: docs/notes/gemm.md#rung-12-wmma
 """
 
 from __future__ import annotations

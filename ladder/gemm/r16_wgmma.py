@@ -1,61 +1,43 @@
 """Rung 16, Hopper: ``wgmma`` fed by the bulk tensor copy engine (TMA), warp-specialized.
 
-Everything below this rung drives the tensor cores with ``mma.sync``: each warp loads its own
-fragments from shared memory into registers (``ldmatrix``) and issues small 16 x 8 x 16
-multiplies that complete before the warp goes on. On Hopper that path cannot keep the tensor
-cores busy: the ``ldmatrix`` traffic, the address arithmetic and the copies all compete with
-the math for the warps' issue slots. Hopper's own path changes three things at once:
-
+What changes: three things at once, Hopper's own path (``r16_wgmma.cu``).
 1. ``wgmma.mma_async`` (sm_90a): a *warpgroup* of 4 warps issues one 64 x 256 x 16 multiply
    whose operands come straight from shared memory through 64-bit *descriptors* (address,
-   strides, swizzle mode); no ``ldmatrix``, no operand registers. It runs asynchronously:
-   the warpgroup issues four of them per K tile, commits them as a group and only waits
-   (``wgmma.wait_group 1``) for the group before, so the tensor cores always have queued work.
-2. The bulk tensor copy engine: ``cp.async.bulk.tensor`` moves a whole 128 x 64 tile of A (or
-   a 64 x 64 chunk of B) from global to shared memory in one instruction issued by one
-   thread, computing addresses in hardware from a *tensor map* made on the host
+   strides, swizzle mode): no ``ldmatrix``, no operand registers. It runs asynchronously: the
+   warpgroup issues four per K tile as one group and waits only for the group
+   before (``wgmma.wait_group 1``), so the tensor cores always have queued work.
+2. The bulk tensor copy engine: ``cp.async.bulk.tensor`` moves a whole 128 x 64 tile of A (or a
+   64 x 64 chunk of B) from global to shared memory in one instruction issued by one thread,
+   computing addresses in hardware from a *tensor map* made on the host
    (``cuTensorMapEncodeTiled``) and writing the 128-byte swizzle that ``wgmma`` reads without
    bank conflicts. Completion is counted in bytes on an ``mbarrier``.
-3. Warp specialization: of the three warpgroups, one only copies (a single thread issues the
-   copies; ``setmaxnreg`` shrinks its registers to 40) and two only multiply (raised to 232
-   registers: each holds a 64 x 256 FP32 accumulator, 128 registers per thread). A ring of
-   4 stages x 48 KB, with a "full" and an "empty" mbarrier per stage, lets the copies run up
-   to 4 K tiles ahead of the math.
-
-B is row-major (N contiguous), which for ``wgmma`` is "N-major": the last immediate of the
-instruction (imm-trans-b = 1) reads it as it lies, so B is never transposed in memory. Its
-descriptor's leading byte offset (8 KB) steps between 64-column chunks and its stride byte
-offset (1 KB) between groups of 8 k-rows. The block order is grouped (8 block rows at a
-time) so that the blocks resident together share panels of A and B in L2.
-
-The epilogue converts the FP32 accumulators to half and writes them straight from registers
-(pairs of columns per thread).
-
-BFloat16 is the second dtype: the same kernel template with ``wgmma ... .bf16.bf16``, a
-bfloat16 tensor map and a bfloat16 epilogue (``wgmma_tma_bf16``). It has float32's exponent
-range with 8 significant bits, the usual choice for training; on the tensor cores it runs at
-the same rate as half.
-
-Edges: the kernel needs M, N and K to be multiples of 128, 256 and 64 (the launcher pads),
-and compute capability 9.0 exactly: ``wgmma`` is an sm_90a instruction, not forward
-compatible, so on any other GPU the rung reports itself unavailable.
-
-Compile report (``nvcc -gencode=arch=compute_90a,code=sm_90a -Xptxas -v``): 168 registers at
-entry (the cap for 384 threads; ``setmaxnreg`` redistributes them), no spills, 64 bytes of
-static shared memory (the mbarriers) plus 4 x 48 KB + 1 KB dynamic.
-
+3. Warp specialization: of three warpgroups, one only copies (``setmaxnreg`` shrinks its
+   registers to 40) and two only multiply (raised to 232: each holds a 64 x 256 FP32
+   accumulator, 128 registers per thread). A ring of 4 stages x 48 KB, with a "full" and an
+   "empty" mbarrier per stage, lets the copies run up to 4 K tiles ahead of the math.
+B is row-major, which for ``wgmma`` is "N-major", so it is never transposed in memory. Blocks
+are ordered in groups of 8 block rows for L2 reuse. The epilogue writes half (or bfloat16)
+straight from registers. BFloat16, float32's exponent range with 8 significant bits, is the
+same template with ``.bf16`` operands. Edges: M, N, K padded to 128, 256, 64; compute
+capability 9.0 exactly (sm_90a code is not forward compatible), else the rung is unavailable.
+Why: below this rung each warp loads its own fragments (``ldmatrix``) and issues small
+synchronous multiplies; on Hopper those loads, the address arithmetic and the copies compete
+with the math for the warps' issue slots. A microbenchmark with constant operands (upper
+bounds, results/nvidia-h200-wgmma-shapes.json) reaches 969.7 TFLOP/s with wgmma, 631.6 with
+mma.sync.
 Prediction: this is how cuBLAS runs HGEMM on Hopper, so the gap should close to a modest
 fraction; what remains is what cuBLAS adds on top (thread-block clusters with multicast
 copies, a persistent scheduler, an epilogue through shared memory and TMA stores).
+Measured: on an NVIDIA H200 by ``ladder bench`` (results/nvidia-h200.json): 0.203 ms at 4096³
+(675.84 TFLOP/s, 1.50x rung 15, 0.887x cuBLAS at 0.180 ms) and 1.602 ms at 8192³ (686.37
+TFLOP/s, 0.919x cuBLAS at 1.473 ms); bfloat16: 0.199 ms and 1.460 ms (0.875x and 0.947x
+cuBLAS). Nsight Compute at 4096³ (results/nvidia-h200-profile-float16.json): no bank
+conflicts, SM throughput 77.7% against cuBLAS's 90.4%.
+Verdict: held: within 12% of cuBLAS at 4096³ and 9% at 8192³. The profile shows cuBLAS keeping
+the SM busier with the same kind of instructions; what the rest is made of (the tail of the
+last wave, the epilogue's stores) is not profiled yet: not yet measured.
 
-Measured on an H200 by ``ladder bench`` (results/nvidia-h200.json): 675.84 TFLOP/s at 4096³
-(0.887x cuBLAS HGEMM, 762.33 in the same run) and 686.37 at 8192³ (0.919x of 746.66): 1.49x
-rung 15 at 4096³ and 1.50x at 8192³. The SASS holds HGMMA.64x256x16 and UTMALDG (the bulk
-tensor copy), as intended. What the remaining gap is made of is not profiled yet; the likely
-parts are the tail of the last wave (512 blocks of one per SM at 4096³ are 3.9 waves of 132
-SMs) and the epilogue's 4-byte stores straight from registers. In bfloat16 (a later run of the
-same session, same file): 690.12 TFLOP/s at 4096³ (0.875x cuBLAS) and 753.08 at 8192³ (0.947x),
-relative error 1.7e-3.
+Lab notes: docs/notes/gemm.md#rung-16-wgmma
 """
 
 from __future__ import annotations
