@@ -1,49 +1,41 @@
 """Rung 1, naive: the scores and the probabilities materialized in global memory, three kernels.
 
-Attention written the way its formula reads, one kernel per step, each the obvious loop:
+What changes: nothing yet; this is where the ladder starts. Attention the way its formula reads,
+one kernel per step, each the obvious loop:
 
 1. ``scores_kernel``: one thread per (query i, key j) writes ``S[i, j] = q_i · k_j / √d`` (or
    -inf above the diagonal when causal) into an N x N float32 buffer per head;
 2. ``softmax_kernel``: one thread per row of S walks it three times, for the max, the sum of
-   ``exp(S - max)`` and the probabilities ``P = exp(S - max) / sum``, which overwrite the
-   scores in place (rung 1 of the softmax ladder, in one kernel);
+   ``exp(S - max)`` and ``P = exp(S - max) / sum``, which overwrites the scores in place (rung 1
+   of the softmax ladder, in one kernel);
 3. ``pv_kernel``: one thread per output element computes ``O[i, c] = Σ_j P[i, j] · V[j, c]``
    over all N keys (masked keys hold P = 0 and are multiplied all the same).
 
-Memory: besides its inputs and output, the rung holds one float32 score buffer for every
-head of every batch, B·H·N²·4 bytes: 4.3 GB at the SDPA shape (B = 4, H = 16, N = 4096),
-69 GB at N = 16384 and 275 GB at N = 32768. It asks for that before anything else
-(``memory.empty``), so a buffer that cannot fit raises ``AttentionMemoryError`` naming the
-bytes it needed and the bytes free, rather than failing inside the driver. The probabilities
-overwrite the scores, so the buffer is needed once, not twice.
-
-Bytes: kernel 1 writes S, the softmax reads it three times (max, sum, normalize) and writes
-it, kernel 3 reads it: six passes over B·H·N² floats, 26 GB at the SDPA shape against the
-problem's 134 MB (float16), and the softmax's warps read 32 rows N·4 bytes apart, one sector
-per thread per load. Worse than the bytes is how kernels 1 and 3 fetch their operands: a warp
-of kernel 1 holds 16 consecutive keys, whose rows of k lie d·itemsize bytes apart, so each
-load instruction touches 16 rows; every (i, j) pair reads its two length-d rows on its own,
-2·d loads for d multiply-adds, served by L1 and L2 but never reused from registers or shared
-memory. This is rung 1 of the GEMM ladder twice over, plus the softmax.
-
-Prediction: bound by the load instructions of kernels 1 and 3, like the naive GEMM (about
-0.5 TFLOP/s on an H200), with the softmax's 26 GB of traffic a few milliseconds on top: a
-few hundred milliseconds at the SDPA shape, the rung every later one is measured against.
-The causal problem counts half the FLOPs but this rung does all the work, so its TFLOP/s
-halve.
-
-Measured on an H200 by ``ladder bench`` (results/nvidia-h200.json): at the SDPA shape
-[4, 16, 16, 4096, 64] (B, H, HKV, N, d), 302.559 ms and 0.9 TFLOP/s in float32 (0.03x SDPA,
-7.850 ms) and 298.800 ms and 0.9 TFLOP/s in float16 (0.002x SDPA: SDPA is 501.2x faster); there
-is no rung below. The causal problem takes 228.982 ms in float32, 0.6 TFLOP/s. The time held,
-but the rate is about 1.8x the naive GEMM's (0.49 TFLOP/s at 4096³), likely because a warp of
+Memory: one float32 score buffer for every head of every batch, B·H·N²·4 bytes: 4.3 GB at the
+SDPA shape (B = 4, H = 16, N = 4096), 69 GB at N = 16384, 275 GB at N = 32768. The rung asks
+for it first (``memory.empty``), so a buffer that cannot fit raises ``AttentionMemoryError``
+naming the bytes needed and free, rather than failing inside the driver.
+Why: the baseline. Kernel 1 writes S, the softmax reads it three times and writes it, kernel 3
+reads it: six passes over B·H·N² floats, 26 GB at the SDPA shape against the problem's 134 MB
+(float16). Worse is how kernels 1 and 3 fetch operands: a warp of kernel 1 holds 16
+consecutive keys whose rows of k lie d·itemsize bytes apart, and every (i, j) pair reads its
+two length-d rows on its own, 2·d loads for d multiply-adds, never reused from registers or
+shared memory: rung 1 of the GEMM ladder twice over, plus the softmax.
+Prediction: bound by the load instructions of kernels 1 and 3, like the naive GEMM (0.50
+TFLOP/s at 4096³ on an H200), with the softmax's 26 GB a few milliseconds on top: a few hundred
+milliseconds at the SDPA shape. The causal problem counts half the FLOPs but this rung does all
+the work, so its TFLOP/s halve.
+Measured: on an NVIDIA H200 (results/nvidia-h200.json, ``ladder bench``), at the SDPA shape
+[4, 16, 16, 4096, 64] (B, H, HKV, N, d): 302.559 ms and 0.9 TFLOP/s in float32 (SDPA: 7.850 ms)
+and 298.800 ms in float16 (SDPA: 0.596 ms, 501.2x faster); causal, 228.982 ms in float32,
+0.6 TFLOP/s.
+Verdict: the time held; the rate is about 1.8x the naive GEMM's, likely because a warp of
 ``scores_kernel`` loads from 16 rows of k and 2 of q where the naive GEMM's warp loads from 32
-rows of A, and a warp of ``pv_kernel`` reads one row of v. The causal TFLOP/s did not halve
-because ``scores_kernel`` skips the dot products above the diagonal: the causal call takes 0.76
-of the non-causal time.
+rows of A, and a warp of ``pv_kernel`` reads one row of v (not profiled). The causal TFLOP/s
+did not halve: ``scores_kernel`` skips the dot products above the diagonal, so the causal call
+takes 0.76 of the non-causal time.
 
-ptxas reports (sm_90, float32 and float16 alike): 40 registers for ``scores_kernel``, 40 for
-``softmax_kernel``, 48 for ``pv_kernel`` (sm_80: 37 to 39); no shared memory, no spills.
+Lab notes: docs/notes/attention.md
 """
 
 from __future__ import annotations

@@ -1,48 +1,40 @@
-"""Rung 2, one block per query row: the row of scores in shared memory, one kernel.
+"""Rung 2, row in shared: one block per query row, its scores in shared memory, one kernel.
 
-Rung 1 wrote every score to global memory and read it back five times, in three kernels. Here
-one block of 128 threads owns one query row ``i`` of one head and does all three steps on chip:
+What changes: rung 1 wrote every score to global memory and read it back five times, in three
+kernels. Here one block of 128 threads owns one query row ``i`` of one head, all on chip:
 
-1. each thread computes the scores of keys ``j = tid, tid + 128, ...`` (``q_i · k_j / √d``) into
-   a shared array of N floats, keeping its own running max; causal rows stop at key ``i``, so
-   the masked half is never computed;
+1. each thread computes the scores of keys ``j = tid, tid + 128, ...`` into a shared array of N
+   floats, keeping its own running max; causal rows stop at key ``i``;
 2. the 128 partial maxima go through a shared array and every thread reads all of them (one
-   barrier, then broadcast reads), then each thread turns its scores into ``exp(s - max)`` in
-   place and the partial sums are combined the same way;
+   barrier, then broadcast reads); each thread turns its scores into ``exp(s - max)`` in place,
+   and the partial sums are combined the same way;
 3. ``P·V``: warp ``w`` sums the keys ``j ≡ w (mod 4)``, lane ``l`` holding output column
-   ``c0 + l`` (a warp reads 32 consecutive values of a row of v: coalesced), and the four
-   warps' partial sums meet in shared memory; the result is scaled by ``1 / sum`` once.
+   ``c0 + l`` (a warp reads 32 consecutive values of a row of v), the four warps' partials
+   meet in shared memory, and the result is scaled by ``1 / sum`` once.
 
-Memory: no N x N buffer anywhere, so the device memory is the inputs and the output, linear in
-N. The row of scores lives in shared memory, N x 4 bytes per block, and that is this rung's
-limit: a block gets 48 KB without opting in, so N is capped at 12,160 (``MAX_N``). Past it the
-launcher raises ``AttentionMemoryError`` naming the shared memory the row would need rather
-than tiling the row, since tiling the keys with a running max and sum is exactly what the
-flash rungs do.
+Memory: no N x N buffer, so device memory is linear in N. The row of scores is N x 4 bytes of
+shared memory per block, within the 48 KB a block gets without opting in: N <= 12,160
+(``MAX_N``); past it the launcher raises ``AttentionMemoryError`` rather than tiling the row,
+since tiling the keys with a running max and sum is exactly what the flash rungs do.
+Why: the five passes over S and two of rung 1's three launches go. What it costs: every block
+reads all of k and v of its head, 2·N·d·itemsize bytes, and there are B·H·N blocks: 550 GB
+per call at the SDPA shape in float32, served by L2 (a head's k and v are 2 MB, and the blocks
+of one head run together), but still two loads (q and k) per multiply-add in step 1. The
+262,144 blocks fill the SMs, 7 per SM, a limit set by the registers (70 x 128 threads).
+Prediction: faster than rung 1 by the passes over S, 1.5 to 3x; still far from the tensor
+cores, since each score costs about as many load instructions as in rung 1.
+Measured: on an NVIDIA H200 (results/nvidia-h200.json, ``ladder bench``), at the SDPA shape
+[4, 16, 16, 4096, 64] (B, H, HKV, N, d): 313.588 ms in float32 (rung 1: 302.559 ms) and
+311.307 ms in float16 (rung 1: 298.800 ms), 0.9 TFLOP/s; causal, 158.530 ms in float32
+against rung 1's 228.982 ms.
+Verdict: missed without the mask: 0.96x rung 1. The S traffic it removes is likely worth only a
+few of rung 1's 302 ms, and step 1 likely costs more than rung 1's ``scores_kernel``: a warp
+holds 32 consecutive keys, so each load of k touches 32 rows (16 in rung 1), and the 128
+partials are read one by one after each barrier (neither rung is profiled). With the causal
+mask it wins, 1.44x rung 1, likely because its rows stop at key i in both the scores and
+``P·V``, while rung 1's softmax and ``pv_kernel`` walk all N keys.
 
-What it costs: every block reads all of k and v of its head, 2·N·d·itemsize bytes, and there
-are B·H·N blocks: 550 GB per call at the SDPA shape in float32, served by L2 (a head's k and v
-are 2 MB, and the blocks of one head run together), but still two loads (q, which every
-thread of the block reads at once, and k) per multiply-add in step 1. The 262,144 blocks
-(16 KB of scores each at N = 4096) fill the SMs, 7 at a time per SM, a limit set by the
-registers (70 x 128 threads), not by shared memory.
-
-Prediction: faster than rung 1 by the five passes over S and two of its three launches, a
-gain of 1.5 to 3x; still far from the tensor cores, since each score costs about as many load
-instructions as rung 1's.
-
-Measured on an H200 by ``ladder bench`` (results/nvidia-h200.json): at the SDPA shape
-[4, 16, 16, 4096, 64] (B, H, HKV, N, d), 313.588 ms and 0.9 TFLOP/s in float32 (0.96x rung 1,
-0.03x SDPA) and 311.307 ms and 0.9 TFLOP/s in float16 (0.96x rung 1; 0.002x SDPA: SDPA is 522.1x
-faster). Without the mask the prediction missed: this rung is slightly slower than rung 1. The
-S traffic it removes is likely worth only a few of rung 1's 302 ms, and step 1 likely costs more
-than rung 1's ``scores_kernel``: a warp holds 32 consecutive keys, so each load of k touches 32 rows
-(16 in rung 1), and the 128 partials are read one by one after each barrier. With the causal
-mask it wins, 1.44x rung 1 in float32 (158.530 ms against 228.982), likely because its rows stop
-at key i in both the scores and ``P·V``, while rung 1's softmax and ``pv_kernel`` walk all N keys.
-
-ptxas reports (sm_90, float32 and float16 alike): 70 registers (sm_80: 77), 512 bytes of
-static shared memory (the partials; the scores are dynamic, set at launch), no spills.
+Lab notes: docs/notes/attention.md
 """
 
 from __future__ import annotations

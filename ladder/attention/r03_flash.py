@@ -1,59 +1,43 @@
-"""Rung 3, flash attention: K and V tiles in shared memory, online softmax, memory linear in N.
+"""Rung 3, flash: K and V tiles in shared memory, online softmax, memory linear in N.
 
-Rung 2 kept a whole row of scores on chip, so N was capped by shared memory, and every block
-read all of k and v for a single query. Flash attention (Dao et al., 2022) removes both
-limits with the online softmax of the softmax ladder (rung 4 there): a running max ``m`` and a
-running sum ``l`` let the keys arrive in tiles, each tile's scores used and dropped at once.
-When a tile raises the row max from ``m`` to ``m'``, everything accumulated so far was scaled
-by ``exp(-m)``, so it is rescaled by ``α = exp(m - m')``:
+What changes: rung 2 kept a whole row of scores on chip (N capped by shared memory) and every
+block read all of k and v for one query. Flash attention (Dao et al., 2022) removes both with
+the softmax ladder's online softmax (rung 4 there): a running max ``m`` and sum ``l`` let the
+keys arrive in tiles, each tile's scores used and dropped at once. When a tile raises the row
+max from ``m`` to ``m'``, what was accumulated is rescaled by ``α = exp(m - m')``:
 
     l' = α·l + Σ_j exp(s_j - m')            O' = α·O + Σ_j exp(s_j - m')·v_j
 
-and the output is ``O / l`` after the last tile. A block of 256 threads (16 x 16) owns a tile
-of 64 query rows (32 when d > 64) and loops over the keys in tiles of 32 (16 when d > 64):
+and the output is ``O / l`` after the last tile. A block of 256 threads (16 x 16) owns 64 query
+rows (32 when d > 64) and loops over the keys in tiles of 32 (16 when d > 64):
 
-1. the tile's k rows and v rows are copied into shared memory (coalesced: consecutive threads
-   read consecutive elements of a row; float16 inputs become float32 here);
-2. thread (ty, tx) computes the 4 x 2 scores of rows ``ty + 16i`` and keys ``tx + 16j`` from the
-   q tile (staged once, before the loop) and the k tile: 8 multiply-adds per 6 shared loads;
-3. the 16 lanes holding a row combine their maxima with four xor shuffles; each thread
-   rescales its outputs and partial sum by ``α`` and writes its ``exp2(s - m')`` to a shared
-   P tile (scores are kept in log2 units, prescaled by ``log2(e) / √d``, so ``exp`` is one
-   ``exp2``);
-4. thread (ty, tx) adds ``P·V`` into its 4 x (d / 16) outputs, rows ``ty + 16i`` and columns
-   ``tx + 16c``; P's rows are written and read by the same half-warp, so a warp barrier
-   separates 3 and 4.
+1. the tile's k and v rows are copied into shared memory (coalesced; float16 becomes float32);
+2. thread (ty, tx) computes the 4 x 2 scores of rows ``ty + 16i`` and keys ``tx + 16j`` from
+   the q tile (staged once) and the k tile: 8 multiply-adds per 6 shared loads;
+3. the 16 lanes of a row combine their maxima with four xor shuffles; each thread rescales its
+   outputs and partial sum by ``α`` and writes ``exp2(s - m')`` to a shared P tile (scores are
+   prescaled by ``log2(e) / √d``, so ``exp`` is one ``exp2``);
+4. thread (ty, tx) adds ``P·V`` into its 4 x (d / 16) outputs; P's rows are written and read
+   by the same half-warp, so a warp barrier separates 3 and 4.
 
-Shared rows are padded by one word, so the 16 lanes that read one column of a tile (16 rows)
-hit 16 different banks. Edges: rows and keys past N and columns past d are zero in shared
-memory, and keys past N (or after the query, when causal) get a score of -inf. A causal
-block stops at the tile holding its last query's diagonal, and causal blocks are launched
-longest first (the last query tile has the most keys) so the short ones fill the tail.
-Each row's partial sums stay per thread until the end (``α`` is the same for all 16 lanes
-of a row), so only the max is combined inside the loop.
+Shared rows are padded by one word (16 lanes reading a column hit 16 banks). Edges are zeros in
+shared memory and -inf scores. Causal blocks stop at their last query's diagonal tile and are
+launched longest first. No N x N buffer and no workspace: N = 32768 runs wherever its inputs
+fit; 41.6 KB of shared memory per block at d = 64, 35 KB at d = 128 (hence d <= 128).
+Why: a block reads k and v once per 64 queries instead of once per query, and each value read
+from shared memory serves 4 or 2 multiply-adds.
+Prediction: roughly the GEMM ladder's shared-tiling rung (7.8 TFLOP/s at 4096³ on an H200) less
+the softmax work: 3 to 8 TFLOP/s in float32, tens of times faster than rung 1 at N = 4096, and
+far below SDPA, capped by FP32 arithmetic on the CUDA cores.
+Measured: on an NVIDIA H200 (results/nvidia-h200.json, ``ladder bench``), at the SDPA shape
+[4, 16, 16, 4096, 64] (B, H, HKV, N, d): 28.778 ms and 9.6 TFLOP/s in float32 (rung 2:
+313.588 ms, rung 1: 302.559 ms, SDPA: 7.850 ms) and 29.083 ms in float16 (rung 2: 311.307 ms).
+Verdict: the rate beat the prediction (10.90x rung 2, 10.51x rung 1 in float32; 0.27x SDPA),
+likely because each shared value serves 4 or 2 multiply-adds where the GEMM's shared-tiling
+rung does two shared loads per multiply-add; the ratio to rung 1 is about 10x, not tens,
+because rung 1 ran at 0.9 TFLOP/s, not the 0.5 the prediction assumed.
 
-Memory: q, k, v and the output; no N x N buffer and no workspace, so the peak is linear in N
-and N = 32768 runs wherever its inputs fit. Shared memory per block: 41.6 KB at d = 64,
-35 KB at d = 128, within the 48 KB a block gets without opting in (hence d <= 128).
-
-Prediction: a block reads k and v once per 64 queries instead of once per query (rung 2),
-and each value read from shared memory serves 4 or 2 multiply-adds: roughly the GEMM ladder's
-shared-tiling rung (7.8 TFLOP/s at 4096³ on an H200) less the softmax work, so 3 to 8 TFLOP/s in
-float32 and tens of times faster than rung 1 at N = 4096. FP32 arithmetic on CUDA cores caps it far
-below the tensor cores' SDPA.
-
-Measured on an H200 by ``ladder bench`` (results/nvidia-h200.json): at the SDPA shape
-[4, 16, 16, 4096, 64] (B, H, HKV, N, d), 28.778 ms and 9.6 TFLOP/s in float32 (10.90x rung 2,
-0.27x SDPA) and 29.083 ms and 9.5 TFLOP/s in float16 (10.70x rung 2, 0.02x SDPA). Against the
-Numba naive rung at N = 4096, where the issue's target was 3x, it is 10.51x in float32 and
-10.27x in float16. The rate beat the predicted 3 to 8 TFLOP/s, likely because each value read
-from shared memory serves 4 or 2 multiply-adds, where the GEMM's shared-tiling rung does two
-shared loads per multiply-add; the ratio to rung 1 is about 10x rather than tens because rung 1
-ran at 0.9 TFLOP/s, not the 0.5 the prediction assumed.
-
-ptxas reports (sm_90, float32 and float16 alike): 109 registers at d = 64 (two blocks of 256
-threads per SM), 80 at d = 16, 89 at d = 128 (sm_80: 115, 91, 96); 41,600, 17,024 and 35,136
-bytes of shared memory; no spills.
+Lab notes: docs/notes/attention.md
 """
 
 from __future__ import annotations

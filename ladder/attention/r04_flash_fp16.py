@@ -1,33 +1,28 @@
-"""Rung 4, flash attention with FP16 inputs kept as FP16 in shared memory, FP32 accumulation.
+"""Rung 4, flash fp16: the q, k and v tiles kept as float16 in shared memory, FP32 accumulation.
 
-Rung 3 on float16 inputs already reads half the bytes from global memory, but converts every
-value to float32 as it stages the tiles, so its shared memory and its tile shapes are those of
-float32. This rung is rung 3's kernel (``r03_flash.make_kernel``) with the q, k and v tiles
-staged as float16: each value is converted to float32 (``cvt.f32.f16``) when it is read from
-shared memory into a register, and scores, probabilities, running max and sum and the output
-accumulators stay float32, the contract of every half-precision rung and of SDPA.
-
-What half the bytes per value buys is wider tiles in the same 48 KB: 64 keys per tile instead
-of 32 at d <= 64 (so each thread computes 4 x 4 scores, 16 multiply-adds per 8 shared loads in
-Q·Kᵀ, against rung 3's 8 per 6) and 64 queries instead of 32 at d = 128; half as many trips
-through the loop, its two block barriers and its shuffles per key. The P tile stays float32.
-
-Memory: as rung 3, inputs and output only, linear in N; shared memory per block 41.7 KB at
-d = 64 and 41.6 KB at d = 128 (the padded float16 rows shift by one 4-byte bank each).
-
+What changes: rung 3 on float16 inputs reads half the bytes from global memory but converts
+every value to float32 as it stages the tiles, so its shared memory and tile shapes are those
+of float32. This rung is rung 3's kernel (``r03_flash.make_kernel``) with the q, k and v tiles
+staged as float16: each value is converted (``cvt.f32.f16``) when it is read from shared memory
+into a register; scores, probabilities, running max and sum and the output accumulators stay
+float32, the contract of every half-precision rung and of SDPA. The P tile stays float32.
+Memory: as rung 3, inputs and output only; shared memory per block 41.7 KB at d = 64 and
+41.6 KB at d = 128 (the padded float16 rows shift by one 4-byte bank each).
+Why: half the bytes per value buys wider tiles in the same 48 KB: 64 keys per tile instead of
+32 at d <= 64 (each thread computes 4 x 4 scores, 16 multiply-adds per 8 shared loads in Q·Kᵀ,
+against rung 3's 8 per 6) and 64 queries instead of 32 at d = 128; half as many trips through
+the loop, its two block barriers and its shuffles per key.
 Prediction: 1.2 to 1.5x rung 3 in float16, from the wider tiles, less the conversions (one
-instruction per value read from shared memory). Still FP32 arithmetic on CUDA cores: the
+instruction per value read from shared memory). Still FP32 arithmetic on the CUDA cores: the
 tensor cores of rung 5 are the step that matters.
+Measured: on an NVIDIA H200 (results/nvidia-h200.json, ``ladder bench``), at the SDPA shape
+[4, 16, 16, 4096, 64] (B, H, HKV, N, d) in float16: 24.049 ms and 11.4 TFLOP/s (rung 3:
+29.083 ms; SDPA: 0.596 ms); causal, 12.595 ms (rung 3: 15.511 ms).
+Verdict: held at its low end, 1.21x rung 3 (causal 1.23x); 0.02x SDPA. Likely because only
+Q·Kᵀ gains from the wider tiles, while ``P·V`` keeps rung 3's 16 multiply-adds per 8 shared
+loads and every value read from shared memory now pays a conversion (not profiled).
 
-Measured on an H200 by ``ladder bench`` (results/nvidia-h200.json): at the SDPA shape
-[4, 16, 16, 4096, 64] (B, H, HKV, N, d) in float16, 24.049 ms and 11.4 TFLOP/s, 1.21x rung 3
-(29.083 ms) and 0.02x SDPA (0.596 ms); causal, 12.595 ms, 1.23x rung 3. The prediction held at
-its low end, likely because only Q·Kᵀ gains from the wider tiles (16 multiply-adds per 8 shared
-loads against 8 per 6), while ``P·V`` keeps rung 3's 16 per 8 and every value read from shared
-memory now pays a conversion.
-
-ptxas reports (sm_90): 120 registers at d = 64, 96 at d = 16, 128 at d = 128 (sm_80: 122, 104,
-128); 41,728, 23,296 and 41,600 bytes of shared memory; no spills.
+Lab notes: docs/notes/attention.md
 """
 
 from __future__ import annotations

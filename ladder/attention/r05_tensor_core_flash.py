@@ -1,66 +1,46 @@
-"""Rung 5, tensor-core flash attention: mma.sync + ldmatrix in CUDA C++, P kept in registers.
+"""Rung 5, tensor-core flash: mma.sync + ldmatrix in CUDA C++, P kept in registers.
 
-Rung 4 still multiplies on the CUDA cores, one FP32 FMA per multiply-add, which caps it near
-the FP32 peak (66.9 TFLOP/s on an H200) however well it is tiled. This rung moves both matrix
-products to the tensor cores with the FlashAttention-2 kernel layout, written as inline PTX in
-``r05_tensor_core_flash.cu`` (the GEMM ladder's rung 15 introduces the instructions):
+What changes: both matrix products move from FP32 FMAs on the CUDA cores to the tensor cores,
+in the FlashAttention-2 layout, as inline PTX in ``r05_tensor_core_flash.cu``. The instructions
+are the ones notebook 02 climbs to (the GEMM ladder's rung 15, ``mma.sync`` + ``ldmatrix``, with
+its fragment layouts); what is new here is the softmax between the two products:
+- a block of 4 warps owns 128 query rows of one head (d = 64: two m16 tiles per warp; d = 128:
+  one) and walks the keys in tiles of 64; the q tile is loaded once by ldmatrix into A
+  fragments that stay in registers for the whole loop;
+- ``S = Q·Kᵀ`` is ``mma.m16n8k16`` with B = Kᵀ: k's rows are B's columns with d contiguous, the
+  "col" layout, so a plain ``ldmatrix.x4`` gives the B fragments of 16 keys;
+- the online softmax runs on the FP32 accumulator fragments: a lane holds two rows of each m16
+  tile (g and g + 8, g = lane / 4), so a row max is the lane's own max and two xor shuffles
+  across the quad sharing the row; scores in log2 units: one FFMA and one ``ex2`` each;
+- two adjacent n8 tiles of S in the accumulator layout are exactly the A fragment of one k16
+  step of ``P·V``, so P is rounded to half2 in registers and fed back to the tensor cores,
+  never stored; V is "row", so ``ldmatrix.x4.trans`` gives its B fragments;
+- k and v tiles are double-buffered in shared memory by ``cp.async`` (16 bytes per copy,
+  zero-filled past N): tile j + 1 loads while tile j's softmax and ``P·V`` run; shared rows
+  are swizzled (chunk ``c`` of row ``r`` at ``c ^ (r & 7)``), so every ldmatrix and every copy
+  phase hits 8 different bank groups; causal blocks stop at their diagonal tile, mask only
+  the tiles that cross it, and run longest first.
+Other head dimensions are zero-padded to 64 or 128, unaligned operands copied (workspaces the
+memory table shows). ``lane_model.py`` executes the kernel's steps lane by lane in NumPy, and
+the tests hold it to the float64 reference and to zero bank conflicts, without a GPU.
+Why: rung 4 multiplies on the CUDA cores, one FP32 FMA per multiply-add, capped near the FP32
+peak (66.9 TFLOP/s on an H200) however well it is tiled.
+Prediction: per 64-key tile and warp (d = 64): 128 mma for 524,288 FLOP, 32 ldmatrix.x4 (16 KB
+of shared reads), 64 ``ex2`` per lane. At the mma.sync rate of the GEMM ladder (451 TFLOP/s at
+4096³), the exponentials and the shared reads each take about as long as the mma, so they
+must overlap across warps: a little above half that rate, 220 to 300 TFLOP/s, about 20x rung
+4, and below SDPA, which on Hopper can use wgmma, TMA and warp-specialized pipelines.
+Measured: on an NVIDIA H200 (results/nvidia-h200.json, ``ladder bench``), float16, SDPA shape
+[4, 16, 16, 4096, 64] (B, H, HKV, N, d): 0.902 ms and 304.8 TFLOP/s (rung 4: 24.049 ms; SDPA:
+0.596 ms, 461.0 TFLOP/s); causal, 0.519 ms and 265.0 TFLOP/s (SDPA: 0.354 ms). GQA shape
+[4, 16, 4, 4096, 64]: 0.903 ms (SDPA: 0.601 ms); causal, 0.518 ms (SDPA: 0.385 ms).
+Verdict: held, slightly exceeded: 0.68 of the mma.sync GEMM's rate, 26.66x rung 4 against about
+20x, 0.66x SDPA (causal 0.68x; GQA 0.67x and 0.74x). The causal rate is 0.87 of the
+non-causal one, likely because a causal block walks half as many key tiles on average, so
+loading q, filling the pipeline and the final normalization weigh more, and its diagonal
+tiles do masked work (not profiled).
 
-- a block of 4 warps owns 128 query rows of one head (d = 64: each warp two m16 tiles, 32
-  rows; d = 128: 64 rows, one m16 tile per warp) and walks the keys in tiles of 64. The q tile
-  is loaded once, by ldmatrix, into A fragments that stay in registers for the whole loop;
-- ``S = Q·Kᵀ`` is ``mma.m16n8k16`` with B = Kᵀ: k's rows (keys) are B's columns with d
-  contiguous, the "col" layout, so a plain ``ldmatrix.x4`` gives the B fragments of 16 keys;
-- the online softmax runs on the FP32 accumulator fragments themselves: a lane holds two rows
-  of each m16 tile (g and g + 8, g = lane / 4) at two keys of each n8 tile, so a row max is
-  the lane's own max and two xor shuffles across the quad of lanes sharing the row. Scores
-  are prescaled into log2 units (``log2(e)/√d``): one FFMA and one ``ex2`` per probability;
-- the accumulator layout of two adjacent n8 tiles of S is exactly the A fragment layout of
-  one k16 step of ``P·V``, so P is rounded to half2 in registers and fed straight back to the
-  tensor cores, never stored; V is "row" (keys x d, d contiguous), so ``ldmatrix.x4.trans``
-  gives its B fragments;
-- k and v tiles are double-buffered in shared memory by ``cp.async`` (16 bytes per thread per
-  copy, zero-filled past N): tile j + 1's keys load while tile j's softmax and ``P·V`` run,
-  two block barriers per tile, none for P;
-- shared rows are swizzled (16-byte chunk ``c`` of row ``r`` stored at ``c ^ (r & 7)``), so the
-  8 rows of every ldmatrix matrix and every 8-chunk copy phase hit 8 different bank groups;
-- causal blocks stop at their last row's diagonal tile, mask only the tiles that cross the
-  diagonal (or N), and run longest first.
-
-Head dimensions other than 64 and 128 are zero-padded to the next of the two (up to 128; a
-zero column adds nothing to q·k, and the padded output columns are dropped), and operands
-that are not 16-byte aligned are copied; both copies are workspaces the memory table shows.
-The kernel is compiled for several tile configurations (``CONFIGS``); ``sweep`` times them
-with the harness's recipe and ``TUNED`` holds the choice.
-
-Verification without a GPU: ``lane_model.py`` executes the kernel's steps with the same
-formulas in NumPy, lane by lane (ldmatrix, mma fragments, shuffles, cp.async groups landing
-early or late), and the tests hold it to the float64 reference and to zero bank conflicts.
-
-Arithmetic per 64-key tile and warp (d = 64, 32 rows): 128 mma for 524,288 FLOP, 32
-ldmatrix.x4 (16 KB of shared reads), 64 ``ex2`` per lane. At the mma.sync rate the GEMM
-ladder measured (451 TFLOP/s at 4096³ on an H200), the exponentials on the MUFU pipe and the
-shared-memory reads each need about as long as the mma, so they must overlap across warps.
-
-Prediction: a little above half of the GEMM's mma.sync rate, 220 to 300 TFLOP/s at the SDPA
-shape on an H200, at least half of SDPA's 443 (the issue's figure) and about 20x rung 4.
-Below SDPA because SDPA on Hopper can use the Hopper-only instructions (wgmma, TMA) and
-warp-specialized pipelines that overlap the softmax with the next tile's matrix products.
-
-Measured on an H200 by ``ladder bench`` (results/nvidia-h200.json): at the SDPA shape
-[4, 16, 16, 4096, 64] (B, H, HKV, N, d) in float16, 0.902 ms and 304.8 TFLOP/s, 26.66x rung 4
-and 0.66x SDPA (0.596 ms, 461.0 TFLOP/s); causal, 0.519 ms and 265.0 TFLOP/s, 24.28x rung 4 and
-0.68x SDPA. At the GQA shape [4, 16, 4, 4096, 64]: 0.903 ms and 304.5 TFLOP/s, 26.49x rung 4 and
-0.67x SDPA; causal, 0.518 ms and 265.2 TFLOP/s, 24.06x rung 4 and 0.74x SDPA. The prediction
-held, slightly exceeded: 0.68 of the mma.sync GEMM's 451 TFLOP/s, 26.66x rung 4 against about
-20x predicted, and the issue's target of 0.5x SDPA met at 0.66x, against a measured SDPA of
-461.0 TFLOP/s rather than the issue's 443. The causal rate is 0.87 of the non-causal one,
-likely because a causal block walks half as many key tiles on average, so loading q, filling
-the cp.async pipeline and the final normalization weigh more, and its diagonal tiles do masked
-work.
-
-ptxas reports (CUDA 13, sm_90): ``flash_d64_w4_m2`` 238 registers (sm_80: 231; two blocks of
-4 warps per SM), ``flash_d128_w4_m1`` 216 (sm_80: 212), the other configurations 126 to 211;
-no spills in any; 48 KB (d = 64) and 80 KB (d = 128) of dynamic shared memory per block.
+Lab notes: docs/notes/attention.md
 """
 
 from __future__ import annotations

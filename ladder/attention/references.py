@@ -14,6 +14,12 @@ FP32 means FP32.
   ``P·V`` (cuBLAS), with the N x N scores and probabilities in device memory in the input
   dtype, the way attention is written without a fused kernel. GQA broadcasts k and v over
   the query heads of their group (no copy). Its peak memory grows as N², like rung 1's.
+
+SDPA is the bar in float16 (0.596 ms at [4, 16, 16, 4096, 64] on an NVIDIA H200,
+results/nvidia-h200.json, against rung 5's 0.902 ms). In float32 with grouped-query inputs it is
+not: 15.198 ms at [4, 16, 4, 4096, 64] against 7.850 ms at [4, 16, 16, 4096, 64], the same
+FLOPs, and causal 19.578 ms, slower than rung 3's 14.998 ms. Which kernel PyTorch picks there
+is not yet measured (no profile of the references is in results/).
 """
 
 from __future__ import annotations

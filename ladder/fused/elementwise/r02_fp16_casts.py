@@ -1,34 +1,38 @@
-"""Elementwise, rung 2, float16 through float32: cast in, compute in float32, cast back.
+"""Rung 2, float16 through float32: cast the inputs to float32, run rung 3's kernel, cast back.
 
-A pattern that profiles of real models show: the tensors are float16, but the operation only
-has a float32 kernel (or runs under a policy that computes it in float32), so the framework
-wraps it in dtype conversions, each its own kernel with its own output in device memory:
+What changes: a pattern that profiles of real models show. The tensors are float16, but the
+operation only has a float32 kernel (or runs under a policy that computes it in float32), so
+the framework wraps it in dtype conversions, each its own kernel with its own output in memory:
 
     cast x to float32      read 2 bytes, write 4     (a and b too: cols values each)
     fused float32 kernel   read 4 bytes, write 4     (rung 3's kernel, unchanged)
     cast y to float16      read 4 bytes, write 2
 
-20 bytes per element, where a float16 kernel that converts in registers moves 4 (read 2,
-write 2): five times the traffic, for a result no more precise (the float32 result is rounded
-to float16 at the end either way, and rung 3 computes in float32 registers too). At
-8192 x 8192 that is 1.34 GB instead of 268 MB, and more than rung 3 moves in float32 (537 MB).
-The conversion itself is one instruction per value (``cvt.f32.f16``, ``cvt.rn.f16.f32``);
-what costs is materializing the float32 copies, written to memory only to be read back by the
-next kernel, and the launches: five here (x, a and b cast in, the kernel, y cast back) instead
-of one. The float32 buffers are allocated once per shape and kept, as a framework's caching
-allocator would (so no allocation is timed), but they are 2 x 268 MB of device memory the
-float16 data never needed.
-
 The cast kernels are grid-stride loops over the flattened arrays: 256 threads a block, each
 thread 8 elements per step, 256 apart (a warp on 32 consecutive elements), all 8 loads issued
-before the stores, at most 4096 blocks.
+before the stores, at most 4096 blocks. The float32 buffers are allocated once per shape and
+kept (no allocation is timed), but they are 2 x 268 MB of device memory the float16 data never
+needed. ptxas (sm_90): 38 registers for the cast to float32, 42 for the cast back, no spills;
+the float32 kernel is rung 3's (40 registers).
+Why: the conversion itself is one instruction per value (``cvt.f32.f16``, ``cvt.rn.f16.f32``);
+what costs is materializing the float32 copies, written to memory only to be read back by the
+next kernel, and the launches: five (x, a and b cast in, the kernel, y cast back) instead of
+one. The result is no more precise: rung 3 also computes in float32 registers and rounds to
+float16 once, at the end.
+Prediction: 20 bytes per element where a float16 kernel that converts in registers moves 4:
+1.34 GB instead of 268 MB at 8192 x 8192, more than rung 3 moves in float32 (537 MB). So about
+five times rung 3's float16 time, somewhat less if the casts run closer to the copy bandwidth
+than rung 3 does, and slower than rung 3 in float32 too (20 bytes per element against 8).
+Measured: on an NVIDIA H200 (results/nvidia-h200.json, ``ladder bench``, 8192 x 8192, float16):
+0.356 ms, 3.766 TB/s on the bytes it moves (0.89 of the 4.242 TB/s copy); rung 3 takes 0.068 ms
+in float16 and 0.130 ms in float32, rung 1 0.629 ms in float16.
+Verdict: held: 5.23x rung 3's float16 time and 2.73x its float32 time. The five kernels run
+near the copy bandwidth on five times the bytes, so the time is five times: the rung is bound
+by its bytes, and the remedy is not a faster cast but no cast through memory. It is 1.77x
+faster than rung 1 in float16 while moving more bytes (1.34 GB against 805 MB), as its casts
+keep 8 loads per thread in flight where rung 1 keeps one (a count; neither is profiled).
 
-ptxas reports (sm_90): 38 registers for the cast to float32, 42 for the cast back; no stack,
-no spills. The float32 kernel is rung 3's (40 registers).
-
-Prediction: about five times rung 3's float16 time, somewhat less if the casts run closer to
-the copy bandwidth than the float16 kernel does, and slower than rung 3 in float32 too (20
-bytes per element against 8).
+Lab notes: docs/notes/fused.md
 """
 
 from __future__ import annotations

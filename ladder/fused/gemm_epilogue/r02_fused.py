@@ -1,36 +1,37 @@
-"""GEMM epilogue, rung 2: bias + GELU applied in the GEMM kernel, C stored to DRAM once.
+"""Rung 2, fused epilogue: bias + GELU applied in the GEMM kernel's store, C stored to DRAM once.
 
-Rung 1 wrote C, then read it back to add the bias and apply GELU. Here the GEMM's main loop is
-rung 9's, unchanged (``make_mainloop`` of ``ladder.gemm.r09_double_buffered``, the very device
-function rung 9's kernel calls), and only the store differs. The second launch and the extra
-pass over C in DRAM (2 x M x N x 4 bytes) disappear.
+What changes: rung 1 wrote C, then read it back to add the bias and apply GELU. Here the main
+loop is rung 9's, unchanged (``make_mainloop`` of ``ladder.gemm.r09_double_buffered``, the very
+device function rung 9's kernel calls), and only the store differs, in two steps:
 
-The first attempt applied GELU to the accumulators in registers, inside rung 8's store loops.
-``ladder check`` showed what the compiler did with it: a 512-byte stack frame, the 128
-accumulators moved to local memory. GELU's ``erf`` is a few dozen instructions; inlined 128
-times, the store loops grew past what the compiler unrolls, and an array indexed by a loop
-that is not unrolled cannot live in registers. (ReLU, a single ``max``, does not have this
-problem.) So the store is split in two:
-
-1. rung 8's store of ``acc + bias`` (additions only, so everything unrolls; the thread's 16
-   bias values are loaded once into registers);
+1. rung 8's store of ``acc + bias`` (additions only, so everything unrolls and the 128
+   accumulators stay in registers; the thread's 16 bias values are loaded once);
 2. a plain loop over the thread's own 128 outputs, just written and still in L2, applying the
-   activation in place. Its reads and second writes stay in L2 (a block's tile is 64 KB and
+   activation in place. Its reads and second writes stay in L2 (a block's tile is 64 KB, and
    the resident blocks' tiles fit in L2 many times over), so C still reaches DRAM once.
 
-``make_fused_kernel(config, wide_global, activation)`` builds the kernel for any rung-9 tile
-configuration and any activation device function; GELU (erf form) is the problem's, ReLU the
-cheap alternative (tested, not benchmarked). ptxas reports 0 bytes of stack for it again.
+The split is needed because GELU's ``erf`` is a few dozen instructions: applied to the
+accumulators inside rung 8's store loops it is inlined 128 times, the loops grow past what the
+compiler unrolls, and an array indexed by a loop that is not unrolled cannot live in registers
+(``ladder check`` showed the accumulators moved to a stack frame; the lab notes keep that try).
+ReLU, a single ``max``, does not have this problem. ``make_fused_kernel(config, wide_global,
+activation)`` builds the kernel for any rung-9 tile configuration and any activation device
+function; GELU (erf form) is the problem's, ReLU the cheap alternative (tested, not
+benchmarked). ptxas: 0 bytes of stack, 202 registers on sm_90 (rung 9: 208).
+Why: the second launch and the extra pass over C in DRAM (2 x M x N x 4 bytes) disappear.
+Prediction: within a few percent of the plain GEMM: the epilogue is 128 outputs per thread
+against 128 x K multiply-adds, plus an L2 round trip of the tile.
+Measured: on an NVIDIA H200 (results/nvidia-h200.json, ``ladder bench``, 4096³, float32):
+3.581 ms, against 3.880 ms for rung 1 and 3.803 ms for the plain GEMM (gemm rung 9) in the same
+run. The library, cuBLAS SGEMM then a CuPy bias + GELU kernel: 2.768 ms.
+Verdict: beat the prediction: 1.08x rung 1, and 5.8% faster than the GEMM without any
+epilogue. The cause is not established: the main loop is the same device function, but the
+compiler allocates it differently in this kernel (202 registers against 208); rung 9 is
+profiled (results/nvidia-h200-profile-float32.json) and this kernel is not, so comparing the
+two profiles is the next step. cuBLAS stays 1.29x faster: its GEMM alone is faster than rung 9
+(``references.py``).
 
-Prediction: within a few percent of the plain GEMM (the issue's target is 5%): the epilogue is
-128 outputs per thread against 128 x K multiply-adds, plus an L2 round trip of the tile.
-
-Measured on an H200 by ``ladder bench`` (results/nvidia-h200.json, 4096³): 3.581 ms, against
-3.880 ms for rung 1 (GEMM, then the epilogue kernel) and 3.803 ms for the plain GEMM (rung 9
-of the GEMM ladder) in the same run: 5.8% *faster* than the GEMM without any epilogue. That
-beats the prediction, and the cause is not established: the main loop is the same device
-function, but the compiler allocates it differently in this kernel (ptxas: 202 registers on
-sm_90 against rung 9's 208); a profile of both is the next step.
+Lab notes: docs/notes/fused.md
 """
 
 from __future__ import annotations

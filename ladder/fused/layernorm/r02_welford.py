@@ -1,57 +1,44 @@
-"""Layer norm, rung 2, one pass: Welford statistics, the row held in registers, one kernel.
+"""Rung 2, Welford: one pass, the row held in registers, statistics and normalization fused.
 
-Rung 1 reads x three times (mean, variance, normalization) in two kernels. This rung reads it
-once and writes y once, the problem's minimum: 8 bytes per element in float32, 537 MB at
-8192 x 8192 instead of 1.07 GB. Three changes get there:
+What changes: rung 1 reads x three times in two kernels; this rung reads it once and writes y
+once, the minimum: 8 bytes per element in float32, 537 MB at 8192 x 8192 instead of 1.07 GB.
+1. Welford's algorithm: mean and variance in one pass without the cancellation of E[x^2] -
+   E[x]^2. Each thread keeps (count, mean, M2), M2 the sum of squared deviations from the
+   current mean: d = x - mean, mean += d / count, M2 += d * (x - mean). A thread's real values
+   are a prefix of its list, so the count after value k is k + 1, a constant once the loop is
+   unrolled: the division becomes a multiply. Two states merge by Chan, Golub and LeVeque:
+   n = na + nb, d = mean_b - mean_a, mean = mean_a + d * nb / n, M2 = M2_a + M2_b + d^2 na nb / n.
+   Threads merge across the warp in five ``shfl.sync.down`` steps, lane 0 of each warp writes
+   its state to shared memory, one barrier, then every warp merges the row's warp states again
+   with shuffles and takes lane 0's result (``shfl.sync.idx``): var = M2 / cols.
+2. The row stays in registers: up to 32 values per thread in a ``cuda.local.array`` indexed by
+   constants after unrolling (ptxas: no stack). A row gets the power of two of threads, a warp
+   to 256, that leaves each at most 32 values: 256 at 8192 columns; shorter rows share a block
+   of 256 threads. gamma and beta are applied in the same kernel.
+3. With ``cols % 4 == 0`` and 16-byte-aligned arrays, a thread's 32 values are 8 ``load4``
+   (``ld.global.v4.f32``), all issued before the first is used: 128 bytes in flight per thread;
+   gamma and beta come as vectors too and y goes out by ``store4``. Otherwise the same kernel
+   with scalar accesses, each warp on 32 consecutive columns.
+Any cols works (masked values are not counted). Rows longer than 256 x 32 = 8192 do not fit;
+they fall back to a kernel that reads the row twice (512 threads per row, a streaming Welford
+pass with a true division, the same merge, a second read to normalize: 12 bytes per element).
+The simulator has no shuffles; ``shfl_down3`` and ``shfl_first2`` stand in through shared
+memory. ptxas (sm_90): 66 registers (wide), 117 (scalar), 42 and 40 for the two-read fallback.
+Why: at 66 registers a 256-thread block takes 18 K of an SM's 64 K registers, so 3 blocks (3
+rows) run per SM with 128 bytes of loads in flight per thread: 96 KB per SM, 12.7 MB across
+132 SMs, well above the ~5 MB that 4.8 TB/s x 1 µs of latency asks for, so one block can
+reduce and store while the others load.
+Prediction: close to the copy bandwidth at 8192 x 8192, at least 0.9 of the measured
+device-to-device copy; about twice rung 1 (half the bytes, one launch).
+Measured: on an NVIDIA H200 (results/nvidia-h200.json, ``ladder bench``, 8192 x 8192,
+float32): 0.139 ms, 3.874 TB/s, 0.91 of the 4.242 TB/s copy; rung 1 0.372 ms; PyTorch's
+``layer_norm`` 0.353 ms. Nsight Compute (results/nvidia-h200-profile-layernorm.json):
+131.616 µs at 80.71% of peak DRAM throughput, 47.59% occupancy.
+Verdict: held: 0.91 of the copy; 2.68x rung 1 rather than 2x, because rung 1's normalization
+kernel also fell short of the copy on its own bytes. PyTorch is 2.55x slower: its kernel reads
+x twice (``references.py`` counts it), and part of its time is not yet accounted for.
 
-1. Welford's algorithm: mean and variance in one pass, without the cancellation of
-   E[x^2] - E[x]^2. Each thread keeps a running state (count, mean, M2), M2 being the sum
-   of squared deviations from the current mean: for each value, d = x - mean,
-   mean += d / count, M2 += d * (x - mean). A thread's real values are a prefix of its list
-   (its columns only grow, and masked ones come last), so the count after value k is k + 1,
-   a constant once the loop is unrolled: the division becomes a multiply by a constant.
-   Two states merge with the parallel combination (Chan, Golub and LeVeque):
-   n = na + nb, d = mean_b - mean_a, mean = mean_a + d * nb / n,
-   M2 = M2_a + M2_b + d^2 * na * nb / n. Threads merge across the warp in five
-   ``shfl.sync.down`` steps; each warp's lane 0 writes its state to shared memory; one
-   barrier; then every warp of the row merges the row's warp states again with shuffles (so
-   there is no second barrier) and takes lane 0's result (``shfl.sync.idx``), so every
-   thread of a row uses the same mean and rstd. var = M2 / cols.
-2. The row stays in registers between the statistics and the normalization. Each thread holds
-   up to 32 values in a ``cuda.local.array`` whose indices are all constants after unrolling,
-   so it lives in registers (ptxas reports no stack). A row gets the power of two of threads
-   that leaves each at most 32 values, from a warp to 256: 256 threads (8 warps) at 8192
-   columns; shorter rows share a block of 256 threads, one row per warp or more. x is read
-   once and y written once, with the affine transform (gamma, beta) fused in.
-3. With ``cols % 4 == 0`` and 16-byte-aligned arrays, a thread's 32 values are 8 ``load4`` of
-   16 bytes (``ld.global.v4.f32``), a warp reading 512 contiguous bytes per instruction, all 8
-   issued before the first is used: 128 bytes in flight per thread. gamma and beta are read
-   as 16-byte vectors too (``load4_1d``) and y is
-   written with ``store4``. Otherwise the same kernel uses scalar accesses, each warp on 32
-   consecutive columns.
-
-Any cols works: columns past the end are masked (a masked value is not counted). A row longer
-than 256 x 32 = 8192 columns does not fit in the registers of a 256-thread block; then the
-launcher falls back to a kernel that reads the row twice: blocks of 512 threads, one row each,
-a streaming Welford pass (a true division per value), the same merge, and a second read of
-the row to normalize it: 12 bytes per element instead of 8 (the second read may partly hit L2).
-
-Memory-level parallelism at 8192 x 8192 on an H200 (132 SMs): at 66 registers a 256-thread
-block takes 18 K of an SM's 64 K registers, so 3 blocks (3 rows) run per SM, 768 threads with
-128 bytes of loads in flight each: 96 KB per SM, 12.7 MB across the chip, well above the
-~5 MB that 4.8 TB/s x 1 µs of latency asks for, so one block can reduce and store while the
-others load. Blocks stay at or under 256 threads because a block must fit its registers: 256
-x 255 (the most ptxas uses) fits in 64 K whatever the compiler does on any architecture.
-
-The simulator has no warp shuffles; there ``shfl_down3``/``shfl_first2`` do the same exchange
-through shared memory between barriers (every thread of the block calls them).
-
-ptxas reports (sm_90): 66 registers for the wide kernel, 117 for the scalar one; 42 and 40 for
-the two-read fallback (wide, scalar); 192 bytes of shared memory; no stack, no spills. On
-sm_80 ptxas schedules more loads early: 98 and 250 registers for the one-read kernels.
-
-Prediction: close to the copy bandwidth at 8192 x 8192, about twice rung 1 (half the bytes,
-one launch): the target is at least 0.9 of the measured device-to-device copy bandwidth.
+Lab notes: docs/notes/fused.md
 """
 
 from __future__ import annotations

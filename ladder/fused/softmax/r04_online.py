@@ -1,31 +1,39 @@
 """Rung 4, online softmax: the max and the sum of exponentials in one pass over the row.
 
-Rung 3 reads the row three times: once for the max, once for the sum of ``exp(x - max)``,
-once to write. The sum needs the max only as a shift, and a shift can be corrected later
-(Milakov and Gimelshein, "Online normalizer calculation for softmax", 2018): keep a running
-max ``m`` and a running sum ``s`` of ``exp(x - m)``; when an element ``v`` raises the max to
-``m' = max(m, v)``, every term already in ``s`` was shifted by the old max, so rescale it:
+What changes: rung 3's first two passes become one. Keep a running max ``m`` and a running sum
+``s`` of ``exp(x - m)``; when an element ``v`` raises the max to ``m' = max(m, v)``, every term
+already in ``s`` was shifted by the old max, so rescale it (Milakov and Gimelshein, "Online
+normalizer calculation for softmax", 2018):
 
     s' = s * exp(m - m') + exp(v - m')
 
-One pass gives each thread its pair ``(m, s)``. Two pairs combine the same way,
-``m = max(m1, m2)``, ``s = s1 * exp(m1 - m) + s2 * exp(m2 - m)``, so the block reduces pairs
-with rung 3's scheme: five xor shuffles inside each warp (two values per step), one shared
-exchange of the 8 warps' pairs, five more shuffles. A thread with no elements (fewer columns
-than threads) holds ``(-inf, 0)``; combining two such pairs would compute ``exp(-inf + inf)``,
-NaN, so every update is skipped while the new max is still -inf (the pair stays ``(-inf, 0)``).
+Two pairs combine the same way, ``m = max(m1, m2)``, ``s = s1 * exp(m1 - m) + s2 * exp(m2 - m)``,
+so the block reduces pairs with rung 3's scheme: five xor shuffles in each warp (two values per
+step), one shared exchange of the 8 warps' pairs, five more shuffles. A thread with no elements
+holds ``(-inf, 0)``; combining two such pairs would compute ``exp(-inf + inf)``, NaN, so every
+update is skipped while the new max is still -inf. The second and last pass writes
+``exp(x - m) * (1 / s)``. Same 256 threads per row and scalar loads as rung 3. ptxas (sm_90):
+27 registers (float32 and float16); 64 bytes of shared memory; no spills.
+Why: the sum needs the max only as a shift, and a shift can be corrected later, so one read of
+the row goes: ``3 * rows * cols * itemsize``, 805 MB at 8192 x 8192 float32, 1.5 times the
+minimum instead of 2. The price, a second ``exp`` per element in the first pass (exactly 1
+unless the max moved), is arithmetic that a memory-bound kernel has to spare.
+Prediction: about 4/3 of rung 3's speed if both run at the same achieved bandwidth; less where
+rung 3's second read came from L2 rather than DRAM.
+Measured: on an NVIDIA H200 (results/nvidia-h200.json, ``ladder bench``, 8192 x 8192): 0.251 ms
+in float32 against rung 3's 0.228 ms, 0.232 ms in float16 against 0.209 ms. Nsight Compute
+(results/nvidia-h200-profile-softmax.json, float32): 250.496 µs against rung 3's 225.632, both
+at 55% of peak DRAM throughput (55.27% and 55.66%), L2 hit rate 44.19% against 59.31%.
+Verdict: missed: 0.91x rung 3's speed in float32 (0.90x in float16), slower instead of 4/3
+faster. The count was of the bytes asked; the time follows the bytes that reach DRAM. Both
+kernels draw DRAM at the same rate, and DRAM % x duration puts rung 4's traffic at 1.10x rung
+3's: taking rung 5 (one read, one write) as the minimum, rung 3 reaches DRAM with 1.18x it and
+rung 4 with 1.30x. Rung 3's two re-reads mostly hit L2, so dropping one saved little DRAM, and
+rung 4's one re-read misses L2 more often. Why it misses more is not yet measured (a longer
+first pass, two dependent ``exp`` per element, keeping a row longer between its two reads is a
+candidate, untested); the float16 rows were not profiled.
 
-Then the second and last pass writes ``exp(x - m) * (1 / s)``. Bytes: two reads and one
-write of the row, ``3 * rows * cols * itemsize``, 805 MB at 8192 x 8192 float32: 1.5 times
-the minimum, down from twice. The price is a second ``exp`` per element in the first pass
-(the rescale factor, exactly 1 unless the max moved), arithmetic that a memory-bound kernel
-has to spare. Same 256 threads per row and scalar loads as rung 3.
-
-Prediction: about 4/3 of rung 3's speed if both run at the same achieved bandwidth; less
-where rung 3's second read came from L2 rather than DRAM.
-
-ptxas reports (sm_90): 27 registers (float32), 27 (float16); 64 bytes of shared memory; no
-spills.
+Lab notes: docs/notes/fused.md
 """
 
 from __future__ import annotations
