@@ -127,6 +127,28 @@ def _exit_code(runs: list[dict[str, Any]]) -> int:
     return int(any(timing.run_status(r) is timing.Status.FAILED for r in runs))
 
 
+def _user_rungs(
+    problem: str, paths: list[str], dtype: str, selected: list[Rung]
+) -> dict[Rung, str]:
+    """The rungs of ``--rung-file`` files (numbered 80, 81, ...), each with its path."""
+    from ladder.core import user_rung
+
+    found: dict[Rung, str] = {}
+    taken = {r.name for r in selected}
+    for i, path in enumerate(paths):
+        r = user_rung.load(path, problem, number=user_rung.FIRST_NUMBER + i)
+        if r.name in taken:
+            raise ValueError(
+                f"rung file {path}: its rung is named {r.name!r}, as another rung of this run; "
+                "rename the file or give @rung(name=...) another name"
+            )
+        if dtype not in r.dtypes:
+            raise ValueError(f"rung file {path}: its rung does not take {dtype} ({r.dtypes})")
+        taken.add(r.name)
+        found[r] = path
+    return found
+
+
 def cmd_run(args: argparse.Namespace) -> int:
     console = _console()
     problem = get_problem(args.problem)
@@ -143,10 +165,20 @@ def cmd_run(args: argparse.Namespace) -> int:
         for r in selected:
             if args.dtype not in r.dtypes:
                 raise ValueError(f"rung {r.name} does not take {args.dtype} ({r.dtypes})")
+    files = _user_rungs(args.problem, args.rung_files or [], args.dtype, selected)
     ceilings = roofline.ceilings()
     runs = _measure_all(
-        [(args.problem, size, args.dtype)], {args.problem: selected}, args.repeats, console
+        [(args.problem, size, args.dtype)],
+        {args.problem: selected + list(files)},
+        args.repeats,
+        console,
     )
+    paths = {r.name: path for r, path in files.items()}
+    for run in runs:  # a failure of a user's kernel names its file
+        path = paths.get(run["rung"])
+        if path is not None and run["error"]:
+            run["error"] = f"{path}: {run['error']}"
+            console.print(f"[red]{run['error']}[/]")
     _print_groups(console, runs, ceilings, device.facts().name)
     _simulator_banner(console)
     if args.json:
@@ -358,6 +390,14 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--dtype", default="float32")
     p.add_argument("--repeats", type=int, help="timed repeats (default: as many as fit in 1 s)")
     p.add_argument("--json", help="also write the results to this file")
+    p.add_argument(
+        "--rung-file",
+        action="append",
+        dest="rung_files",
+        metavar="PATH",
+        help="also run the launcher `launch` that this Python file defines, as rung 80+ of "
+        "the problem (repeatable; README: Bring your own kernel)",
+    )
     p.set_defaults(func=cmd_run)
 
     p = sub.add_parser("bench", help="every problem at its standard sizes -> results/<gpu>.json")

@@ -7,11 +7,12 @@ modules with ``import_rungs`` so that adding a file ``rNN_name.py`` adds a rung.
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 import pkgutil
 import re
 import sys
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -225,6 +226,11 @@ def rung(
     dtypes = tuple(dtypes)
 
     def decorate(launch: Launcher) -> Launcher:
+        if _CAPTURED:  # a user rung file is loading (capture_rungs): record, do not register
+            options = dict(name=name, title=title, dtypes=dtypes, needs=tuple(needs))
+            options.update(min_cc=min_cc, max_cc=max_cc, bytes_moved=bytes_moved, units=units)
+            _CAPTURED[-1].append((launch, problem, options))
+            return launch
         module = launch.__module__
         doc = sys.modules[module].__doc__ or ""
         where = problem or _package_problem(module)
@@ -262,6 +268,24 @@ def rung(
         return launch
 
     return decorate
+
+
+# launchers that ``@rung`` met while ``capture_rungs`` was open: (launch, problem, options)
+_CAPTURED: list[list[tuple[Launcher, str | None, dict[str, Any]]]] = []
+
+
+@contextlib.contextmanager
+def capture_rungs() -> Iterator[list[tuple[Launcher, str | None, dict[str, Any]]]]:
+    """While open, ``@rung(...)`` records each launcher it decorates, with its ``problem`` and
+    its other options, in the list this yields, instead of registering it: the loader of a
+    user's rung file (``ladder.core.user_rung``) runs the file inside it, so a file outside
+    the problem packages may use the decorator. Registration outside it is unchanged."""
+    found: list[tuple[Launcher, str | None, dict[str, Any]]] = []
+    _CAPTURED.append(found)
+    try:
+        yield found
+    finally:
+        _CAPTURED.pop()
 
 
 def _resolve_units(problem: str, name: str, units: Units | None, dtypes: Iterable[str]) -> Units:

@@ -1,0 +1,19 @@
+"""Exercises for the notebooks that run without a GPU: ``from ladder.exercises import nb01_gemm``,
+then call a ``check_<name>(answer)``. A wrong answer raises ``AssertionError`` with a hint; a
+right one returns a short message. Each check computes the right answer itself (from the
+problem's and the rungs' constants, a lane model, the compiler, or by running your code in
+Numba's simulator), never from ``solutions.py``, which holds worked answers: read it last.
+
+One module per notebook: ``nb00_start_here``, ``nb01_gemm``, ``nb02_tensor_cores``,
+``nb03_conv``, ``nb04_streams_and_graphs``, ``nb05_fusion``, ``nb06_attention``.
+"""
+
+EXERCISES = {
+    "nb00_start_here": ("copy_time", "roofline"),
+    "nb01_gemm": ("coalescing", "shared_tiling", "local_array"),
+    "nb02_tensor_cores": ("bank_conflicts", "fragment_registers", "mma_count"),
+    "nb03_conv": ("conv1_shape_flops", "quads_per_window"),
+    "nb04_streams_and_graphs": ("pipeline_time", "graph_launches"),
+    "nb05_fusion": ("fusion_bytes", "online_softmax"),
+    "nb06_attention": ("score_memory", "flash_merge"),
+}

@@ -1,0 +1,115 @@
+"""What the exercises share: lane models of memory accesses, the compile report of one small
+kernel, and running a learner's kernel (Numba's simulator without a GPU)."""
+
+from __future__ import annotations
+
+import functools
+import json
+import os
+import subprocess
+import sys
+from collections.abc import Iterable
+from typing import Any
+
+import numpy as np
+
+BANKS = 32  # shared memory: 32 banks, each 4 bytes wide
+WORD = 4
+SECTOR = 32  # global memory moves in 32-byte sectors
+
+
+def sectors(byte_addresses: Iterable[int], access_bytes: int = 4) -> int:
+    """32-byte sectors one warp-wide load touches (each lane reads ``access_bytes``)."""
+    touched = set()
+    for a in byte_addresses:
+        touched.update(range(a // SECTOR, (a + access_bytes - 1) // SECTOR + 1))
+    return len(touched)
+
+
+def bank_ways(byte_addresses: Iterable[int], access_bytes: int = 4) -> int:
+    """The worst bank conflict of one warp-wide shared-memory access: the most distinct 4-byte
+    words any bank must serve in one phase (1: conflict-free). A warp's request is served in
+    phases of 128 bytes: 32 lanes of 4 bytes, 16 of 8, or 8 lanes of 16 bytes (ldmatrix rows).
+    Lanes reading the same word share it (broadcast)."""
+    addresses = list(byte_addresses)
+    per_phase = 128 // access_bytes
+    worst = 0
+    for start in range(0, len(addresses), per_phase):
+        words: dict[int, set[int]] = {}
+        for a in addresses[start : start + per_phase]:
+            for w in range(a // WORD, (a + access_bytes) // WORD):
+                words.setdefault(w % BANKS, set()).add(w)
+        worst = max(worst, max(len(v) for v in words.values()))
+    return worst
+
+
+def close(answer: Any, right: float, rel: float = 0.03) -> bool:
+    try:
+        return abs(float(answer) - right) <= rel * abs(right)
+    except (TypeError, ValueError):
+        return False
+
+
+def as_dict(answer: Any, keys: Iterable[str], exercise: str) -> dict[str, Any]:
+    """The answer as a dict with ``keys``, or AssertionError saying what shape it must have."""
+    keys = list(keys)
+    require(isinstance(answer, dict), f"{exercise}: answer with a dict with the keys {keys}")
+    missing = [k for k in keys if k not in answer]
+    require(not missing, f"{exercise}: the answer lacks {missing}; give a dict with keys {keys}")
+    return answer
+
+
+_CHILD = """
+import importlib, json, sys
+import ladder
+from numba import cuda
+from ladder.core.check import _nvjitlink_report
+module = importlib.import_module(sys.argv[1])
+found = {}
+for name, signature in module.compile_signatures().items():
+    ptx, _ = cuda.compile_ptx(getattr(module, name), signature, cc=(8, 0))
+    (figures,) = _nvjitlink_report(ptx, "sm_80").values()
+    figures["f64"] = ".f64" in ptx
+    found[name] = figures
+print(json.dumps(found))
+"""
+
+
+@functools.cache
+def compile_report(module: str) -> dict[str, dict[str, Any]]:
+    """ptxas's figures (registers, stack_bytes, spill_stores, spill_loads) for sm_80 of each
+    kernel that ``module.compile_signatures()`` names, as ``ladder check`` reads them; no GPU
+    needed. Numba compiles only outside its simulator, so this runs in a child process with
+    ``NUMBA_ENABLE_CUDASIM=0`` (a few seconds, once per module)."""
+    env = dict(os.environ, NUMBA_ENABLE_CUDASIM="0", LADDER_CHECK_CHILD="1")
+    done = subprocess.run(
+        [sys.executable, "-c", _CHILD, module], env=env, capture_output=True, text=True
+    )
+    if done.returncode != 0:
+        raise RuntimeError(f"compiling {module}'s kernels failed:\n{done.stderr[-2000:]}")
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def run_kernel(kernel: Any, grid: tuple[int, ...], block: tuple[int, ...], *arrays: np.ndarray):
+    """Launch a learner's ``@cuda.jit`` kernel on host arrays (copied to the device, or to the
+    simulator's); returns the last array, the output, copied back."""
+    from numba import cuda
+
+    require(hasattr(kernel, "py_func"), "pass the @cuda.jit kernel itself, not a plain function")
+    on_device = [cuda.to_device(a) for a in arrays]
+    try:
+        kernel[grid, block](*on_device)
+        cuda.synchronize()
+    except Exception as err:
+        raise AssertionError(
+            f"your kernel raised {type(err).__name__}: {err}. An index past an array's end "
+            "(an edge tile not masked) raises IndexError in the simulator"
+        ) from err
+    return on_device[-1].copy_to_host()
+
+
+def require(condition: bool, message: str) -> None:
+    """An exercise's check: AssertionError with a hint when ``condition`` is false (not an
+    ``assert``, which ``python -O`` would remove)."""
+    if not condition:
+        raise AssertionError(message)

@@ -1,0 +1,88 @@
+"""Exercises for notebook 02 (tensor cores: the FP16 GEMM ladder).
+
+- ``check_bank_conflicts(dict)``: shared-memory bank conflicts of a float32 column read, with
+  and without padding, and of ldmatrix's 16-byte rows, with and without a swizzle.
+- ``check_fragment_registers(dict)``: 32-bit registers per lane of the A, B and C fragments
+  of one ``mma.sync.m16n8k16`` with FP16 inputs and FP32 sums.
+- ``check_mma_count(dict)``: mma.sync per k-step for a block tile and for one warp's tile.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ladder.exercises._common import WORD, as_dict, bank_ways, require
+
+MMA = (16, 8, 16)  # m16n8k16
+BLOCK_TILE = (128, 128, 32)  # BM, BN, BK
+WARPS = 8  # warp tiles of 64 x 32 (2 x 4 warps)
+HALF = 2  # bytes
+
+
+def check_bank_conflicts(answer: Any) -> str:
+    """Give the worst bank conflict ("ways": the most distinct 4-byte words one bank serves in
+    one phase; 1 is conflict-free) of four warp-wide shared-memory reads:
+
+    - column: float tile[32][32], lane lane reads tile[l][0];
+    - column_padded: the same with tile[32][33];
+    - ldmatrix: a half tile of 64 columns (128-byte rows); ldmatrix.x4 gives each lane lane one
+      16-byte row to read: row lane % 8, 16-byte chunk lane // 8 (a phase is 8 lanes, 128 bytes);
+    - ldmatrix_swizzled: the same, with chunk c of row r stored at chunk c ^ (r % 8)."""
+    keys = ("column", "column_padded", "ldmatrix", "ldmatrix_swizzled")
+    found = as_dict(answer, keys, "check_bank_conflicts")
+    lanes = range(32)
+    right = {
+        "column": bank_ways(lane * 32 * WORD for lane in lanes),
+        "column_padded": bank_ways(lane * 33 * WORD for lane in lanes),
+        "ldmatrix": bank_ways(((lane % 8) * 64 * HALF + (lane // 8) * 16 for lane in lanes), 16),
+        "ldmatrix_swizzled": bank_ways(
+            ((lane % 8) * 64 * HALF + ((lane // 8) ^ (lane % 8)) * 16 for lane in lanes), 16
+        ),
+    }
+    hints = {
+        "column": "the bank of word w is w % 32; a row of 32 floats is 32 words",
+        "column_padded": "with 33 words per row, row r starts at bank r % 32",
+        "ldmatrix": "8 lanes of 16 bytes form one 128-byte phase; where do the 8 rows start, "
+        "at 128 bytes apart?",
+        "ldmatrix_swizzled": "row r reads chunk c ^ r: which banks do the 8 rows' chunks cover?",
+    }
+    for key in keys:
+        require(found[key] == right[key], f"{key}: {hints[key]}")
+    return (
+        "right: padding spreads a column over every bank at the cost of a word per row; a "
+        "swizzle does it for 16-byte rows at no cost in space (rung 15's ldmatrix)"
+    )
+
+
+def check_fragment_registers(answer: Any) -> str:
+    """32-bit registers per lane for one m16n8k16 with FP16 A (16 x 16), B (16 x 8) and FP32
+    C (16 x 8), spread evenly over a warp's 32 lanes. Keys: A, B, C."""
+    found = as_dict(answer, ("A", "B", "C"), "check_fragment_registers")
+    m, n, k = MMA
+    right = {
+        "A": m * k * HALF // 32 // WORD,
+        "B": k * n * HALF // 32 // WORD,
+        "C": m * n * 4 // 32 // WORD,
+    }
+    for key, value in right.items():
+        require(
+            found[key] == value,
+            f"{key}: elements x bytes each / 32 lanes / 4 bytes per register (two halves share "
+            "a register)",
+        )
+    return "right: 4, 2 and 4 registers; a lane's A fragment is one 16-byte load (conv's quad)"
+
+
+def check_mma_count(answer: Any) -> str:
+    """One k-step of a BLOCK_TILE (128 x 128, BK = 32) on m16n8k16: how many mma.sync does the
+    block issue, and how many does each of its WARPS warps issue? Keys: block, warp."""
+    found = as_dict(answer, ("block", "warp"), "check_mma_count")
+    bm, bn, bk = BLOCK_TILE
+    m, n, k = MMA
+    block = (bm // m) * (bn // n) * (bk // k)
+    require(
+        found["block"] == block,
+        "block: (BM / 16) x (BN / 8) x (BK / 16) tiles, one mma each",
+    )
+    require(found["warp"] == block // WARPS, "warp: the block's mma shared by its warps")
+    return f"right: {block} per block, {block // WARPS} per warp per k-step"

@@ -1,0 +1,85 @@
+"""Exercises for notebook 04 (data movement: streams and CUDA graphs).
+
+- ``check_pipeline_time(dict)``: copies and kernels of a batch, sequential and split into
+  chunks on streams (each copy engine and the SMs do one chunk at a time).
+- ``check_graph_launches(dict)``: a chain of short kernels, launched one by one from Python
+  or replayed as a CUDA graph.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ladder.exercises._common import as_dict, close, require
+
+STAGES_MS = (4.0, 3.0, 2.0)  # the whole batch: host -> device, kernel, device -> host
+CHUNKS = 8
+KERNELS = 100
+KERNEL_US = 2.0  # GPU time of each kernel of the chain
+LAUNCH_US = 20.0  # host time to launch one Numba kernel
+REPLAY_US = 1.1  # GPU-side cost per kernel of a replayed graph
+
+
+def _pipelined(stages: tuple[float, ...], chunks: int) -> float:
+    """Finish time when chunk i's stage s starts after its stage s - 1 and after chunk
+    i - 1's stage s (one engine per stage)."""
+    done = [0.0] * len(stages)
+    for _ in range(chunks):
+        ready = 0.0
+        for s, total in enumerate(stages):
+            done[s] = max(done[s], ready) + total / chunks
+            ready = done[s]
+    return done[-1]
+
+
+def check_pipeline_time(answer: Any) -> str:
+    """STAGES_MS gives the batch's three stages. Keys: sequential_ms (one after the other),
+    pipelined_ms (CHUNKS chunks, each stage on its own engine, overlapped), efficiency (the
+    largest stage over pipelined_ms: the figure the README's overlap target is stated in)."""
+    found = as_dict(answer, ("sequential_ms", "pipelined_ms", "efficiency"), "check_pipeline_time")
+    sequential = sum(STAGES_MS)
+    pipelined = _pipelined(STAGES_MS, CHUNKS)
+    require(close(found["sequential_ms"], sequential), "sequential_ms: the stages add up")
+    if close(found["pipelined_ms"], max(STAGES_MS)):
+        raise AssertionError(
+            "pipelined_ms: the slowest stage sets the pace, but the first chunk must come in "
+            "before a kernel starts and the last must still go out: add the fill and drain"
+        )
+    require(
+        close(found["pipelined_ms"], pipelined),
+        "pipelined_ms: draw the three engines as rows of chunk boxes (each 1/8 of its stage) "
+        "and find when the last box ends",
+    )
+    require(
+        close(found["efficiency"], max(STAGES_MS) / pipelined),
+        "efficiency: the largest stage's time over the pipelined time",
+    )
+    efficiency = max(STAGES_MS) / pipelined
+    return (
+        f"right: {sequential} ms sequential, {pipelined:.3f} ms pipelined, "
+        f"efficiency {efficiency:.3f}"
+    )
+
+
+def check_graph_launches(answer: Any) -> str:
+    """KERNELS kernels of KERNEL_US each, back to back. Launched directly, the host needs
+    LAUNCH_US per launch; a graph replays them at REPLAY_US each. The GPU cannot start a kernel
+    the host has not launched yet. Keys: direct_us, graph_us (the whole chain)."""
+    found = as_dict(answer, ("direct_us", "graph_us"), "check_graph_launches")
+    direct = KERNELS * max(LAUNCH_US, KERNEL_US)
+    graph = KERNELS * max(REPLAY_US, KERNEL_US)
+    if close(found["direct_us"], KERNELS * (LAUNCH_US + KERNEL_US)):
+        raise AssertionError(
+            "direct_us: launches are asynchronous; the GPU runs kernel i while the host "
+            "launches kernel i + 1, so the slower of the two sets the pace, not their sum"
+        )
+    require(close(found["direct_us"], direct), "direct_us: per kernel, the slower of host and GPU")
+    require(
+        close(found["graph_us"], graph),
+        "graph_us: the host is out of the way; per kernel, the larger of the replay cost and the "
+        "kernel",
+    )
+    return (
+        f"right: {direct:.0f} us launched one by one, {graph:.0f} us as a graph: "
+        "launch-bound becomes GPU-bound"
+    )

@@ -1,0 +1,67 @@
+"""Exercises for notebook 06 (attention).
+
+- ``check_score_memory(dict)``: the memory of the N x N scores the naive rungs materialize.
+- ``check_flash_merge(merge)``: combine two partial softmax-weighted sums of one query row,
+  as flash attention does between blocks of keys, written by you.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from ladder.exercises._common import as_dict, close, require
+
+SHAPE = (4, 16, 4096)  # B, H, N (d = 64 does not matter here)
+
+
+def check_score_memory(answer: Any) -> str:
+    """float32 scores S = Q K^T for every (batch, head) at SHAPE. Keys: gb (1 GB = 1e9
+    bytes), growth (how many times larger when N doubles)."""
+    found = as_dict(answer, ("gb", "growth"), "check_score_memory")
+    b, h, n = SHAPE
+    gb = b * h * n * n * 4 / 1e9
+    require(close(found["gb"], gb), "gb: B x H x N x N scores of 4 bytes")
+    require(found["growth"] == (2 * n) ** 2 // n**2, "growth: the scores are N x N")
+    return f"right: {gb:.2f} GB, 4x per doubling; the flash rungs keep a block of scores at a time"
+
+
+def check_flash_merge(merge: Callable[..., Any]) -> str:
+    """A partial result over some keys is (m, l, o): m the max score, l = sum exp(s - m), o =
+    sum exp(s - m) v (a vector, not yet divided by l). Write ``merge(a, b) -> (m, l, o)`` for
+    the partials a and b of two blocks of keys; o / l of the merged result is the attention
+    output. The check merges random blocks and compares with softmax(s) @ V in float64."""
+    rng = np.random.default_rng(6)
+    scores = rng.normal(0.0, 4.0, 29)
+    values = rng.normal(0.0, 1.0, (29, 5))
+
+    def partial(lo: int, hi: int) -> tuple[float, float, np.ndarray]:
+        s, v = scores[lo:hi], values[lo:hi]
+        m = float(s.max())
+        p = np.exp(s - m)
+        return m, float(p.sum()), p @ v
+
+    merged = partial(0, 7)
+    for lo, hi in ((7, 20), (20, 29)):
+        merged = merge(merged, partial(lo, hi))
+    m, total, o = merged
+    weights = np.exp(scores - scores.max())
+    ref = weights / weights.sum() @ values
+    require(close(m, scores.max(), 1e-12), "m: the larger of the two maxima")
+    require(
+        close(total, weights.sum(), 1e-9),
+        "l: rescale each block's sum to the new max, l_a exp(m_a - m) + l_b exp(m_b - m)",
+    )
+    out = np.asarray(o) / total
+    err = float(np.linalg.norm(out - ref) / np.linalg.norm(ref))
+    require(
+        err < 1e-9,
+        f"o / l is off (relative error {err:.2g}): o needs the same rescaling as l, "
+        "o_a exp(m_a - m) + o_b exp(m_b - m)",
+    )
+    return (
+        "right: any order of blocks gives softmax(s) @ V; rung 3 keeps (m, l, o) per row in "
+        "registers"
+    )

@@ -1,0 +1,85 @@
+"""Worked answers to the exercises, kept apart: try each ``check_<name>`` first. The checks
+never read this module; each computes its answer on its own."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+from numba import cuda, float32
+
+TILE = 8  # nb01_gemm.TILE
+
+# nb00_start_here: (2 x 8192 x 8192 + 2 x 8192) x 4 bytes at 4 TB/s
+copy_time = (2 * 8192 * 8192 + 2 * 8192) * 4 / 4.0e12 * 1e3
+# 2 M N K over (M K + K N + M N) x 4 at (4096, 4096, 16): below 60 / 4 = 15, memory-bound
+_flops, _bytes = 2 * 4096 * 4096 * 16, (4096 * 16 * 2 + 4096 * 4096) * 4
+roofline = {
+    "intensity": _flops / _bytes,
+    "bound": "memory",
+    "floor_ms": max(_bytes / 4.0e12, _flops / 60e12) * 1e3,
+}
+
+# nb01_gemm
+coalescing = {"naive_A": 32, "naive_B": 1, "coalesced_A": 1, "coalesced_B": 4}
+local_array = {"constant_index": 0, "runtime_index": 64}  # 16 floats x 4 bytes
+
+
+@cuda.jit
+def shared_tiling(A, B, C):
+    As = cuda.shared.array((TILE, TILE), float32)
+    Bs = cuda.shared.array((TILE, TILE), float32)
+    tx, ty = cuda.threadIdx.x, cuda.threadIdx.y
+    row = cuda.blockIdx.y * TILE + ty
+    col = cuda.blockIdx.x * TILE + tx
+    M, K = A.shape
+    N = B.shape[1]
+    acc = float32(0.0)
+    for k0 in range(0, K, TILE):
+        As[ty, tx] = A[row, k0 + tx] if row < M and k0 + tx < K else float32(0.0)
+        Bs[ty, tx] = B[k0 + ty, col] if k0 + ty < K and col < N else float32(0.0)
+        cuda.syncthreads()
+        for i in range(TILE):
+            acc += As[ty, i] * Bs[i, tx]
+        cuda.syncthreads()
+    if row < M and col < N:
+        C[row, col] = acc
+
+
+# nb02_tensor_cores
+bank_conflicts = {"column": 32, "column_padded": 1, "ldmatrix": 8, "ldmatrix_swizzled": 1}
+fragment_registers = {"A": 4, "B": 2, "C": 4}
+mma_count = {"block": 8 * 16 * 2, "warp": 8 * 16 * 2 // 8}
+
+# nb03_conv: conv1 (10000, 1, 4, 86, 86, 7) -> 80 x 80 outputs
+conv1_shape_flops = {
+    "output_shape": (10000, 4, 80, 80),
+    "gflop": 2 * 10000 * 4 * 80 * 80 * 1 * 7 * 7 / 1e9,
+}
+quads_per_window = {"quads": 10 + 4 - 1, "mma": 10 * 4}  # k = i + j in 0 .. T + PAIRS - 2
+
+# nb04_streams_and_graphs: 8 chunks of (0.5, 0.375, 0.25) ms; the copy in sets the pace
+pipeline_time = {"sequential_ms": 9.0, "pipelined_ms": 4.0 + 0.375 + 0.25, "efficiency": 4 / 4.625}
+graph_launches = {"direct_us": 100 * 20.0, "graph_us": 100 * 2.0}
+
+# nb05_fusion: 6 passes of 2 bytes against 2 (a and b, 2 x 8192 x 2 bytes, once each)
+fusion_bytes = {
+    "three_kernels_mb": (6 * 8192 * 8192 + 2 * 8192) * 2 / 1e6,
+    "fused_mb": (2 * 8192 * 8192 + 2 * 8192) * 2 / 1e6,
+}
+
+
+def online_softmax(m: float, s: float, chunk: np.ndarray) -> tuple[float, float]:
+    new = max(m, float(chunk.max()))
+    return new, s * np.exp(m - new) + float(np.exp(chunk - new).sum())
+
+
+# nb06_attention
+score_memory = {"gb": 4 * 16 * 4096 * 4096 * 4 / 1e9, "growth": 4}
+
+
+def flash_merge(a: tuple[Any, ...], b: tuple[Any, ...]) -> tuple[Any, ...]:
+    (ma, la, oa), (mb, lb, ob) = a, b
+    m = max(ma, mb)
+    wa, wb = np.exp(ma - m), np.exp(mb - m)
+    return m, la * wa + lb * wb, oa * wa + ob * wb
