@@ -1,0 +1,219 @@
+"""Pictures of the flash-attention rungs, drawn from the rungs' own tile sizes.
+
+- ``flash_tiles``: the score matrix cut into query x key tiles, as rung 3 (``r03_flash``) and
+  rung 5 (``r05_tensor_core_flash``) cut it, one query tile sweeping the K/V tiles.
+- ``online_softmax``: the running max and sum rescaling that lets the keys arrive in tiles,
+  on a small numeric example computed with NumPy and checked against the direct softmax.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+from matplotlib.figure import Figure
+from matplotlib.patches import FancyArrowPatch, Rectangle
+
+from ladder.attention import r03_flash as r03
+from ladder.attention import r05_tensor_core_flash as r05
+from ladder.core import diagrams as dg
+
+MMA_M = 16  # rows of one m16 tile: rung 5's query tile is 16 x (m16 tiles per warp) x warps
+
+
+def flash_tile_sizes(d: int = 64) -> dict[str, tuple[int, int]]:
+    """(queries, keys) per tile of rungs 3 and 5 at head dimension ``d``: rung 3's
+    ``tile_shape`` gives 16·TM queries and 16·TN keys; rung 5's tuned (warps, m16 tiles per
+    warp) gives 16 · tiles · warps queries against BKV keys."""
+    tm, tn = r03.tile_shape(d)
+    warps, mi = r05.TUNED[r05.kernel_d(d, "diagram")]
+    return {
+        "r03_flash": (r03.SIDE * tm, r03.SIDE * tn),
+        "r05_tensor_core_flash": (MMA_M * mi * warps, r05.BKV),
+    }
+
+
+def flash_tiles(n: int = 512, d: int = 64, query_tile: int = 1) -> Figure:
+    """The N x N score matrix S = Q Kᵀ (never stored) cut into tiles as rungs 3 and 5 cut it at
+    head dimension ``d``: one block owns a query tile (a row of tiles, highlighted) and sweeps
+    the K/V tiles left to right, in the numbered order, keeping only a running max, a running
+    sum and its output rows between tiles."""
+    sizes = flash_tile_sizes(d)
+    fig = dg.figure(5.6)
+    axes = fig.subplots(1, 2)
+    for ax, (name, (bq, bkv)) in zip(axes, sizes.items(), strict=True):
+        rows, cols = -(-n // bq), -(-n // bkv)
+        q = min(query_tile, rows - 1)
+        for r in range(rows):
+            for c in range(cols):
+                ax.add_patch(Rectangle((c * bkv, r * bq), bkv, bq, fill=False, ec=dg.GREY, lw=0.5))
+        for c in range(cols):
+            ax.add_patch(
+                Rectangle(
+                    (c * bkv, q * bq),
+                    bkv,
+                    bq,
+                    fc=dg.ORANGE,
+                    alpha=0.3 + 0.5 * c / cols,
+                    ec="black",
+                    lw=0.6,
+                    gid="swept-tile",
+                )
+            )
+            ax.text(
+                c * bkv + bkv / 2,
+                q * bq + bq / 2,
+                str(c + 1),
+                ha="center",
+                va="center",
+                fontsize=7,
+            )
+        ax.add_patch(
+            FancyArrowPatch(
+                (0, (q + 1) * bq + bq * 0.6),
+                (n, (q + 1) * bq + bq * 0.6),
+                arrowstyle="-|>",
+                mutation_scale=12,
+                color="black",
+                lw=1,
+            )
+        )
+        ax.text(
+            n / 2,
+            (q + 1) * bq + bq * 0.75,
+            f"K/V tiles of {bkv} keys, one after another",
+            ha="center",
+            va="top",
+            fontsize=8,
+        )
+        ax.set_xlim(0, n)
+        ax.set_ylim(n, 0)
+        ax.set_aspect("equal")
+        ax.set_xticks(range(0, n + 1, max(bkv, n // 8)))
+        ax.set_yticks(range(0, n + 1, max(bq, n // 8)))
+        ax.tick_params(labelsize=7)
+        ax.set_xlabel("key index j (a column of S, a row of K and V)")
+        ax.set_ylabel("query index i (a row of S and of the output)")
+        ax.set_title(
+            f"{name}: a block owns {bq} queries,\nsweeps {cols} tiles of {bkv} keys (d = {d})",
+            fontsize=9,
+        )
+    fig.suptitle(
+        f"Flash attention tiles over S = Q Kᵀ for N = {n}: S is never stored; a block holds one "
+        "query × key tile of it on chip at a time",
+        fontsize=10,
+    )
+    return fig
+
+
+def online_softmax_steps(
+    scores: Sequence[float], values: Sequence[float], tile: int
+) -> list[dict[str, Any]]:
+    """The online softmax over ``scores`` in tiles of ``tile``, one record per tile: the max
+    before and after (m, m'), the rescale α = exp(m - m'), the tile's Σ exp(s - m') and
+    Σ exp(s - m') v, and the running l and O after it (O / l is the output so far)."""
+    s, v = np.asarray(scores, float), np.asarray(values, float)
+    m, l_sum, o = -np.inf, 0.0, 0.0
+    steps = []
+    for start in range(0, len(s), tile):
+        st, vt = s[start : start + tile], v[start : start + tile]
+        m_new = max(m, float(st.max()))
+        alpha = float(np.exp(m - m_new))  # exp(-inf) = 0 on the first tile
+        p = np.exp(st - m_new)
+        l_sum = alpha * l_sum + float(p.sum())
+        o = alpha * o + float(p @ vt)
+        steps.append(
+            {
+                "keys": (start, start + len(st)),
+                "m": m,
+                "m_new": m_new,
+                "alpha": alpha,
+                "tile_sum": float(p.sum()),
+                "tile_pv": float(p @ vt),
+                "l": l_sum,
+                "o": o,
+                "out": o / l_sum,
+            }
+        )
+        m = m_new
+    return steps
+
+
+EXAMPLE_SCORES = (1.0, 3.0, 2.0, 0.5, 4.0, 1.5, 2.5, 3.5)  # two tiles of four, the max moves
+EXAMPLE_VALUES = (1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0, 8.0)  # one column of V
+
+
+def online_softmax(
+    scores: Sequence[float] = EXAMPLE_SCORES,
+    values: Sequence[float] = EXAMPLE_VALUES,
+    tile: int = 4,
+) -> Figure:
+    """One query's scores arriving in tiles (``tile`` keys each; the rungs use r03's 16·TN or
+    r05's BKV): left, the scores and the running max; right, each tile's update of the running
+    max m, the rescale α = exp(m - m'), the running sum l and output O, and the final O / l
+    beside the softmax computed directly over all the scores at once."""
+    s, v = np.asarray(scores, float), np.asarray(values, float)
+    steps = online_softmax_steps(s, v, tile)
+    weights = np.exp(s - s.max())
+    direct = float(weights @ v / weights.sum())
+    fig = dg.figure(4.6)
+    left, right = fig.subplots(1, 2, width_ratios=(1, 1.5))
+    palette = [dg.BLUE, dg.ORANGE, dg.GREEN, dg.PURPLE]
+    for k, step in enumerate(steps):
+        a, b = step["keys"]
+        color = palette[k % len(palette)]
+        left.bar(range(a, b), s[a:b], color=color, alpha=0.8, label=f"tile {k + 1}", gid="score")
+        left.hlines(step["m_new"], a - 0.4, b - 0.6, color=dg.RED, lw=2)
+        left.annotate(
+            f"m = {step['m_new']:g}",
+            (a - 0.4, step["m_new"]),
+            xytext=(0, 3),
+            textcoords="offset points",
+            fontsize=7,
+            color=dg.RED,
+        )
+    left.set_xticks(range(len(s)), [f"{j}\nv={v[j]:g}" for j in range(len(s))], fontsize=7)
+    left.set_xlabel("key j, and its value v_j")
+    left.set_ylabel("score s_j")
+    left.set_ylim(0, s.max() * 1.25)
+    left.legend(fontsize=7, loc="upper left")
+    left.set_title("scores in tiles; red: running max after each tile", fontsize=9)
+
+    header = ["tile", "m → m'", "α = e^(m−m')", "Σ e^(s−m')", "l = αl + Σ", "O = αO + Σ e^(s−m')v"]
+    cells = [
+        [
+            f"{k + 1} (keys {st['keys'][0]}–{st['keys'][1] - 1})",
+            f"{'−∞' if st['m'] == -np.inf else format(st['m'], 'g')} → {st['m_new']:g}",
+            f"{st['alpha']:.4f}",
+            f"{st['tile_sum']:.4f}",
+            f"{st['l']:.4f}",
+            f"{st['o']:.4f}",
+        ]
+        for k, st in enumerate(steps)
+    ]
+    right.axis("off")
+    table = right.table(cellText=cells, colLabels=header, loc="upper center", cellLoc="center")
+    table.auto_set_font_size(False)
+    table.set_fontsize(7.5)
+    table.scale(1, 1.6)
+    table.auto_set_column_width(list(range(len(header))))
+    final = steps[-1]
+    right.text(
+        0.5,
+        0.45,
+        f"online: O / l = {final['o']:.4f} / {final['l']:.4f} = {final['out']:.6f}\n"
+        f"direct: Σ softmax(s)_j v_j = {direct:.6f}",
+        ha="center",
+        va="center",
+        fontsize=9,
+        transform=right.transAxes,
+        gid="result",
+    )
+    right.set_title("each tile rescales what came before by α when the max rises", fontsize=9)
+    fig.suptitle(
+        f"Online softmax, as in rung 3 (r03_flash, tiles of {r03.SIDE}·TN keys) and rung 5 "
+        f"(r05_tensor_core_flash, BKV = {r05.BKV}): {len(steps)} tiles of {tile} scores",
+        fontsize=10,
+    )
+    return fig

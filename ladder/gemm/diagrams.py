@@ -1,0 +1,473 @@
+"""Pictures of the GEMM rungs' geometry, drawn from the rungs' own constants.
+
+Each function imports the rung it draws and takes every size from it, so a changed tile size
+changes the picture. The access patterns (which address a lane touches) are the rungs' index
+expressions, written once more here in NumPy; ``tests/test_diagrams.py`` checks them against
+the constants and the conflict counts the rungs' docstrings state.
+
+- ``warp_tiling``: rung 8's block tile split into warp tiles, sub-tiles and thread tiles.
+- ``bank_conflicts``: rung 5 against rung 6, which of the 32 banks a warp's accesses hit.
+- ``swizzle``: rung 15's tiles, plain rows against padded rows against the XOR swizzle.
+- ``mma_fragments``: which lane holds which elements of mma.sync m16n8k16's A, B and C/D.
+- ``wgmma_ring``: rung 16's producer/consumer ring of shared-memory stages and its barriers.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+from matplotlib.figure import Figure
+from matplotlib.patches import FancyArrowPatch, Rectangle
+
+from ladder.core import diagrams as dg
+from ladder.gemm import r05_register_blocked_2d as r05
+from ladder.gemm import r06_transposed_tiles as r06
+from ladder.gemm import r08_warp_tiling as r08
+from ladder.gemm import r14_cp_async as r14
+from ladder.gemm import r15_mma_sync as r15
+from ladder.gemm import r16_wgmma as r16
+
+# The shape of mma.sync.aligned.m16n8k16 (PTX ISA, "Matrix Fragments for mma.m16n8k16"): fixed
+# by the instruction, named in rung 15 but not a Python constant there.
+MMA_M, MMA_N, MMA_K = 16, 8, 16
+HALF_BYTES = 2
+FLOAT_BYTES = 4
+WARPGROUP_THREADS = 128  # 4 warps: the unit that issues one wgmma
+
+
+# ---- 1. rung 8: block -> warp -> thread tiles ----
+
+
+def warp_tiling(config: r08.Config | None = None) -> Figure:
+    """Rung 8's tiling of C (``r08.DEFAULT`` unless ``config`` is given, e.g. rung 10's tuned
+    one): left, the BM x BN block tile split into (BM/WM) x (BN/WN) warp tiles, with the
+    outputs of lane 0 of every warp marked; right, warp 0's tile split into WNITER sub-tiles
+    (WMITER along M), each an 8 x 4 grid of lanes owning TM x TN outputs."""
+    c = config or r08.DEFAULT
+    wsubm, wsubn = c.wm // c.wmiter, c.wn // c.wniter
+    lanes_m, lanes_n = wsubm // c.tm, wsubn // c.tn
+    warps_m, warps_n = c.bm // c.wm, c.bn // c.wn
+    fig = dg.figure(5.6)
+    left, right = fig.subplots(1, 2, width_ratios=(c.bn, c.wn * 1.35))
+    warp_colors = [dg.BLUE, dg.ORANGE, dg.GREEN, dg.PURPLE, dg.RED, dg.GREY]
+
+    for w in range(warps_m * warps_n):
+        wy, wx = divmod(w, warps_n)
+        color = warp_colors[w % len(warp_colors)]
+        left.add_patch(
+            Rectangle(
+                (wx * c.wn, wy * c.wm),
+                c.wn,
+                c.wm,
+                fc=color,
+                alpha=0.25,
+                ec=color,
+                lw=2,
+                gid="warp-tile",
+            )
+        )
+        left.text(
+            wx * c.wn + c.wn / 2,
+            wy * c.wm + c.wm / 2,
+            f"warp {w}\n{c.wm} × {c.wn}",
+            ha="center",
+            va="center",
+            fontsize=9,
+        )
+        for i_sub in range(c.wmiter):  # lane 0's outputs: one TM x TN block per sub-tile
+            for j_sub in range(c.wniter):
+                left.add_patch(
+                    Rectangle(
+                        (wx * c.wn + j_sub * wsubn, wy * c.wm + i_sub * wsubm),
+                        c.tn,
+                        c.tm,
+                        fc=color,
+                        ec="black",
+                        lw=0.6,
+                        gid="lane0-outputs",
+                    )
+                )
+    left.set_xlim(0, c.bn)
+    left.set_ylim(c.bm, 0)
+    left.set_aspect("equal")
+    left.set_xticks(range(0, c.bn + 1, c.wn))
+    left.set_yticks(range(0, c.bm + 1, c.wm))
+    left.set_xlabel("column of the block tile (n)")
+    left.set_ylabel("row of the block tile (m)")
+    left.set_title(
+        f"block tile BM × BN = {c.bm} × {c.bn}: {warps_m} × {warps_n} warp tiles\n"
+        f"(dark: lane 0's {c.wmiter * c.tm} × {c.wniter * c.tn} outputs in each warp)",
+        fontsize=9,
+    )
+
+    for i_sub in range(c.wmiter):
+        for j_sub in range(c.wniter):
+            x0, y0 = j_sub * wsubn, i_sub * wsubm
+            right.add_patch(
+                Rectangle((x0, y0), wsubn, wsubm, fill=False, ec="black", lw=1.5, gid="sub-tile")
+            )
+            for lane in range(dg.WARP):
+                ly, lx = divmod(lane, lanes_n)  # place(): lane // lanes_n rows, lane % lanes_n
+                right.add_patch(
+                    Rectangle(
+                        (x0 + lx * c.tn, y0 + ly * c.tm),
+                        c.tn,
+                        c.tm,
+                        fc=dg.BLUE if lane else dg.ORANGE,
+                        alpha=0.15 + 0.5 * (lane == 0),
+                        ec="white",
+                        lw=0.5,
+                        gid="thread-tile",
+                    )
+                )
+                right.text(
+                    x0 + lx * c.tn + c.tn / 2,
+                    y0 + ly * c.tm + c.tm / 2,
+                    str(lane),
+                    ha="center",
+                    va="center",
+                    fontsize=5.5,
+                )
+    right.set_xlim(0, c.wn)
+    right.set_ylim(c.wm, 0)
+    right.set_aspect("equal")
+    right.set_xticks(range(0, c.wn + 1, wsubn))
+    right.set_yticks(range(0, c.wm + 1, c.tm))
+    right.tick_params(labelsize=7)
+    right.set_xlabel(f"column of warp 0's tile (WNITER = {c.wniter} sub-tiles of {wsubn})")
+    right.set_ylabel("row of warp 0's tile")
+    right.set_title(
+        f"warp tile WM × WN = {c.wm} × {c.wn}: {c.wmiter} × {c.wniter} sub-tiles\n"
+        f"of {wsubm} × {wsubn}, each {lanes_m} × {lanes_n} lanes of TM × TN = {c.tm} × {c.tn}\n"
+        "(the number is the lane)",
+        fontsize=9,
+    )
+    fig.suptitle(
+        f"rung 8 (r08_warp_tiling): {c.threads} threads = {warps_m * warps_n} warps; a thread "
+        f"holds {c.wmiter * c.tm} × {c.wniter * c.tn} = "
+        f"{c.wmiter * c.tm * c.wniter * c.tn} accumulators",
+        fontsize=10,
+    )
+    return fig
+
+
+# ---- 2a. rungs 5 and 6: shared-memory banks ----
+
+
+def r05_b_read(d: int = 0, j: int = 0) -> list[int]:
+    """Byte addresses of rung 5's inner-loop read ``Bs[d, out_col + j]`` by lanes 0..31:
+    ``out_col = tid % (BN / TN) * TN``, Bs is BK x BN floats."""
+    return [
+        (d * r05.BN + lane % (r05.BN // r05.TN) * r05.TN + j) * FLOAT_BYTES for lane in range(32)
+    ]
+
+
+def r06_b_read(d: int = 0, j: int = 0) -> list[int]:
+    """Rung 6's read ``Bs[d, tcol + j * 16]``: ``tcol = tid % (BN / TN)``, columns interleaved
+    BN / TN apart instead of TN adjacent ones."""
+    cols = r06.BN // r06.TN
+    return [(d * r06.BN + lane % cols + j * cols) * FLOAT_BYTES for lane in range(32)]
+
+
+def r06_a_store(row_floats: int, off: int = 0) -> list[int]:
+    """Rung 6's store of A's tile, transposed: ``As[a_col, a_row + off]`` with
+    ``a_row, a_col = tid // BK, tid % BK``, rows of ``row_floats`` (AS_ROW = BM + PAD)."""
+    return [(lane % r06.BK * row_floats + lane // r06.BK + off) * FLOAT_BYTES for lane in range(32)]
+
+
+def bank_conflicts() -> Figure:
+    """Which of the 32 banks each lane of warp 0 hits, per pass, for the two accesses rung 6
+    changed: the inner loop's read of B's tile (rung 5's 8 adjacent columns per thread against
+    rung 6's columns 16 apart), and the transposed store of A's tile (rows of BM floats against
+    rung 6's rows of AS_ROW = BM + PAD)."""
+    fig = dg.figure(8.4)
+    axes = fig.subplots(4, 1, height_ratios=(4, 1, 8, 1))
+    panels = [
+        (r05_b_read(), f"rung 5, read Bs[d, out_col + j], {r05.TN} adjacent columns per thread"),
+        (r06_b_read(), f"rung 6, read Bs[d, tcol + {r06.BN // r06.TN} j], columns interleaved"),
+        (r06_a_store(r06.BM), f"A's tile stored transposed, rows of BM = {r06.BM} floats"),
+        (
+            r06_a_store(r06.AS_ROW),
+            f"rung 6, the same store, rows of AS_ROW = BM + PAD = {r06.AS_ROW} floats",
+        ),
+    ]
+    for ax, (addresses, title) in zip(axes, panels, strict=True):
+        dg.draw_bank_map(ax, addresses, title)
+    fig.suptitle(
+        f"Shared-memory banks, rung 5 → rung 6 (BM × BN × BK = {r06.BM} × {r06.BN} × {r06.BK}, "
+        f"TM × TN = {r06.TM} × {r06.TN}, PAD = {r06.PAD}): warp 0, first pass d = 0, j = 0;\n"
+        "a cell is one 4-byte word, labelled with the lanes that access it (a word read by "
+        "several lanes is one access: broadcast)",
+        fontsize=9,
+    )
+    return fig
+
+
+# ---- 2b. rung 15: padding against swizzle ----
+
+
+def r15_swizzle(row_bytes: int) -> Callable[[int, int], int]:
+    """Rung 15's XOR swizzle for shared rows of ``row_bytes``, derived from the rule it
+    follows: within each 128-byte line (8 chunks, one per bank group), the chunk index is
+    XORed with the line's index mod the chunks it spans. For A (rows of BK halves = 64 bytes,
+    two rows a line) that is ``chunk ^ ((row >> 1) & 3)``; for B (rows of BN halves) it is
+    ``chunk ^ (row & 7)``, as in ``r15_mma_sync.cu``."""
+    line = dg.BANK_GROUPS * dg.CHUNK_BYTES
+    rows_per_line = max(1, line // row_bytes)
+    span = min(dg.BANK_GROUPS, row_bytes // dg.CHUNK_BYTES)
+    return lambda row, chunk: chunk ^ (row // rows_per_line % span)
+
+
+def ldmatrix_groups(row_bytes: int, layout: str, chunk: int = 0, pad_bytes: int = 0) -> list[int]:
+    """Bank groups (0..7) of the 8 rows of one ldmatrix 8 x 8 matrix: rows 0..7 of a tile at
+    16-byte ``chunk``, laid out ``"plain"``, ``"padded"`` (rows of ``row_bytes + pad_bytes``)
+    or ``"swizzled"`` (rung 15)."""
+    swz = r15_swizzle(row_bytes)
+    out = []
+    for row in range(8):
+        if layout == "swizzled":
+            address = row * row_bytes + swz(row, chunk) * dg.CHUNK_BYTES
+        else:
+            stride = row_bytes + (pad_bytes if layout == "padded" else 0)
+            address = row * stride + chunk * dg.CHUNK_BYTES
+        out.append(address // dg.CHUNK_BYTES % dg.BANK_GROUPS)
+    return out
+
+
+def swizzle() -> Figure:
+    """Rung 15's A (BM x BK) and B (BK x BN) half tiles: where the 8 rows of one ldmatrix
+    8 x 8 matrix (one 16-byte chunk per row) land among the 8 bank groups of 4 banks, with
+    plain rows, with rows padded by rung 14's PAD halves, and with rung 15's XOR swizzle; and
+    the bytes each layout costs per stage."""
+    a_row, b_row = r15.BK * HALF_BYTES, r15.BN * HALF_BYTES
+    pad = r14.PAD * HALF_BYTES
+    stage = (r15.BM * r15.BK + r15.BK * r15.BN) * HALF_BYTES
+    extra = {"plain": 0, "padded": (r15.BM + r15.BK) * pad, "swizzled": 0}
+    fig = dg.figure(5.8)
+    axes = fig.subplots(2, 3)
+    for r, (name, row_bytes, rows) in enumerate(
+        (("A", a_row, f"{r15.BM} × {r15.BK}"), ("B", b_row, f"{r15.BK} × {r15.BN}"))
+    ):
+        for c, layout in enumerate(("plain", "padded", "swizzled")):
+            ax = axes[r, c]
+            groups = ldmatrix_groups(row_bytes, layout, pad_bytes=pad)
+            depth = max(groups.count(g) for g in range(dg.BANK_GROUPS))
+            for row, g in enumerate(groups):
+                ax.add_patch(
+                    Rectangle(
+                        (g, row),
+                        1,
+                        1,
+                        fc=dg.BLUE if depth == 1 else dg.RED,
+                        ec="white",
+                        alpha=0.8,
+                        gid="chunk",
+                    )
+                )
+                ax.text(g + 0.5, row + 0.5, f"row {row}", ha="center", va="center", fontsize=6)
+            ax.set_xlim(0, dg.BANK_GROUPS)
+            ax.set_ylim(8, 0)
+            ax.set_xticks(
+                np.arange(dg.BANK_GROUPS) + 0.5, [f"{4 * g}–{4 * g + 3}" for g in range(8)]
+            )
+            ax.set_yticks([])
+            ax.tick_params(labelsize=6, length=0)
+            ax.set_xlabel("banks (bank group = byte address / 16 mod 8)", fontsize=7)
+            rule = {
+                "plain": f"rows of {row_bytes} B",
+                "padded": f"rows of {row_bytes} + {pad} B (PAD = {r14.PAD} halves)",
+                "swizzled": "chunk ^ " + ("((row >> 1) & 3)" if name == "A" else "(row & 7)"),
+            }[layout]
+            verdict = "conflict-free" if depth == 1 else f"{depth}-way conflict"
+            ax.set_title(
+                f"{name} {rows}, {layout}: {rule}\n{verdict}; +{extra[layout]} B per stage",
+                fontsize=8,
+            )
+    fig.suptitle(
+        f"rung 15 (r15_mma_sync) tiles, one ldmatrix 8 × 8 matrix = rows 0–7 at chunk 0: "
+        f"padding costs {extra['padded']:,} B of a {stage:,} B stage "
+        f"({100 * extra['padded'] / stage:.0f} %), the swizzle none",
+        fontsize=9,
+    )
+    return fig
+
+
+# ---- 3. mma.sync m16n8k16 fragments ----
+
+
+def mma_layout() -> dict[str, np.ndarray]:
+    """Owner of every element of mma.sync m16n8k16's operands, from the PTX fragment layout
+    (lane = 4g + t): arrays of (lane, register, half) per element of A (16 x 16, row-major),
+    B (16 x 8, k x n) and C/D (16 x 8)."""
+    a = np.full((MMA_M, MMA_K, 3), -1)
+    b = np.full((MMA_K, MMA_N, 3), -1)
+    d = np.full((MMA_M, MMA_N, 3), -1)
+    for lane in range(dg.WARP):
+        g, t = divmod(lane, 4)
+        for half in range(2):
+            for reg, (row, col) in enumerate(
+                ((g, 2 * t), (g + 8, 2 * t), (g, 2 * t + 8), (g + 8, 2 * t + 8))
+            ):
+                a[row, col + half] = (lane, reg, half)
+            for reg, k in enumerate((2 * t, 2 * t + 8)):
+                b[k + half, g] = (lane, reg, half)
+            for reg, row in enumerate((g, g + 8)):  # d0, d1 row g; d2, d3 row g + 8
+                d[row, 2 * t + half] = (lane, 2 * reg + half, 0)
+    return {"A": a, "B": b, "C": d}
+
+
+def mma_fragments() -> Figure:
+    """Which lane holds which elements of mma.sync m16n8k16's A (16 x 16), B (16 x 8) and
+    C/D (16 x 8): each cell shows the lane and its register (a0..a3, b0..b1 each hold two
+    halves; d0..d3 one float each). Colour is the lane's t = lane % 4."""
+    layout = mma_layout()
+    palette = [dg.BLUE, dg.ORANGE, dg.GREEN, dg.PURPLE]
+    fig = dg.figure(6.2)
+    axes = fig.subplots(1, 3, width_ratios=(MMA_K, MMA_N, MMA_N))
+    names = {"A": "a", "B": "b", "C": "d"}
+    shapes = {
+        "A": f"A, {MMA_M} × {MMA_K} (row-major)",
+        "B": f"B, {MMA_K} × {MMA_N} (k × n)",
+        "C": f"C/D, {MMA_M} × {MMA_N} (FP32)",
+    }
+    for ax, (key, owners) in zip(axes, layout.items(), strict=True):
+        labels = [[f"{o[0]}\n{names[key]}{o[1]}" for o in row] for row in owners]
+        colors = [[palette[o[0] % 4] for o in row] for row in owners]
+        dg.cell_grid(ax, labels, colors, fontsize=5.5, gid=f"{key}-element")
+        rows, cols = owners.shape[:2]
+        ax.set_xlim(0, cols)
+        ax.set_ylim(rows, 0)
+        ax.set_aspect("equal")
+        ax.set_xticks(np.arange(cols) + 0.5, [str(i) for i in range(cols)])
+        ax.set_yticks(np.arange(rows) + 0.5, [str(i) for i in range(rows)])
+        ax.tick_params(labelsize=6, length=0)
+        ax.set_xlabel("k" if key == "A" else "n", fontsize=8)
+        ax.set_ylabel("k" if key == "B" else "m", fontsize=8)
+        ax.set_title(shapes[key], fontsize=9)
+    fig.suptitle(
+        f"mma.sync.m{MMA_M}n{MMA_N}k{MMA_K} fragments (rung 15, r15_mma_sync): lane = 4g + t; "
+        "a0 = A[g][2t..2t+1], a1 = A[g+8][2t..], a2 = A[g][2t+8..], a3 = A[g+8][2t+8..];\n"
+        "b0 = B[2t..2t+1][g], b1 = B[2t+8..][g]; d0, d1 = D[g][2t..], d2, d3 = D[g+8][2t..]. "
+        "Each cell: lane, then register; colour: t = lane % 4",
+        fontsize=9,
+    )
+    return fig
+
+
+# ---- 4. rung 16: the TMA -> wgmma ring ----
+
+
+def ring_schedule(
+    stages: int = r16.STAGES, k_tiles: int = 10, copy: float = 0.6, mma: float = 1.0
+) -> list[dict[str, Any]]:
+    """A model of rung 16's main loop, one record per K tile: when its copy starts and lands
+    (the producer waits on ``empty[s]`` first once kt >= stages), when the consumers start
+    and finish its MMAs (after waiting on ``full[s]``), and when they release its stage
+    (arrive on ``empty[s]`` after ``wgmma.wait_group 1`` in the next iteration: one tile
+    late). ``copy`` and ``mma`` are durations in arbitrary units (copies run one at a time)."""
+    tiles: list[dict[str, Any]] = []
+    engine = consumer = 0.0
+    for kt in range(k_tiles):
+        s = kt % stages
+        free = tiles[kt - stages]["released"] if kt >= stages else 0.0
+        start = max(engine, free)
+        tiles.append({"tile": kt, "stage": s, "empty_wait": free, "copy_start": start})
+        tiles[kt]["full"] = engine = start + copy
+        # consumers of tile kt - 1 finish; tile kt needs its full barrier
+        mma_start = max(consumer, tiles[kt]["full"])
+        tiles[kt]["mma_start"] = mma_start
+        tiles[kt]["mma_end"] = consumer = mma_start + mma
+        if kt > 0:
+            tiles[kt - 1]["released"] = mma_start  # after issuing kt, wait_group 1 -> kt-1 done
+    tiles[-1]["released"] = tiles[-1]["mma_end"]
+    return tiles
+
+
+def wgmma_ring(k_tiles: int | None = None) -> Figure:
+    """Rung 16's pipeline as a timeline: one producer thread issues a bulk tensor copy (TMA)
+    per K tile into stage kt % STAGES once that stage's ``empty`` barrier says the consumers
+    are done with it; the copy lands and completes the stage's ``full`` barrier, on which the
+    consumer warpgroups wait before their wgmma. Rows: the copy engine, each stage's
+    contents, the consumers. Arrows: full[s] (copy -> consumers) and empty[s] (consumers ->
+    producer)."""
+    stages = r16.STAGES
+    consumers = r16.THREADS // WARPGROUP_THREADS - 1  # one producer warpgroup, the rest math
+    tiles = ring_schedule(stages, k_tiles or 2 * stages + 2)
+    stage_kb = (r16.BM * r16.BK + r16.BK * r16.BN) * HALF_BYTES // 1024
+    fig = dg.figure(5.4)
+    ax = fig.add_subplot()
+    rows = {"copy": 0, **{f"stage {s}": 1 + s for s in range(stages)}, "mma": stages + 1}
+    palette = [dg.BLUE, dg.ORANGE, dg.GREEN, dg.PURPLE, dg.RED, dg.GREY]
+    for t in tiles:
+        color = palette[t["stage"] % len(palette)]
+        y_copy, y_stage, y_mma = rows["copy"], rows[f"stage {t['stage']}"], rows["mma"]
+        tile = str(t["tile"])
+        _bar(ax, t["copy_start"], t["full"], y_copy, color, tile, gid="copy")
+        # the stage while it is filled (hatched), then while it holds the tile
+        _bar(ax, t["copy_start"], t["full"], y_stage, color, "", gid="stage-filling", hatch=True)
+        _bar(ax, t["full"], t["released"], y_stage, color, f"tile {tile}", gid="stage-full")
+        _bar(ax, t["mma_start"], t["mma_end"], y_mma, color, tile, gid="mma")
+        _arrow(ax, (t["full"], y_stage + 0.85), (t["mma_start"], y_mma + 0.15), "full")
+        if t["tile"] >= stages:
+            _arrow(ax, (t["empty_wait"], y_mma + 0.15), (t["copy_start"], y_copy + 0.85), "empty")
+    end = max(t["mma_end"] for t in tiles)
+    ax.set_xlim(0, end + 0.2)
+    ax.set_ylim(stages + 2, 0)
+    labels = [
+        "TMA copies\n(1 producer thread)",
+        *(f"stage {s}\n({stage_kb} KB)" for s in range(stages)),
+        f"wgmma, {consumers}\nconsumer warpgroups",
+    ]
+    ax.set_yticks(np.arange(stages + 2) + 0.5, labels)
+    ax.tick_params(axis="y", labelsize=7, length=0)
+    ax.set_xlabel(
+        "time (model: a copy takes 0.6 of a K tile's MMAs; the ring fills, then each copy "
+        "waits for a stage's release)"
+    )
+    ax.plot([], [], color=dg.GREEN, lw=1, label="full[s]: copy landed (expect_tx bytes) → MMA")
+    ax.plot([], [], color=dg.RED, lw=1, ls="--", label="empty[s]: stage released → next copy")
+    ax.plot([], [], color="white", label="hatched: stage being filled; solid: tile resident")
+    fig.legend(loc="outside lower center", ncols=3, fontsize=7, frameon=False)
+    ax.set_title(
+        f"rung 16 (r16_wgmma): a ring of STAGES = {stages} shared-memory stages of "
+        f"A {r16.BM} × {r16.BK} + B {r16.BK} × {r16.BN} halves;\nK tile kt uses stage "
+        f"kt mod {stages}; a stage is released one tile late (after wgmma.wait_group 1)",
+        fontsize=9,
+    )
+    return fig
+
+
+def _bar(
+    ax: Any,
+    start: float,
+    end: float,
+    row: int,
+    color: Any,
+    label: str,
+    gid: str,
+    hatch: bool = False,
+) -> None:
+    """A bar from ``start`` to ``end`` in timeline row ``row``, labelled at its centre."""
+    style = {"fc": "white", "hatch": "////", "ec": color} if hatch else {"fc": color, "alpha": 0.6}
+    ax.add_patch(Rectangle((start, row + 0.15), end - start - 0.03, 0.7, lw=0.8, gid=gid, **style))
+    if label:
+        ax.text((start + end) / 2, row + 0.5, label, ha="center", va="center", fontsize=7)
+
+
+def _arrow(ax: Any, start: tuple[float, float], end: tuple[float, float], barrier: str) -> None:
+    """A barrier's signal: ``full`` (copy landed -> MMAs) or ``empty`` (released -> copy)."""
+    color, style = (dg.GREEN, "-") if barrier == "full" else (dg.RED, "--")
+    ax.add_patch(
+        FancyArrowPatch(
+            start,
+            end,
+            arrowstyle="-|>",
+            mutation_scale=7,
+            color=color,
+            lw=0.7,
+            ls=style,
+            gid=f"{barrier}-arrow",
+        )
+    )

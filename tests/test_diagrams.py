@@ -1,0 +1,291 @@
+"""The diagrams render without a GPU, draw what the rungs' constants say, and keep their labels
+apart. Each test checks a fact of the picture that comes from a rung constant."""
+
+from __future__ import annotations
+
+import io
+import itertools
+import json
+import math
+import re
+from collections.abc import Callable
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")
+
+import numpy as np
+import pytest
+from matplotlib.figure import Figure
+from matplotlib.text import Text
+
+from ladder.attention import diagrams as attention_diagrams
+from ladder.attention import r03_flash, r05_tensor_core_flash
+from ladder.conv import diagrams as conv_diagrams
+from ladder.conv import layers
+from ladder.core import diagrams as dg
+from ladder.gemm import diagrams as gemm_diagrams
+from ladder.gemm import r05_register_blocked_2d as r05
+from ladder.gemm import r06_transposed_tiles as r06
+from ladder.gemm import r08_warp_tiling as r08
+from ladder.gemm import r14_cp_async as r14
+from ladder.gemm import r15_mma_sync as r15
+from ladder.gemm import r16_wgmma as r16
+
+RESULTS = Path(__file__).resolve().parent.parent / "results" / "nvidia-h200.json"
+
+FIGURES: dict[str, Callable[[], Figure]] = {
+    "warp_tiling": gemm_diagrams.warp_tiling,
+    "bank_conflicts": gemm_diagrams.bank_conflicts,
+    "swizzle": gemm_diagrams.swizzle,
+    "mma_fragments": gemm_diagrams.mma_fragments,
+    "wgmma_ring": gemm_diagrams.wgmma_ring,
+    "flash_tiles": attention_diagrams.flash_tiles,
+    "online_softmax": attention_diagrams.online_softmax,
+    "implicit_gemm": conv_diagrams.implicit_gemm,
+    "roofline_gemm": lambda: dg.roofline(RESULTS, "gemm"),
+    "roofline_conv": lambda: dg.roofline(RESULTS, "conv"),
+    "roofline_attention": lambda: dg.roofline(RESULTS, "attention"),
+}
+
+
+def patches(fig: Figure, gid: str) -> list:
+    return [p for ax in fig.axes for p in ax.patches if p.get_gid() == gid]
+
+
+def drawn_texts(fig: Figure) -> list[Text]:
+    """Every text the figure draws: tick labels only where their tick is inside the view."""
+    ticks, out = set(), []
+    for ax in fig.axes:
+        for axis in (ax.xaxis, ax.yaxis):
+            lo, hi = sorted(axis.get_view_interval())
+            slack = 1e-9 * abs(hi - lo)
+            for tick in axis.get_major_ticks() + axis.get_minor_ticks():
+                ticks.update({id(tick.label1), id(tick.label2)})
+                inside = lo - slack <= tick.get_loc() <= hi + slack
+                if ax.axison and tick.get_visible() and inside:
+                    out += [tick.label1, tick.label2]
+    out += [t for t in fig.findobj(Text) if id(t) not in ticks]
+    return [t for t in out if t.get_visible() and t.get_text().strip()]
+
+
+@pytest.mark.parametrize("name", list(FIGURES))
+def test_renders_with_labels_apart_and_inside(name: str) -> None:
+    fig = FIGURES[name]()
+    assert isinstance(fig, Figure)
+    buffer = io.BytesIO()
+    fig.savefig(buffer, format="png")
+    assert buffer.getvalue()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert fig.get_size_inches()[0] == pytest.approx(dg.FIG_WIDTH)
+    renderer = fig.canvas.get_renderer()
+    boxes = [(t.get_text(), Text.get_window_extent(t, renderer)) for t in drawn_texts(fig)]
+    for (a, box_a), (b, box_b) in itertools.combinations(boxes, 2):
+        overlap_x = min(box_a.x1, box_b.x1) - max(box_a.x0, box_b.x0)
+        overlap_y = min(box_a.y1, box_b.y1) - max(box_a.y0, box_b.y0)
+        assert overlap_x <= 0 or overlap_y <= 0, f"{a!r} overlaps {b!r}"
+    width, height = fig.bbox.width, fig.bbox.height
+    for text, box in boxes:
+        assert box.x0 >= -1 and box.y0 >= -1, f"{text!r} leaves the figure"
+        assert box.x1 <= width + 1 and box.y1 <= height + 1, f"{text!r} leaves the figure"
+
+
+def test_warp_tiling_draws_rung_8s_tiles() -> None:
+    c = r08.DEFAULT
+    fig = gemm_diagrams.warp_tiling()
+    warps = (r08.BM // r08.WM) * (r08.BN // r08.WN)
+    assert len(patches(fig, "warp-tile")) == warps == r08.THREADS // r08.WARP
+    assert len(patches(fig, "sub-tile")) == c.wmiter * c.wniter
+    assert len(patches(fig, "thread-tile")) == r08.WARP * c.wmiter * c.wniter
+    assert len(patches(fig, "lane0-outputs")) == warps * c.wmiter * c.wniter
+    for tile in patches(fig, "thread-tile"):
+        assert (tile.get_width(), tile.get_height()) == (r08.TN, r08.TM)
+    assert f"{r08.BM} × {r08.BN}" in fig.axes[0].get_title()
+
+
+def test_bank_conflicts_rung_5_then_rung_6() -> None:
+    assert dg.conflict_degree(gemm_diagrams.r05_b_read()) > 1
+    assert dg.conflict_degree(gemm_diagrams.r06_b_read()) == 1
+    assert dg.conflict_degree(gemm_diagrams.r06_a_store(r06.BM)) > 1  # without the pad
+    assert dg.conflict_degree(gemm_diagrams.r06_a_store(r06.AS_ROW)) == 1
+    assert r06.AS_ROW == r06.BM + r06.PAD and r05.BN == r06.BN
+    fig = gemm_diagrams.bank_conflicts()
+    drawn = []
+    for ax in fig.axes:
+        passes = max(int(p.get_y()) for p in ax.patches if p.get_gid() == "bank-cell") + 1
+        title = ax.get_title()
+        stated = 1 if "conflict-free" in title else int(re.search(r"(\d+)-way", title).group(1))
+        assert passes == stated
+        drawn.append(passes)
+    assert drawn[0] > 1 and drawn[1] == 1 and drawn[2] > 1 and drawn[3] == 1
+    assert drawn[0] == 4  # rung 6's docstring: "rung 5 has 4-way conflicts there"
+    assert drawn[2] == 8  # rung 6's docstring: "without the pad it is an 8-way conflict"
+
+
+# Rung 15's swizzles as r15_mma_sync.cu writes them (stated once, here): the diagram derives
+# them from r15.BK and r15.BN and must agree.
+CU_SWIZZLE_A = lambda row, chunk: chunk ^ ((row >> 1) & 3)  # noqa: E731
+CU_SWIZZLE_B = lambda row, chunk: chunk ^ (row & 7)  # noqa: E731
+
+
+def test_swizzle_matches_rung_15_and_padding_costs_bytes() -> None:
+    a_row, b_row = r15.BK * 2, r15.BN * 2
+    derived_a, derived_b = gemm_diagrams.r15_swizzle(a_row), gemm_diagrams.r15_swizzle(b_row)
+    for row in range(r15.BM):
+        for chunk in range(a_row // 16):
+            assert derived_a(row, chunk) == CU_SWIZZLE_A(row, chunk)
+    for row in range(r15.BK):
+        for chunk in range(b_row // 16):
+            assert derived_b(row, chunk) == CU_SWIZZLE_B(row, chunk)
+    for row_bytes in (a_row, b_row):
+        assert len(set(gemm_diagrams.ldmatrix_groups(row_bytes, "plain"))) < 8
+        assert len(set(gemm_diagrams.ldmatrix_groups(row_bytes, "swizzled"))) == 8
+        padded = gemm_diagrams.ldmatrix_groups(row_bytes, "padded", pad_bytes=r14.PAD * 2)
+        assert len(set(padded)) == 8
+    fig = gemm_diagrams.swizzle()
+    titles = [ax.get_title() for ax in fig.axes]
+    assert ["conflict-free" in t for t in titles] == [False, True, True] * 2
+    pad_bytes = (r15.BM + r15.BK) * r14.PAD * 2
+    assert f"padding costs {pad_bytes:,} B" in fig.get_suptitle()
+    assert len(patches(fig, "chunk")) == 6 * 8
+
+
+def test_mma_fragments_cover_each_element_once() -> None:
+    layout = gemm_diagrams.mma_layout()
+    m, n, k = gemm_diagrams.MMA_M, gemm_diagrams.MMA_N, gemm_diagrams.MMA_K
+    expected = {"A": (m, k, 4 * 2), "B": (k, n, 2 * 2), "C": (m, n, 4)}
+    for name, (rows, cols, per_lane) in expected.items():
+        owners = layout[name].reshape(-1, 3)
+        assert layout[name].shape[:2] == (rows, cols)
+        assert (owners >= 0).all(), f"{name}: an element nobody holds"
+        assert len({tuple(o) for o in owners}) == rows * cols == 32 * per_lane
+        lanes, counts = np.unique(owners[:, 0], return_counts=True)
+        assert list(lanes) == list(range(32)) and set(counts) == {per_lane}
+    a = layout["A"]
+    for lane in range(32):  # the PTX layout, spot-checked per lane
+        g, t = divmod(lane, 4)
+        assert tuple(a[g, 2 * t]) == (lane, 0, 0) and tuple(a[g + 8, 2 * t + 9]) == (lane, 3, 1)
+        assert tuple(layout["B"][2 * t + 8, g]) == (lane, 1, 0)
+        assert tuple(layout["C"][g + 8, 2 * t + 1]) == (lane, 3, 0)
+    fig = gemm_diagrams.mma_fragments()
+    assert len(patches(fig, "A-element")) == m * k
+    assert len(patches(fig, "B-element")) == k * n
+    assert len(patches(fig, "C-element")) == m * n
+
+
+def test_wgmma_ring_uses_rung_16s_stages() -> None:
+    k_tiles = 3 * r16.STAGES
+    tiles = gemm_diagrams.ring_schedule(r16.STAGES, k_tiles)
+    for t in tiles:
+        assert t["stage"] == t["tile"] % r16.STAGES
+        assert t["copy_start"] < t["full"] <= t["mma_start"] < t["mma_end"]
+        if t["tile"] >= r16.STAGES:  # waits for the stage's empty barrier
+            assert t["copy_start"] >= tiles[t["tile"] - r16.STAGES]["released"]
+    for moment in sorted({t["copy_start"] for t in tiles}):
+        resident = [t for t in tiles if t["copy_start"] <= moment < t["released"]]
+        assert len(resident) <= r16.STAGES
+    assert (
+        max(  # the ring does fill
+            sum(t["copy_start"] <= x < t["released"] for t in tiles)
+            for x in (t["copy_start"] for t in tiles)
+        )
+        == r16.STAGES
+    )
+    fig = gemm_diagrams.wgmma_ring(k_tiles)
+    stage_rows = {p.get_y() for p in patches(fig, "stage-full")}
+    assert len(stage_rows) == r16.STAGES
+    assert len(patches(fig, "full-arrow")) == k_tiles
+    assert len(patches(fig, "empty-arrow")) == k_tiles - r16.STAGES
+    assert f"STAGES = {r16.STAGES}" in fig.axes[0].get_title()
+
+
+def test_flash_tiles_from_rungs_3_and_5() -> None:
+    n, d = 512, 64
+    sizes = attention_diagrams.flash_tile_sizes(d)
+    tm, tn = r03_flash.tile_shape(d)
+    assert sizes["r03_flash"] == (16 * tm, 16 * tn)
+    assert sizes["r05_tensor_core_flash"][1] == r05_tensor_core_flash.BKV
+    fig = attention_diagrams.flash_tiles(n, d)
+    for ax, (_, bkv) in zip(fig.axes, sizes.values(), strict=True):
+        swept = [p for p in ax.patches if p.get_gid() == "swept-tile"]
+        assert len(swept) == math.ceil(n / bkv)
+        assert {p.get_width() for p in swept} == {bkv}
+
+
+def test_online_softmax_matches_direct() -> None:
+    scores = np.array(attention_diagrams.EXAMPLE_SCORES)
+    values = np.array(attention_diagrams.EXAMPLE_VALUES)
+    steps = attention_diagrams.online_softmax_steps(scores, values, 4)
+    assert len(steps) == 2 and steps[1]["alpha"] < 1  # the max rose in tile 2
+    weights = np.exp(scores - scores.max())
+    assert steps[-1]["out"] == pytest.approx(weights @ values / weights.sum())
+    fig = attention_diagrams.online_softmax()
+    result = next(t for ax in fig.axes for t in ax.texts if t.get_gid() == "result")
+    online, direct = re.findall(r"= (-?\d+\.\d{6})", result.get_text())
+    assert online == direct
+
+
+def test_implicit_gemm_mapping_is_a_convolution(rng: np.random.Generator) -> None:
+    layer = (2, 3, 4, 7, 6, 3)  # B, C, M, H, W, K
+    b, c, m, h, w, k = layer
+    x = rng.standard_normal((b, c, h, w))
+    weights = rng.standard_normal((m, c, k, k))
+    rows, cols = conv_diagrams.unrolled_shape(layer)
+    unrolled = np.empty((rows, cols))
+    for r in range(rows):
+        for col in range(cols):
+            unrolled[r, col] = x[conv_diagrams.unrolled_entry(layer, r, col)]
+    ho, wo = h - k + 1, w - k + 1
+    y = (weights.reshape(m, -1) @ unrolled).reshape(m, b, ho, wo).transpose(1, 0, 2, 3)
+    direct = np.zeros_like(y)
+    for p in range(k):
+        for q in range(k):
+            direct += np.einsum(
+                "mc,bcyx->bmyx", weights[:, :, p, q], x[:, :, p : p + ho, q : q + wo]
+            )
+    np.testing.assert_allclose(y, direct, rtol=1e-10, atol=1e-10)
+
+    fig = conv_diagrams.implicit_gemm()
+    rows, cols = conv_diagrams.unrolled_shape(layers.CONV2)
+    assert (rows, cols) == (4 * 7 * 7, 10000 * 34 * 34)
+    assert f"{rows} × {cols:,}" in fig.axes[1].get_title()
+    assert len(patches(fig, "channel")) == layers.CONV2[1]
+    assert {(p.get_width(), p.get_height()) for p in patches(fig, "window")} == {(7, 7)}
+
+
+@pytest.mark.parametrize("problem", ["gemm", "conv", "attention"])
+def test_roofline_has_one_point_per_measured_rung(problem: str) -> None:
+    doc = json.loads(RESULTS.read_text())
+    shape, points = dg.roofline_points(doc, problem)
+    fig = dg.roofline(doc, problem)
+    ax = fig.axes[0]
+    rung_points = [line for line in ax.lines if line.get_gid() == "rung-point"]
+    measured = [
+        r
+        for r in doc["runs"]
+        if r["problem"] == problem
+        and tuple(r["shape"]) == shape
+        and not r["reference"]
+        and r.get("ok")
+        and r.get("median_ms")
+    ]
+    assert len(rung_points) == len(measured) == sum(not p["reference"] for p in points)
+    labels = [t for t in ax.texts if t.get_gid() == "rung-label"]
+    assert sorted(t.get_text() for t in labels) == sorted(str(r["number"]) for r in measured)
+    assert doc["gpu"] in ax.get_title()
+    for line, run in zip(rung_points, [p for p in points if not p["reference"]], strict=True):
+        x, y = line.get_xdata()[0], line.get_ydata()[0]
+        assert x == pytest.approx(run["flops"] / run["min_bytes"])
+        assert y == pytest.approx(run["flops"] / run["median_ms"] / 1e9)
+    legend_lines = ax.get_legend().get_texts()
+    ceilings = doc["ceilings"]
+    assert any(f"{ceilings['copy_tbps']:.2f} TB/s" in t.get_text() for t in legend_lines)
+    assert any(f"{ceilings['cublas_fp16_tflops']:.1f}" in t.get_text() for t in legend_lines)
+
+
+def test_spread_keeps_order_and_gap() -> None:
+    placed = dg.spread([5.0, 5.0, 5.1, 20.0, 0.0], 2.0)
+    ordered = sorted(placed)
+    assert all(b - a >= 2.0 - 1e-9 for a, b in itertools.pairwise(ordered))
+    assert placed[4] == 0.0 and placed[3] == 20.0
+    assert sum(placed[:3]) / 3 == pytest.approx((5.0 + 5.0 + 5.1) / 3)
