@@ -327,7 +327,8 @@ def cmd_sanitize(args: argparse.Namespace) -> int:
             console.print(f"planted bug {r.rung}: {r.tool} {seen}")
     if args.json:
         doc = {"gpu": device.facts().name, "device": device.facts().to_dict()}
-        doc["tools"], doc["sizes"] = args.tools, tools.SANITIZE_SIZES
+        doc["tools"] = args.tools
+        doc["sizes"] = {name: problems()[name].sanitize_sizes() for name in names}
         doc["results"] = [r.to_dict() for r in found]
         doc["planted"] = [r.to_dict() for r in planted]
         Path(args.json).write_text(json.dumps(doc, indent=1) + "\n")

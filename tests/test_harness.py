@@ -212,6 +212,8 @@ def test_every_problem_implements_the_protocol(name):
         standard = problem.standard_sizes(dtype)
         assert problem.parse_size(list(standard[-1])) == tuple(standard[-1])
     assert isinstance(problem.readme_summary([], {}), str)
+    for size in problem.sanitize_sizes():  # ladder sanitize's sizes pass --size's own checks
+        assert problem.parse_size(list(size)) == tuple(size)
     size = problem.standard_sizes(problem.dtypes[0])[0]
     ceilings = {"copy_tbps": 4.0, "fp32_peak_tflops": 60.0, "cublas_fp16_tflops": 700.0}
     assert problem.floor_ms(size, problem.dtypes[0], ceilings) > 0

@@ -87,6 +87,9 @@ class AttentionProblem(Problem):
     size_names = ("B", "H", "HKV", "N", "d")
     size_help = "B H HKV N d: batch, query heads, key/value heads (H a multiple), length, head dim"
 
+    def sanitize_sizes(self) -> list[tuple[int, ...]]:
+        return [(1, 2, 1, 17, 64), (1, 4, 2, 130, 128)]
+
     def __init__(self, name: str, causal: bool) -> None:
         self.name = name
         self.causal = causal

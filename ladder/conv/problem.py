@@ -78,6 +78,17 @@ class ConvProblem(Problem):
     size_names = ("B", "C", "M", "H", "W", "K")
     size_help = "B C M H W K: B images of C x H x W, M filters of C x K x K (K <= H, K <= W)"
 
+    def sanitize_sizes(self) -> list[tuple[int, ...]]:
+        """M = 3 runs the tensor-core rungs' packed kernels (odd Wo), M = 16 their 16-filter
+        ones (rung 13: odd Wo, the threads' copies), conv2's shape rung 13's bulk copies and
+        pairs, and 600 small images more than one per block (rung 13's slots used again)."""
+        return [
+            (2, 3, 3, 13, 17, 5),
+            (3, 4, 16, 40, 33, 7),
+            (3, 4, 16, 40, 40, 7),
+            (600, 4, 16, 8, 8, 7),
+        ]
+
     def standard_sizes(self, dtype: str = "float32") -> list[tuple[int, ...]]:
         return [CONV1, CONV2]
 

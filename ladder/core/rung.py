@@ -132,6 +132,11 @@ class Problem(Protocol):
         every tile); by default the simulator's sizes."""
         return self.simulator_sizes(dtype)
 
+    def sanitize_sizes(self) -> list[tuple[int, ...]]:
+        """The sizes ``ladder sanitize`` runs every rung at under compute-sanitizer: small, odd,
+        and reaching each kernel path; by default the simulator's sizes."""
+        return self.simulator_sizes("float32")
+
     def readme_summary(self, runs: list[dict[str, Any]], ceilings: dict[str, Any]) -> str:
         """Markdown the README shows above the problem's tables (its runs of a results file);
         empty by default."""

@@ -45,24 +45,6 @@ NCU_METRICS = {
     "warp_instructions": "sm__inst_executed.sum",
     "hmma_instructions": "sm__inst_executed_pipe_tensor_op_hmma.sum",
 }
-SANITIZE_SIZES = {
-    "gemm": [(33, 65, 17), (130, 258, 70)],
-    "gemm-epilogue": [(33, 65, 17), (130, 258, 70)],
-    # conv: M = 3 runs the tensor-core rung's packed kernel (odd Wo), M = 16 its 16-filter one
-    # (rung 13: odd Wo, the threads' copies), conv2's shape rung 13's bulk copies and pairs, and
-    # 600 small images more than one per block (rung 13's slots and buffers used again)
-    "conv": [
-        (2, 3, 3, 13, 17, 5),
-        (3, 4, 16, 40, 33, 7),
-        (3, 4, 16, 40, 40, 7),
-        (600, 4, 16, 8, 8, 7),
-    ],
-    "attention": [(1, 2, 1, 17, 64), (1, 4, 2, 130, 128)],
-    "attention-causal": [(1, 2, 1, 17, 64), (1, 4, 2, 130, 128)],
-    "elementwise": [(33, 65), (5, 1030)],
-    "softmax": [(33, 65), (5, 1030)],
-    "layernorm": [(33, 65), (5, 1030)],
-}
 MARK = "@@ladder"
 PLANTED = {
     "planted-oob": "memcheck",
@@ -312,7 +294,7 @@ def child(argv: list[str]) -> int:
             for dtype in rung.dtypes:
                 print(f"{MARK} start {problem.name} {rung.name} {rung.number} {dtype}", flush=True)
                 ok = True
-                for i, size in enumerate(SANITIZE_SIZES[problem.name]):
+                for i, size in enumerate(problem.sanitize_sizes()):
                     case = timing.prepare(problem, size, dtype, seed=i)
                     result = timing.measure(case, rung, repeats=1, warmup=0)
                     ok = ok and result.ok

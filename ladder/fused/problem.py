@@ -35,6 +35,9 @@ class _RowwiseProblem(Problem):
     size_names = ("ROWS", "COLS")
     size_help = "ROWS COLS: the rows x cols matrix x, each row on its own"
 
+    def sanitize_sizes(self) -> list[tuple[int, ...]]:
+        return [(33, 65), (5, 1030)]
+
     def standard_sizes(self, dtype: str = "float32") -> list[tuple[int, ...]]:
         return [(8192, 8192)]
 
@@ -141,6 +144,9 @@ class GemmEpilogueProblem(Problem):
     dtypes = ("float32",)
     size_names = ("M", "N", "K")
     size_help = "M N K: C (M x N) = gelu(A (M x K) @ B (K x N) + bias (N))"
+
+    def sanitize_sizes(self) -> list[tuple[int, ...]]:
+        return [(33, 65, 17), (130, 258, 70)]
 
     def standard_sizes(self, dtype: str = "float32") -> list[tuple[int, ...]]:
         return [(4096, 4096, 4096)]
