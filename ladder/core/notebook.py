@@ -25,11 +25,19 @@ def source_without_docstring(rung: Rung) -> str:
     return source.strip() + "\n"
 
 
-def walk(case: timing.Case, rung: Rung, show_code: bool = True) -> timing.Measurement:
-    """Display the rung's story and code, then check and time it on ``case``."""
+def walk(
+    case: timing.Case, rung: Rung, show_code: bool = True, show_doc: bool = True
+) -> timing.Measurement:
+    """Display the rung's story and code, then check and time it on ``case``. A notebook that
+    walks a rung again (another dtype or size) passes ``show_doc=False`` (and usually
+    ``show_code=False``): a heading naming the case instead of the story."""
     from IPython.display import Markdown, display
 
-    display(Markdown(f"### Rung {rung.number}: {rung.title}\n\n" + rung.doc.strip()))
+    heading = f"### Rung {rung.number}: {rung.title}"
+    if show_doc:
+        display(Markdown(f"{heading}\n\n" + rung.doc.strip()))
+    else:
+        display(Markdown(f"{heading} ({case.dtype}, {' x '.join(map(str, case.size))})"))
     if show_code:
         cuda_source = getattr(sys.modules[rung.launch.__module__], "SOURCE", None)
         if cuda_source is not None:  # a CUDA C++ rung: the kernel, then its Python loader
@@ -55,6 +63,18 @@ def walk(case: timing.Case, rung: Rung, show_code: bool = True) -> timing.Measur
     else:
         print(f"{rung.name}: {m.error}")
     return m
+
+
+def exercise(check: Any, answer: Any) -> None:
+    """Print what an exercise's ``check_<name>(answer)`` says: its message when the answer is
+    right, its hint when not, and a reminder while the answer is still the ``None`` shipped."""
+    if answer is None:
+        print(f"{check.__name__}: replace None with your answer, then run this cell again")
+        return
+    try:
+        print(check(answer))
+    except AssertionError as hint:
+        print(f"not yet: {hint}")
 
 
 def summary(measurements: list[timing.Measurement], plot_path: str | None = None) -> Any:
