@@ -1,4 +1,4 @@
-"""Both notebooks execute top to bottom (in the simulator in CI, at small sizes).
+"""Every notebook in notebooks/ executes top to bottom (in the simulator in CI, at small sizes).
 
 The committed notebooks carry outputs from a real GPU run; this test executes a copy in
 memory and leaves the files untouched.
