@@ -16,13 +16,13 @@ Measured: on an NVIDIA H200 by ``ladder bench`` (results/nvidia-h200.json): 0.29
 occupancy 49.3% (99.6%), shared-load bank conflicts 61 thousand (813 thousand), DRAM 2.6%
 (10%).
 Verdict: missed: no gain at all. What the count predicted did happen around it (fewer shared
-loads, fewer bank conflicts, less DRAM traffic), so none of those is what holds this rung back.
-The busiest unit of the SM is busier than in rung 3 (80.7% against 64.4%) for the same
-multiply-adds in the same time: the kernel does work the count left out. Candidates visible in
-the source are the index arithmetic of the 8 A reads (signed 64-bit indices with wrap-around
-code, see rung 1; rung 6 removes it) and the halved occupancy, with fewer warps to cover each
-barrier. The profile file holds neither instruction counts nor stall reasons, which would tell
-them apart: not yet measured. Rung 5 makes each A value reused too.
+loads, fewer bank conflicts, less DRAM traffic), but the count left out the instructions that
+are not loads. Nsight Compute counts them (results/nvidia-h200-profile-gemm-counts.json):
+15.1 billion warp instructions against rung 3's 9.05 billion, 1.67x as many for the same
+multiply-adds, with the schedulers issuing on 82.9% of cycles (rung 3: 49.5%). The kernel is
+bound by issuing instructions, and the extra ones (the index arithmetic of each A read and of
+the 8 accumulators, with half the occupancy to hide them) cost what the saved loads gained.
+Rung 5 makes each A value reused too, so one load serves several multiply-adds.
 
 Lab notes: docs/notes/gemm.md#rung-4-1d-thread-tiling
 """

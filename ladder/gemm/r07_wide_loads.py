@@ -21,9 +21,11 @@ Measured: on an NVIDIA H200 by ``ladder bench`` (results/nvidia-h200.json): 0.20
 Verdict: missed: 1.10x, not a large step. The count looked at the loads alone. Per step of
 k a thread issues 64 FMAs and 16 shared reads in rung 6, 64 and 4 here: the FMAs, which do not
 change, are 64 of the 80, so even if instruction issue were the whole limit the inner loop
-could get at most 80/68 = 1.18x faster; 1.10x is within that. Whether issue is the limit
-(issue-slot use and warp instructions per rung) is not in the profile file: not yet measured.
-Rung 8 cuts the shared-memory traffic per multiply-add instead.
+could get at most 80/68 = 1.18x faster. Nsight Compute (results/nvidia-h200-profile-gemm-
+counts.json) counts 2.99 billion warp instructions against rung 6's 3.40 billion (12% fewer),
+with issue-slot use near 68% in both: the time fell about as the instructions did (9%), so
+issue is the limit, and the FMAs are most of what is left. Rung 8 cuts the shared-memory
+traffic per multiply-add instead.
 
 Lab notes: docs/notes/gemm.md#rung-7-wide-loads
 """

@@ -23,12 +23,13 @@ Measured: on an NVIDIA H200 by ``ladder bench`` (results/nvidia-h200.json): 0.19
 1024³ (1.03x rung 7) and 4.492 ms at 4096³ (30.60 TFLOP/s, 0.97x). Nsight Compute at 4096³
 (results/nvidia-h200-profile-float32.json): SM throughput 57.5% (rung 7: 65.9%), occupancy
 18.0% (24.3%), shared-store bank conflicts 17.5 million (3.7 million).
-Verdict: missed: no step. The SM is less busy than in rung 7 while doing the same
-multiply-adds in more time, so its warps wait more, with fewer of them resident to cover the
-waits. The prediction's own caveat fits: each K tile's global loads are exposed between two
+Verdict: missed: no step. Nsight Compute (results/nvidia-h200-profile-gemm-counts.json)
+counts 2.69 billion warp instructions against rung 7's 2.99 billion (10% fewer), yet the time
+grew: issue-slot use fell from 67.9% to 65.3% and occupancy from 24.3% to 18.1%. The kernel
+is no longer bound by issuing; its warps wait, with fewer of them resident to cover the waits.
+The prediction's own caveat fits: each K tile's global loads are exposed between two
 barriers, and rung 9, which changes only that, is 1.18x faster. The stall reasons that would
-confirm it, and what the extra store conflicts cost, are not in the profile file: not yet
-measured.
+name the wait are not in the file: not yet measured.
 
 Lab notes: docs/notes/gemm.md#rung-8-warp-tiling
 """
