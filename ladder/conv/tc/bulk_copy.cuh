@@ -1,6 +1,6 @@
 // Bulk copies (cp.async.bulk, the Tensor Memory Accelerator) and the mbarrier they complete on,
 // for the conv rungs that copy whole runs of 16-byte chunks between global and shared memory
-// without threads: rung 12 (r12_bulk.cu, conv_tc's BULK paths) and rung 13
+// without threads: rung 12 (r12_bulk.cu: copy_band_bulk and the output buffer) and rung 13
 // (r13_filters_on_m.cu). All addresses of shared memory are 32-bit shared-window addresses.
 #ifndef CONV_BULK_COPY_CUH  // one copy when several sources inline it
 #define CONV_BULK_COPY_CUH

@@ -192,7 +192,8 @@ __device__ __forceinline__ void store_lean(const Conv& p, const float (&acc)[T][
       store_filter<T, NT>(acc, q, row_at, row_live,
                           SharedPut{buffer + ((int)(f * o.plane) + o.at)});
     else
-      store_filter<T, NT>(acc, q, row_at, row_live, GlobalPut{opaque(o.y_image + f * o.plane + o.at)});
+      store_filter<T, NT>(acc, q, row_at, row_live,
+                          GlobalPut{opaque(o.y_image + f * o.plane + o.at)});
   }
 }
 

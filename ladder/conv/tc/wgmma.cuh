@@ -99,20 +99,20 @@ __device__ void stage_core_matrices(const Conv& p, unsigned char* smem, int c0, 
   asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
 }
 
-// One window (taps filter rows of one channel and one 8-column chunk, as rung 8's window): the quads are loaded first, then one
-// fence, then every (tile, step) multiply, committed as one group. entry + j NTP is row pair
-// j's weights. Every window issues all PAIRS k16 steps: a step past the filter's last row
-// (j >= ceil(taps / 2)) reads an entry whose rows 8 pb + 2j, + 1 are past K, all zero, and
-// A quads that are not loaded (they may lie past the staged ones) but set to zero. The
-// alternatives cost more: a multiply under a run-time branch makes ptxas serialize every
-// wgmma (warning C7520), and one window per taps (as rung 8's) keeps each case's A registers
-// alive across windows (125 registers for T = 1; T = 2 serialized, C7511). No waste for
-// K = 7 (ceil(7 / 2) = PAIRS), up to 4x for a 1 x 1 filter. The (tile i, step j) multiply
-// reads quad DIAGONAL i + j: 1 for rung 9's 2-row tiles, 2 for rung 10's 4-row tiles.
+// One window (taps filter rows of one channel and one 8-column chunk, as rung 8's window): the
+// quads are loaded first, then one fence, then every (tile, step) multiply, committed as one
+// group. entry + j NTP is row pair j's weights. Every window issues all PAIRS k16 steps: a step
+// past the filter's last row (j >= ceil(taps / 2)) reads an entry whose rows 8 pb + 2j, + 1 are
+// past K, all zero, and A quads that are not loaded (they may lie past the staged ones) but set to
+// zero. The alternatives cost more: a multiply under a run-time branch makes ptxas serialize every
+// wgmma (warning C7520), and one window per taps (as rung 8's) keeps each case's A registers alive
+// across windows (125 registers for T = 1; T = 2 serialized, C7511). No waste for K = 7 (ceil(7 /
+// 2) = PAIRS), up to 4x for a 1 x 1 filter. The (tile i, step j) multiply reads quad DIAGONAL i +
+// j: 1 for rung 9's 2-row tiles, 2 for rung 10's 4-row tiles.
 template <int T, int NT, int DIAGONAL>
 __device__ __forceinline__ void wgmma_window(float (&acc)[T][NT][4], const uint4* src,
-                                              const unsigned char* smem, int entry,
-                                              int frag_stride, int taps) {
+                                             const unsigned char* smem, int entry,
+                                             int frag_stride, int taps) {
   constexpr int QUADS = DIAGONAL * (T - 1) + PAIRS;
   constexpr int ALWAYS = DIAGONAL * (T - 1) + 1;  // quads step 0 reads (taps >= 1)
   const int loaded = DIAGONAL * (T - 1) + (taps + 1) / 2;  // the quads the rows reach
@@ -154,15 +154,15 @@ __device__ __forceinline__ void wgmma_finish(float (&acc)[T][NT][4]) {
       for (int e = 0; e < 4; ++e) asm volatile("" : "+f"(acc[i][nt][e])::"memory");
 }
 
-// Rung 11's job (rungs 11 and 12). The whole job, all CH channels in one group: src points at this lane's column's quads
-// at the sub-band's top row in channel 0 (channel c's are channel_quads further), entry at
-// channel 0's B entry of row pair 0 (channel c's is c PAIRS frag_stride entries further,
-// row pair j's j frag_stride). As wgmma_window with DIAGONAL 2 otherwise: tile i at step j reads
-// quad 2i + j, and a quad past the rows the taps reach is zero, not loaded.
+// Rung 11's job (rungs 11 and 12). The whole job, all CH channels in one group: src points at this
+// lane's column's quads at the sub-band's top row in channel 0 (channel c's are channel_quads
+// further), entry at channel 0's B entry of row pair 0 (channel c's is c PAIRS frag_stride entries
+// further, row pair j's j frag_stride). As wgmma_window with DIAGONAL 2 otherwise: tile i at step
+// j reads quad 2i + j, and a quad past the rows the taps reach is zero, not loaded.
 template <int CH, int T, int NT>
 __device__ __forceinline__ void one_group_job(float (&acc)[T][NT][4], const uint4* src,
-                                           const unsigned char* smem, int entry,
-                                           int frag_stride, int channel_quads, int taps) {
+                                              const unsigned char* smem, int entry,
+                                              int frag_stride, int channel_quads, int taps) {
   constexpr int QUADS = 2 * (T - 1) + PAIRS;
   constexpr int ALWAYS = 2 * (T - 1) + 1;  // quads step 0 reads (taps >= 1)
   const int loaded = 2 * (T - 1) + (taps + 1) / 2;
