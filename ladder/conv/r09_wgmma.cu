@@ -39,12 +39,12 @@ __device__ __forceinline__ void conv_wgmma(const Conv& p) {
   // packed pairs are 4-byte aligned everywhere (see store_packed)
   const bool pairs_aligned = (p.Wo & 1) == 0 && (reinterpret_cast<size_t>(p.y) & 3) == 0;
 
-  // shared memory: B fragments | the input's A quads | raw input slots
+  // shared memory: B core matrices | the input's A quads | raw input slots
   uint4* quads = reinterpret_cast<uint4*>(smem + p.quads_at);
   unsigned short* raw = reinterpret_cast<unsigned short*>(smem + p.raw_at);
   const unsigned raw_shared = (unsigned)__cvta_generic_to_shared(raw);
 
-  // Accumulate channels [chunk * chunk_channels, + cc) of a warp's job into acc.
+  // Accumulate channels [chunk * chunk_channels, + cc) of a job into acc.
   auto accumulate = [&](float (&acc)[T][NT][4], const uint4* lane_quads, int fg, int chunk) {
     const int cc = min(p.chunk_channels, p.C - chunk * p.chunk_channels);
     for (int cl = 0; cl < cc; ++cl) {

@@ -9,10 +9,11 @@ matrix descriptor, so they are staged as 8 x 8 core matrices (``stage_core_matri
 its multiplies as one group and waits for that group before the next window overwrites the same
 A registers (``wgmma_window``). Every job is packed, N = 8, 16 or 32 by the number of filters
 (conv2's 16 filters x 2 column shifts fill m64n32k16); the staging and epilogue are rung 8's.
-Why: rung 8's conv2 is bound by mma.sync's rate. A microbenchmark on the H200
-(results/nvidia-h200-wgmma-shapes.json, constant operands, so upper bounds): mma.sync m16n8k16
-631 TFLOP/s at best, wgmma with A in registers 280 (N = 8), 524 (16), 854 (32), 969 (64). And
-the B fragment loads (8 of rung 8's 17 loads per window) leave the window.
+Why: at mma.sync's rate conv2's tensor work alone fills most of its 2x budget (rung 8). A
+microbenchmark on the H200 (results/nvidia-h200-wgmma-shapes.json, constant operands, so upper
+bounds; a whole GEMM on mma.sync reaches 451, GEMM rung 15): mma.sync m16n8k16 631 TFLOP/s at
+best, wgmma with A in registers 280 (N = 8), 524 (16), 854 (32), 969 (64). And the B fragment
+loads (8 of rung 8's 17 loads per window) leave the window.
 Prediction: conv2 on m64n32k16 at about 850 TFLOP/s: with T = 3, 768 A rows per image,
 126 GFLOP-equivalent, about 0.15 ms of tensor time; if staging, rewrite and epilogue overlapped
 as on rung 8, conv2 falls from 0.52 toward 0.3 ms. conv1 gets slower: its 4 filters make N = 8,

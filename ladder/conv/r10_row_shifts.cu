@@ -21,8 +21,12 @@
 #include "tc/wgmma.cuh"
 
 // Rung 9's kernel on 2 x 2 output blocks (PACK = 2): a job's T tiles cover 4T output rows, a
-// window reads input rows 0 .. 7 below each block row (filter rows up to K - 1 at row shift 0
-// and up to K at row shift 1) and tile i's step j reads quad 2i + j.
+// window reads input rows 0 .. 7 below each block row (input rows up to K: filter row K - 1 at
+// row shift 1) and tile i's step j reads quad 2i + j. The row-shift packing itself is in the
+// layout's PACK == 2 paths: WeightBlock::tap (the row shift of an n8 tile, tc/layout.cuh),
+// rewrite_quads (the quad order F(2k), F(2k + 2), F(2k + 1), F(2k + 3), tc/staging.cuh),
+// store_packed and store_general (tile i's rows 4i + 2r + nt % 2, tc/epilogue.cuh), and
+// Layout's PB, NFG and quad_stride (tc/plan.py).
 template <int T, int NT, bool CHUNKED>
 __device__ __forceinline__ void conv_wgmma_blocks(const Conv& p) {
   constexpr int PACK = 2;
@@ -37,12 +41,12 @@ __device__ __forceinline__ void conv_wgmma_blocks(const Conv& p) {
   // packed pairs are 4-byte aligned everywhere (see store_packed)
   const bool pairs_aligned = (p.Wo & 1) == 0 && (reinterpret_cast<size_t>(p.y) & 3) == 0;
 
-  // shared memory: B fragments | the input's A quads | raw input slots
+  // shared memory: B core matrices | the input's A quads | raw input slots
   uint4* quads = reinterpret_cast<uint4*>(smem + p.quads_at);
   unsigned short* raw = reinterpret_cast<unsigned short*>(smem + p.raw_at);
   const unsigned raw_shared = (unsigned)__cvta_generic_to_shared(raw);
 
-  // Accumulate channels [chunk * chunk_channels, + cc) of a warp's job into acc.
+  // Accumulate channels [chunk * chunk_channels, + cc) of a job into acc.
   auto accumulate = [&](float (&acc)[T][NT][4], const uint4* lane_quads, int fg, int chunk) {
     const int cc = min(p.chunk_channels, p.C - chunk * p.chunk_channels);
     for (int cl = 0; cl < cc; ++cl) {

@@ -150,14 +150,13 @@ __device__ __forceinline__ void conv_one_group_bulk(const Conv& p) {
       BulkCopy::wait_all();
     }
   }
-  cp_async_wait_all();  // nothing may be in flight at exit
 }
 
 // As rung 11's kernels (C channels, T tiles, 2 NT filters), with the bulk copies
-#define CONV_BULK(CH, T, NT)                    \
-  CONV_KERNEL(conv_wgk_c##CH##_t##T##_n##NT) {       \
-    CONV_PARAMS_STRUCT(p);                           \
-    conv_one_group_bulk<CH, T, NT>(p);                    \
+#define CONV_BULK(CH, T, NT)                   \
+  CONV_KERNEL(conv_wgk_c##CH##_t##T##_n##NT) {   \
+    CONV_PARAMS_STRUCT(p);                       \
+    conv_one_group_bulk<CH, T, NT>(p);           \
   }
 #define CONV_BULK_KERNELS(CH, T) \
   CONV_BULK(CH, T, 2)            \

@@ -15,8 +15,8 @@ Why: rung 11's conv2 profile (results/nvidia-h200-profile-conv2-one-group-sass.j
 of its 11,223 warp instructions per image in the copy of the next input and 3,690 in the
 epilogue (a 64-bit global address per store), with 21.8% of the stall samples in the epilogue.
 Prediction: the copy shrinks to a few dozen instructions and the epilogue to about a third:
-about 8,500 per image, so conv2 near 0.23 ms, within 2x of its floor (0.235 ms), if the
-schedulers kept issuing as often.
+about 8,500 per image, so conv2 near 0.23 ms, within 2x its floor (0.235 ms; the floor is
+0.117), if the schedulers kept issuing as often.
 Measured: on an NVIDIA H200 by ``ladder bench`` (results/nvidia-h200.json): conv2 0.261 ms
 (rung 11: 0.290), 2.22x its floor; conv1 0.220 ms (rung 11: 0.235), 1.42x; the sum 39.12x
 faster than cuDNN FP32. Nsight Compute on conv2 (results/nvidia-h200-profile-conv2-bulk.json):

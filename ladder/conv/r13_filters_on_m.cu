@@ -97,7 +97,8 @@ __device__ __forceinline__ void wgmma_n152(float (&d)[FM_NT / 2], const unsigned
 }
 
 // The descriptor of B at shared address `addr`: K-major core matrices without swizzle, the k8
-// halves of a step `lbo` bytes apart, n8 blocks 128 bytes apart (16-byte units, r09_wgmma.cu).
+// halves of a step `lbo` bytes apart, n8 blocks 128 bytes apart (16-byte units; the fields as
+// in weight_desc, tc/wgmma.cuh).
 __device__ __forceinline__ unsigned long long chunk_desc(unsigned addr, unsigned lbo) {
   return (unsigned long long)((addr & 0x3FFFF) >> 4) | (unsigned long long)(lbo >> 4) << 16 |
          (unsigned long long)(FM_CORE_BYTES >> 4) << 32;

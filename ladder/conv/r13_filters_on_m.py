@@ -20,8 +20,9 @@ against 64 x 64 x 16), and the second set of accumulators overlaps one job's sto
 next one's multiplies.
 Prediction: 32 multiplies of 64 x 152 x 16 per image are about 2,400 cycles of one SM's tensor
 cores, 75.8 images per SM: about 0.10 ms at 1.8 GHz, below conv2's memory floor (0.117 ms).
-About 2,500 warp instructions per image (rung 12: 9,551). So conv2 near 0.15 ms, bound by
-memory and the tensor cores together, within 2x of its floor (0.235 ms) for the first time.
+About 2,500 warp instructions per image (rung 12: 9,551). So conv2 near 0.15 ms, bound by memory
+and the tensor cores together, within 2x its floor (0.235 ms; the floor is 0.117) for the first
+time.
 Measured: on an NVIDIA H200 by ``ladder bench`` (results/nvidia-h200.json): conv2 0.174 ms
 (rung 12: 0.261), 1.49x its floor; conv1 0.220 ms on rung 12's kernels, 1.41x; the sum 47.75x
 faster than cuDNN FP32. All three targets are met: the sum at least 5x faster than cuDNN FP32,

@@ -1,7 +1,8 @@
-// The instructions the convolution's tensor-core rungs (8 to 13) are built from, one wrapper
-// each: cp.async, mma.sync, movmatrix, wgmma and its fences, fast division, a few stores.
-// A library, not a rung: each rung's .cu includes what it uses, and its own file holds only
-// its staging, main loop and epilogue. Fragment layouts use lane = 4 g + t (g = lane / 4).
+// The instructions the convolution's tensor-core rungs 8 to 12 are built from, one wrapper
+// each: cp.async, mma.sync, movmatrix, fast division, a few stores (the wgmma wrappers are in
+// wgmma.cuh, the bulk copies in bulk_copy.cuh). A library, not a rung: each rung's .cu
+// includes what it uses and holds its own kernel: the order it stages, its job loop and main
+// loop, and which epilogue it calls. Fragment layouts use lane = 4 g + t (g = lane / 4).
 #ifndef CONV_TC_PTX_CUH
 #define CONV_TC_PTX_CUH
 #include <cuda_fp16.h>
