@@ -41,9 +41,14 @@ def test_docstring_has_the_shape(rung):
     assert "commit" not in doc.lower(), f"{rung.key}: development history belongs in docs/notes"
 
 
+def _joined(doc: str) -> str:
+    """The docstring on one line; a path wrapped after a hyphen is joined back together."""
+    return " ".join(re.sub(r"-\n\s*", "-", doc).split())
+
+
 @pytest.mark.parametrize("rung", RUNGS, ids=lambda r: r.key)
 def test_cited_files_exist(rung):
-    doc = " ".join(_doc(rung).split())  # a path may be wrapped at a hyphen: join lines first
+    doc = _joined(_doc(rung))
     for path in CITED.findall(doc) + NOTES.findall(doc):
         assert (ROOT / path).is_file(), f"{rung.key} cites {path}, which does not exist"
 
@@ -74,7 +79,7 @@ def test_measured_times_come_from_the_cited_results(rung):
     start = doc.index("Measured:")
     end = doc.index("Verdict:")
     measured = " ".join(doc[start:end].split())
-    cited = CITED.findall(" ".join(doc.split()))
+    cited = CITED.findall(_joined(doc))
     numbers: set[float] = set()
     for path in cited:
         if (ROOT / path).is_file():

@@ -17,10 +17,12 @@ conv2 53.321 ms in float32 (0.10x and 0.70x rung 2; 0.15x and 0.13x cuDNN FP32),
 and 53.571 ms in float16.
 Verdict: held, but not for the reason given. conv1 moves its 28.46 GB at 0.37 TB/s, under a
 tenth of the 4.24 TB/s copy bandwidth, and float16, which halves U, is within 1% of float32's
-time: bytes are not the limit. Likely instructions are: the unroll kernel's integer divisions
-and modulos for every element of U, and on conv1 a GEMM whose 16 x 16 tiles of W are three
-quarters padding (M = 4) and whose 49-deep reduction is padded to 64. This rung has no
-profile, so that is not yet measured. Rung 4 fuses the three steps into one kernel.
+time: bytes are not the limit. Instructions are: Nsight Compute counts 64.9 billion warp
+instructions on conv1 over the unroll, GEMM and permute kernels, 10x rung 2's 6.43 billion,
+with the schedulers issuing on about 80% of cycles (results/nvidia-h200-profile-conv1-
+counts.json). They come from the unroll kernel's divisions and modulos for every element of U
+and from a GEMM whose 16 x 16 tiles of W are three quarters padding (M = 4) and whose 49-deep
+reduction is padded to 64. Rung 4 fuses the three steps into one kernel.
 
 Lab notes: docs/notes/conv.md#rung-3-unroll-gemm
 """

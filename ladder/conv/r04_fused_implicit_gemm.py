@@ -14,12 +14,13 @@ pair of shared loads.
 Measured: on an NVIDIA H200 by ``ladder bench`` (results/nvidia-h200.json): conv1 50.035 ms and
 conv2 35.940 ms in float32 (1.54x and 1.48x over rung 3; 0.24x and 0.20x cuDNN FP32),
 50.644 ms and 36.147 ms in float16.
-Verdict: missed: about 1.5x, not several times, because U was not where rung 3 spent most of
-its time (rung 3's verdict: its bytes moved at under a tenth of the copy bandwidth). On conv2
-this rung about matches rung 2; on conv1 it is 6.3 times slower than rung 2, likely because
-with M = 4 twelve of each block's sixteen thread rows compute only padding and the 49-deep
-reduction is padded to 64, on top of the index divisions in every tile load (counted from the
-code; not profiled). Rung 5 gives each thread many outputs.
+Verdict: missed: about 1.5x, not several times, because U was not where rung 3 spent its time:
+instructions were. Nsight Compute on conv1 (results/nvidia-h200-profile-conv1-counts.json):
+36.3 billion warp instructions against rung 3's 64.9 billion (0.56x) and rung 2's 6.43 billion
+(5.6x), DRAM 0.5% busy, the schedulers issuing on 69% of cycles. With M = 4, twelve of each
+block's sixteen thread rows compute only padding, the 49-deep reduction is padded to 64, and
+every tile load divides its index: so on conv1 this rung is 6.3 times slower than rung 2; on
+conv2 it about matches it. Rung 5 gives each thread many outputs.
 
 Lab notes: docs/notes/conv.md#rung-4-implicit-gemm
 """
