@@ -12,7 +12,6 @@ and the kernels' signatures.
 
 from __future__ import annotations
 
-import dataclasses
 import functools
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
@@ -404,7 +403,3 @@ def launch(
             (found.grid,), (THREADS,), (*pointers, *found.scalars), shared_mem=found.plan.smem_bytes
         )
     return out
-
-
-def replace(found: Layout, **changes: Any) -> Layout:
-    return dataclasses.replace(found, **changes)
