@@ -1,13 +1,30 @@
 """Shared fixtures. Importing ladder first chooses GPU or simulator for the whole session."""
 
+import os
+
 import numpy as np
 import pytest
 
-import ladder  # noqa: F401
-from ladder.core import device
+# Whether the person running the tests chose the backend themselves; read before importing
+# ladder, which sets NUMBA_ENABLE_CUDASIM=1 when there is no GPU. The notebook tests start
+# their kernels with the environment as it was (a clean one), so that each notebook chooses
+# its backend itself, as it does for a user.
+USER_BACKEND = os.environ.get("NUMBA_ENABLE_CUDASIM")
+
+import ladder  # noqa: E402, F401
+from ladder.core import device  # noqa: E402
 
 ON_GPU = device.gpu_available()
 gpu_only = pytest.mark.skipif(not ON_GPU, reason="needs a CUDA GPU; runs on the GPU machine")
+
+
+def clean_environment() -> dict[str, str]:
+    """``os.environ`` as it was before ladder chose the backend for this test session."""
+    env = dict(os.environ)
+    env.pop("NUMBA_ENABLE_CUDASIM", None)
+    if USER_BACKEND is not None:
+        env["NUMBA_ENABLE_CUDASIM"] = USER_BACKEND
+    return env
 
 
 @pytest.fixture

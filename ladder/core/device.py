@@ -37,12 +37,33 @@ def _driver_gpu_count() -> int:
     return 0
 
 
+class BackendOrderError(RuntimeError):
+    """``numba.cuda`` was imported before ``ladder`` on a machine without a GPU."""
+
+
+IMPORT_ORDER_FIX = (
+    "numba.cuda was imported before ladder on a machine without a CUDA GPU, so Numba chose "
+    "its real CUDA backend and every kernel launch would fail. Import ladder before numba.cuda "
+    "(`import ladder` first), or set NUMBA_ENABLE_CUDASIM=1 in the environment before Python "
+    "starts to use Numba's CUDA simulator."
+)
+
+
 def choose_backend() -> None:
-    """Pick the simulator when no GPU is present, unless the user already decided."""
+    """Pick the simulator when no GPU is present, unless the user already decided.
+
+    Numba reads ``NUMBA_ENABLE_CUDASIM`` once, when ``numba.cuda`` is first imported, and
+    cannot switch afterwards. So when ``numba.cuda`` came first, on a machine without a GPU,
+    this raises ``BackendOrderError`` with the fix instead of letting the first launch fail.
+    """
     if "NUMBA_ENABLE_CUDASIM" in os.environ:
         return
-    if "numba.cuda" in sys.modules:
-        return  # already imported: its choice stands
+    if "numba.cuda" in sys.modules:  # already imported: its choice stands, if it can work
+        from numba.cuda.core import config
+
+        if not config.ENABLE_CUDASIM and _driver_gpu_count() == 0:
+            raise BackendOrderError(IMPORT_ORDER_FIX)
+        return
     if _driver_gpu_count() == 0:
         os.environ["NUMBA_ENABLE_CUDASIM"] = "1"
 
