@@ -7,19 +7,73 @@ transfer.
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
-import ladder  # noqa: F401  (chooses the backend before numba.cuda is imported)
+import ladder  # chooses the backend before numba.cuda is imported
 from ladder.core import derived, device, report, roofline, timing
-from ladder.core.rung import Rung, get_problem, get_rung, problems, rungs
+from ladder.core.rung import Problem, Rung, get_problem, get_rung, problems, rungs
+from ladder.transfer import options as transfer_options
+
+PIPE_WIDTH = 1000  # columns when stdout is not a terminal: a table is never cut short in a file
+SIMULATOR_LIMIT_S = 600  # ladder run refuses (without --force) what the simulator takes longer on
+SIMULATOR_WARN_S = 60  # ... and says how long it will take above this
 
 
 def _console():
+    """The console of results, on stdout: as wide as the terminal, or, when stdout is a file
+    or a pipe (and COLUMNS does not say otherwise), wide enough for every table."""
     from rich.console import Console
 
-    return Console()
+    console = Console()
+    if not console.is_terminal and "COLUMNS" not in os.environ:
+        console = Console(width=PIPE_WIDTH)
+    return console
+
+
+class _Progress:
+    """Progress on stderr, so that stdout holds only results: a rich bar when stderr is a
+    terminal, else one line per step (a log file, a pipe, the child of ``ladder check``).
+
+    ``step(text)`` says that the next of ``total`` counted steps starts; ``note(text)`` says
+    what is being done between steps (a reference being computed)."""
+
+    def __init__(self, total: int) -> None:
+        from rich.console import Console
+
+        self.total, self.done = total, 0
+        stderr = Console(stderr=True)
+        self._bar: Any = None
+        if stderr.is_terminal:
+            from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
+
+            columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn())
+            self._bar = Progress(*columns, console=stderr, transient=True)
+            self._task = self._bar.add_task("", total=total)
+
+    def __enter__(self) -> _Progress:
+        if self._bar is not None:
+            self._bar.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self._bar is not None:
+            self._bar.stop()
+
+    def note(self, text: str) -> None:
+        if self._bar is not None:
+            self._bar.update(self._task, description=text)
+        else:
+            print(f"ladder: {text}", file=sys.stderr, flush=True)
+
+    def step(self, text: str) -> None:
+        if self._bar is not None:
+            self._bar.update(self._task, description=text, completed=self.done)
+        else:
+            print(f"ladder: [{self.done + 1}/{self.total}] {text}", file=sys.stderr, flush=True)
+        self.done += 1
 
 
 def _simulator_banner(console: Any) -> None:
@@ -81,38 +135,33 @@ def _select(problem: str, names: list[str] | None) -> list[Rung]:
     return [get_rung(problem, name) for name in names]
 
 
+def _runnable(r: Rung, dtype: str) -> bool:
+    """True when ``r`` takes ``dtype`` and can run here: a step of the progress, a launch in the
+    simulator's estimate."""
+    return dtype in r.dtypes and r.unavailable_reason() is None
+
+
 def _measure_all(
     cases: list[tuple[str, tuple[int, ...], str]],
     pick: dict[str, list[Rung]],
     repeats: int | None,
-    console: Any,
 ) -> list[dict[str, Any]]:
-    """Measure every rung on every case, with a progress bar; returns result dicts."""
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
-
-    total = sum(len(pick[p]) for p, _, _ in cases)
+    """Measure every rung on every case that takes the case's dtype, with progress on stderr
+    (a rung that cannot run here is reported, not counted); returns result dicts."""
+    total = sum(_runnable(r, dtype) for p, _, dtype in cases for r in pick[p])
     results = []
-    with Progress(
-        TextColumn("{task.description}"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        console=console,
-        transient=True,
-    ) as progress:
-        task = progress.add_task("measuring", total=total)
+    with _Progress(total) as progress:
         for problem_name, size, dtype in cases:
             problem = get_problem(problem_name)
-            label = f"{problem_name} {dtype} {size}"
-            progress.update(task, description=f"{label}: reference (float64)")
+            label = f"{problem_name} {dtype} {' x '.join(map(str, size))}"
+            progress.note(f"{label}: reference (float64)")
             case = timing.prepare(problem, size, dtype)
             for r in pick[problem_name]:
                 if dtype not in r.dtypes:
-                    progress.advance(task)
                     continue
-                progress.update(task, description=f"{label}: {r.name}")
-                m = timing.measure(case, r, repeats=repeats)
-                results.append(m.to_dict())
-                progress.advance(task)
+                if r.unavailable_reason() is None:
+                    progress.step(f"{label}: {r.name}")
+                results.append(timing.measure(case, r, repeats=repeats).to_dict())
     return results
 
 
@@ -149,29 +198,85 @@ def _user_rungs(
     return found
 
 
+def _duration(seconds: float) -> str:
+    for unit, length in (("days", 86400), ("h", 3600), ("min", 60)):
+        if seconds >= 2 * length:
+            return f"{seconds / length:.0f} {unit}"
+    return f"{seconds:.0f} s"
+
+
+def _simulator_guard(
+    problem: Problem, size: tuple[int, ...], dtype: str, count: int, force: bool
+) -> None:
+    """In the simulator, refuse (ValueError) a run that ``timing.simulator_seconds`` puts above
+    SIMULATOR_LIMIT_S unless forced, naming a size that runs in about a minute; say on stderr
+    how long a run above SIMULATOR_WARN_S will take."""
+    if not device.simulator() or count == 0:
+        return
+    seconds = timing.simulator_seconds(problem, size, dtype, count)
+    if seconds <= SIMULATOR_WARN_S:
+        return
+    rungs_word = f"{count} rung{'s' * (count != 1)}"
+    if seconds <= SIMULATOR_LIMIT_S or force:
+        print(
+            f"ladder: this takes at least {_duration(seconds)} in the CUDA simulator "
+            f"({rungs_word})",
+            file=sys.stderr,
+            flush=True,
+        )
+        return
+    steps, outputs = timing.simulator_steps(problem, size, dtype)
+    smaller = timing.simulator_size(problem, size, dtype, count)
+    raise ValueError(
+        f"--size {' '.join(map(str, size))}: {problem.name} {dtype} would take at least "
+        f"{_duration(seconds)} in the CUDA simulator ({rungs_word}, each launch "
+        f"{steps:.2g} inner-loop steps over {outputs:.2g} outputs); --size "
+        f"{' '.join(map(str, smaller))} "
+        f"takes about a minute (a rough estimate); --force runs it anyway"
+    )
+
+
+def _dtype_note(problem: str, dtype: str, given: bool) -> str | None:
+    """What ``ladder run`` did not run because of the dtype, and how to run it; None when every
+    rung of the problem takes ``dtype``."""
+    every = rungs(problem)
+    others = [r for r in every if dtype not in r.dtypes]
+    if not others:
+        return None
+    choices = sorted({d for r in others for d in r.dtypes}, key=get_problem(problem).dtypes.index)
+    default = "" if given else " (the default --dtype)"
+    return (
+        f"{problem}: the table holds the {len(every) - len(others)} of its {len(every)} rungs "
+        f"that take {dtype}{default}; the others take "
+        f"{' or '.join(f'--dtype {d}' for d in choices)}"
+    )
+
+
 def cmd_run(args: argparse.Namespace) -> int:
     console = _console()
     problem = get_problem(args.problem)
-    if args.dtype not in problem.dtypes:
-        raise ValueError(f"{args.problem} has no dtype {args.dtype}; it has {problem.dtypes}")
+    dtype = args.dtype  # checked against the problem's dtypes in main
     if args.size:
         size = args.size  # checked by problem.parse_size in main
     elif device.simulator():
-        size = problem.simulator_sizes(args.dtype)[0]
+        size = problem.simulator_sizes(dtype)[0]
     else:
-        size = problem.standard_sizes(args.dtype)[-1]
+        size = problem.standard_sizes(dtype)[-1]
     selected = _select(args.problem, args.rungs)
     if args.rungs:
         for r in selected:
-            if args.dtype not in r.dtypes:
-                raise ValueError(f"rung {r.name} does not take {args.dtype} ({r.dtypes})")
-    files = _user_rungs(args.problem, args.rung_files or [], args.dtype, selected)
+            if dtype not in r.dtypes:
+                raise ValueError(
+                    f"--rungs: {r.name} does not take --dtype {dtype}; it takes "
+                    f"{', '.join(r.dtypes)}"
+                )
+    files = _user_rungs(args.problem, args.rung_files or [], dtype, selected)
+    timing.check_memory(problem, size, dtype)
+    count = sum(_runnable(r, dtype) and not r.on_cpu for r in [*selected, *files])
+    _simulator_guard(problem, size, dtype, count, args.force)
     ceilings = roofline.ceilings()
     runs = _measure_all(
-        [(args.problem, size, args.dtype)],
-        {args.problem: selected + list(files)},
-        args.repeats,
-        console,
+        [(args.problem, size, dtype)], {args.problem: selected + list(files)}, args.repeats
     )
     paths = {r.name: path for r, path in files.items()}
     for run in runs:  # a failure of a user's kernel names its file
@@ -180,6 +285,9 @@ def cmd_run(args: argparse.Namespace) -> int:
             run["error"] = f"{path}: {run['error']}"
             console.print(f"[red]{run['error']}[/]")
     _print_groups(console, runs, ceilings, device.facts().name)
+    note = None if args.rungs else _dtype_note(args.problem, dtype, args.dtype_given)
+    if note:
+        console.print(note)
     _simulator_banner(console)
     if args.json:
         path = report.write_results(report.results_document(runs, ceilings), args.json)
@@ -201,32 +309,41 @@ def cmd_bench(args: argparse.Namespace) -> int:
             )
             cases += [(name, size, dtype) for size in sizes]
     if not cases:
-        raise ValueError("nothing to measure: no problem has the dtypes asked for")
+        raise ValueError(
+            f"--dtypes {' '.join(args.dtypes)}: none of --problems {' '.join(names)} takes them"
+        )
     ceilings = roofline.ceilings(remeasure=True)
-    runs = _measure_all(cases, {n: rungs(n) for n in names}, args.repeats, console)
-    out = Path(args.out or f"results/{device.gpu_slug()}.json")
-    if args.merge and out.is_file():  # keep the earlier runs of every (problem, dtype) not redone
+    runs = _measure_all(cases, {n: rungs(n) for n in names}, args.repeats)
+    out = report.results_path(args.out, Path("results") / f"{device.gpu_slug()}.json")
+    if out is not None and args.merge and out.is_file():
+        # keep the earlier runs of every (problem, dtype) not redone
         earlier = report.read_results(out)
         if earlier["gpu"] != device.facts().name:
-            raise ValueError(f"{out} was measured on {earlier['gpu']}: cannot merge runs")
+            raise ValueError(f"--merge: {out} was measured on {earlier['gpu']}: cannot merge")
         redone = {(r["problem"], r["dtype"]) for r in runs}
         runs = [r for r in earlier["runs"] if (r["problem"], r["dtype"]) not in redone] + runs
     doc = report.results_document(runs, ceilings)
-    report.write_results(doc, out)
+    if out is not None:
+        report.write_results(doc, out)
     _print_groups(console, runs, ceilings, doc["gpu"])
     _simulator_banner(console)
-    console.print(f"wrote {out}")
+    console.print(f"wrote {out}" if out else report.NOT_WRITTEN)
     return _exit_code(runs)
 
 
 def cmd_plot(args: argparse.Namespace) -> int:
     console = _console()
+    if not Path(args.results).is_file():
+        raise ValueError(f"RESULTS {args.results}: no such file (ladder bench writes one)")
     doc = report.read_results(args.results)
     out = Path(args.out or Path(args.results).with_suffix(".png"))
     names = list(dict.fromkeys(key[0] for key in derived.groups(doc["runs"])))
     unknown = set(args.problems or ()) - set(names)
     if unknown:
-        raise ValueError(f"{args.results} has no runs of {sorted(unknown)}; it has {names}")
+        raise ValueError(
+            f"--problems: {args.results} has no runs of {', '.join(sorted(unknown))}; it has "
+            f"{', '.join(names)}"
+        )
     report.plot_overview(doc, out)
     console.print(f"wrote {out}")
     figures = {}
@@ -243,11 +360,11 @@ def cmd_plot(args: argparse.Namespace) -> int:
 
 def cmd_check(args: argparse.Namespace) -> int:
     import json
-    import os
     import subprocess
 
     if device.simulator():
-        # Numba compiles kernels only outside its simulator; compile_ptx needs no GPU
+        # Numba compiles kernels only outside its simulator; compile_ptx needs no GPU. The
+        # child inherits stdout and stderr, so its table and its progress show as they are.
         if os.environ.get("LADDER_CHECK_CHILD"):
             raise RuntimeError("ladder check: NUMBA_ENABLE_CUDASIM=0 did not take effect")
         env = dict(os.environ, NUMBA_ENABLE_CUDASIM="0", LADDER_CHECK_CHILD="1")
@@ -257,7 +374,9 @@ def cmd_check(args: argparse.Namespace) -> int:
     console = _console()
     console.width = max(console.width, 120)
     selected = _select(args.problem, args.rungs) if args.problem else rungs()
-    reports = check(selected, tuple(args.archs))
+    compiled = [r for r in selected if not (r.on_cpu or r.reference)]  # what check() compiles
+    with _Progress(len(compiled)) as progress:
+        reports = check(compiled, tuple(args.archs), lambda r: progress.step(f"compiling {r.key}"))
     table = report.check_table(reports)
     console.print(table)
     failed = [r for r in reports if r.error]
@@ -279,10 +398,9 @@ def cmd_profile(args: argparse.Namespace) -> int:
     console = _console()
     console.width = max(console.width, 140)
     tools.find_tool("ncu")  # a clear message before anything runs
-    problem = get_problem(args.problem)
-    if args.dtype not in problem.dtypes:
-        raise ValueError(f"{args.problem} has no dtype {args.dtype}; it has {problem.dtypes}")
-    size = args.size or problem.standard_sizes(args.dtype)[-1]  # checked by parse_size
+    problem = get_problem(args.problem)  # --dtype and --size are checked in main
+    size = args.size or problem.standard_sizes(args.dtype)[-1]
+    timing.check_memory(problem, size, args.dtype)
     if args.rung == "all":
         targets = [r for r in rungs(args.problem) if args.dtype in r.dtypes and not r.on_cpu]
     else:
@@ -340,26 +458,40 @@ def cmd_sanitize(args: argparse.Namespace) -> int:
 def cmd_transfer(args: argparse.Namespace) -> int:
     from ladder.transfer import bench
 
-    return bench.main(args.rest)
+    return bench.run_args(args)
 
 
-def cmd_child(args: argparse.Namespace) -> int:
+def cmd_child(argv: list[str]) -> int:
+    """``ladder _child ...``: what profile and sanitize run under the NVIDIA tools; not a
+    command of the help."""
     from ladder.core import tools
 
-    return tools.child(args.rest)
+    return tools.child(argv)
 
 
-SIZE_HELP = "the problem's size; per problem:"
+PROBLEMS = "<problems>"  # in a help text: the names of the problems, read when help is shown
+SIZE_HELP = (
+    "the problem's size (default: its largest standard size; a small one in the simulator); "
+    "per problem, with its dtypes:"
+)
+DTYPE_HELP = "the inputs' dtype (default: float32); each problem's dtypes are listed under --size"
 
 
-class _SizeHelp(argparse.HelpFormatter):
-    """Help that lists what --size means for each problem (``Problem.size_help``), read from
-    the registry only when help is shown, so that parsing never imports the rungs."""
+class _ProblemsHelp(argparse.HelpFormatter):
+    """Help that names the problems, and lists for --size what it means for each problem
+    (``Problem.size_help``) and the problem's dtypes, read from the registry only when help is
+    shown, so that parsing never imports the rungs."""
 
     def _get_help_string(self, action: argparse.Action) -> str | None:
-        if action.help != SIZE_HELP:
-            return action.help
-        return "\n".join([SIZE_HELP, *(f"{p.name}: {p.size_help}" for p in problems().values())])
+        text = action.help or ""
+        if text == SIZE_HELP:
+            found = problems().values()
+            return "\n".join(
+                [SIZE_HELP, *(f"{p.name} ({', '.join(p.dtypes)}): {p.size_help}" for p in found)]
+            )
+        if PROBLEMS in text:
+            return text.replace(PROBLEMS, ", ".join(problems()))
+        return action.help
 
     def _split_lines(self, text: str, width: int) -> list[str]:
         lines = []
@@ -368,28 +500,53 @@ class _SizeHelp(argparse.HelpFormatter):
         return lines
 
 
-def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
-        prog="ladder", description="An optimization ladder for GPU kernels in Python."
-    )
-    sub = parser.add_subparsers(dest="command", required=True)
+class _Parser(argparse.ArgumentParser):
+    """argparse with each error on one line of stderr, ``ladder <command>: error: ...`` as
+    ``main`` words its own, and exit status 2 (``ladder <command> --help`` gives the usage)."""
 
-    p = sub.add_parser("list", help="list every rung and whether it can run here")
-    p.add_argument("problem", nargs="?", help="only this problem")
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"{self.prog}: error: {message}\n")
+
+
+def _positive(text: str) -> int:
+    """An argparse type: a whole number of at least 1."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"a whole number, got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
+    return value
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(
+        prog="ladder",
+        description="An optimization ladder for GPU kernels in Python. "
+        "ladder COMMAND --help says more of each command.",
+    )
+    parser.add_argument("--version", action="version", version=f"%(prog)s {ladder.__version__}")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    def command(name: str, text: str) -> argparse.ArgumentParser:
+        return sub.add_parser(name, help=text, description=text, formatter_class=_ProblemsHelp)
+
+    p = command("list", "list every rung and whether it can run here")
+    p.add_argument("problem", nargs="?", help=f"only this problem: {PROBLEMS}")
     p.set_defaults(func=cmd_list)
 
-    p = sub.add_parser("info", help="device facts, library versions and measured ceilings")
+    p = command("info", "device facts, library versions and measured ceilings")
     p.add_argument("--remeasure", action="store_true", help="measure the ceilings again")
     p.set_defaults(func=cmd_info)
 
-    p = sub.add_parser(
-        "run", help="validate and time the rungs of one problem", formatter_class=_SizeHelp
-    )
-    p.add_argument("problem", help="e.g. gemm")
+    p = command("run", "validate and time the rungs of one problem")
+    p.add_argument("problem", help=f"one of {PROBLEMS}")
     p.add_argument("--size", type=int, nargs="+", metavar="N", help=SIZE_HELP)
     p.add_argument("--rungs", nargs="+", metavar="RUNG", help="names or numbers (default: all)")
-    p.add_argument("--dtype", default="float32")
-    p.add_argument("--repeats", type=int, help="timed repeats (default: as many as fit in 1 s)")
+    p.add_argument("--dtype", help=DTYPE_HELP)
+    p.add_argument(
+        "--repeats", type=_positive, help="timed repeats (default: as many as fit in 1 s)"
+    )
     p.add_argument("--json", help="also write the results to this file")
     p.add_argument(
         "--rung-file",
@@ -399,62 +556,58 @@ def build_parser() -> argparse.ArgumentParser:
         help="also run the launcher `launch` that this Python file defines, as rung 80+ of "
         "the problem (repeatable; README: Bring your own kernel)",
     )
+    p.add_argument(
+        "--force",
+        action="store_true",
+        help=f"run in the CUDA simulator even what it would take more than "
+        f"{SIMULATOR_LIMIT_S // 60} minutes on",
+    )
     p.set_defaults(func=cmd_run)
 
-    p = sub.add_parser("bench", help="every problem at its standard sizes -> results/<gpu>.json")
-    p.add_argument("--problems", nargs="+", metavar="PROBLEM")
+    p = command("bench", "every problem at its standard sizes -> results/<gpu>.json")
+    p.add_argument("--problems", nargs="+", metavar="PROBLEM", help=f"only these: {PROBLEMS}")
     p.add_argument("--dtypes", nargs="+", metavar="DTYPE", help="only these dtypes")
-    p.add_argument("--repeats", type=int)
-    p.add_argument("--out", help="results file (default: results/<gpu>.json)")
+    p.add_argument("--repeats", type=_positive)
+    p.add_argument(
+        "--out",
+        help="results file (default: results/<gpu>.json on a GPU; in the simulator nothing is "
+        "written without --out)",
+    )
     p.add_argument(
         "--merge",
         action="store_true",
         help="keep the runs already in the results file for problems and dtypes not measured now",
     )
     p.set_defaults(func=cmd_bench)
-
-    p = sub.add_parser(
-        "check", help="compile every rung without a GPU: registers, shared memory, spills"
-    )
-    p.add_argument("problem", nargs="?", help="only this problem")
+    p = command("check", "compile every rung without a GPU: registers, shared memory, spills")
+    p.add_argument("problem", nargs="?", help=f"only this problem: {PROBLEMS}")
     p.add_argument("--rungs", nargs="+", metavar="RUNG", help="only these rungs (with PROBLEM)")
     p.add_argument("--archs", nargs="+", default=["sm_80", "sm_90"], metavar="SM")
     p.add_argument("--json", help="also write the reports to this file")
     p.set_defaults(func=cmd_check)
 
-    p = sub.add_parser(
-        "profile",
-        help="Nsight Compute on one launch of a rung (and of the rung below)",
-        formatter_class=_SizeHelp,
-    )
-    p.add_argument("problem", help="e.g. gemm")
+    p = command("profile", "Nsight Compute on one launch of a rung (and of the rung below)")
+    p.add_argument("problem", help=f"one of {PROBLEMS}")
     p.add_argument("rung", help="a rung's name or number, or 'all'")
     p.add_argument("--size", type=int, nargs="+", metavar="N", help=SIZE_HELP)
-    p.add_argument("--dtype", default="float32")
+    p.add_argument("--dtype", help=DTYPE_HELP)
     p.add_argument("--no-below", action="store_true", help="do not profile the rung below")
     p.add_argument("--json", help="also write the profiles to this file")
     p.set_defaults(func=cmd_profile)
 
-    p = sub.add_parser("sanitize", help="every rung under compute-sanitizer, at small odd sizes")
-    p.add_argument("problem", nargs="?", help="only this problem")
+    p = command("sanitize", "every rung under compute-sanitizer, at small odd sizes")
+    p.add_argument("problem", nargs="?", help=f"only this problem: {PROBLEMS}")
     p.add_argument("--tools", nargs="+", default=["memcheck", "racecheck"])
     p.add_argument("--json", help="also write the results to this file")
     p.set_defaults(func=cmd_sanitize)
 
-    p = sub.add_parser(
-        "transfer",
-        help="data movement: transfers, overlap, launch costs -> results/<gpu>-transfer.json",
+    p = command(
+        "transfer", "data movement: transfers, overlap, launch costs -> results/<gpu>-transfer.json"
     )
-    p.add_argument("rest", nargs=argparse.REMAINDER, help="options of python -m ladder.transfer")
+    transfer_options.add_arguments(p)
     p.set_defaults(func=cmd_transfer)
 
-    p = sub.add_parser("_child")  # what profile and sanitize run under the NVIDIA tools
-    p.add_argument("rest", nargs=argparse.REMAINDER)
-    p.set_defaults(func=cmd_child)
-
-    p = sub.add_parser(
-        "plot", help="figures (PNG) of a results file: an overview, and one per problem"
-    )
+    p = command("plot", "figures (PNG) of a results file: an overview, and one per problem")
     p.add_argument("results", help="results/<gpu>.json")
     p.add_argument(
         "--out",
@@ -467,21 +620,72 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _known_rung(problem: str, name: str, argument: str) -> None:
+    try:
+        get_rung(problem, name)
+    except KeyError as err:
+        raise ValueError(f"{argument}: {err.args[0]}") from None
+
+
+def _check_arguments(args: argparse.Namespace) -> None:
+    """Check what argparse cannot against the registry, each error naming its argument: the
+    problem, --dtype (the problem's first when not given), --size, the rungs, --problems and
+    --dtypes. Sets ``args.dtype_given``."""
+    name = getattr(args, "problem", None)
+    problem = get_problem(name) if name else None
+    if problem is not None and hasattr(args, "dtype"):
+        args.dtype_given = args.dtype is not None
+        if args.dtype is None:
+            args.dtype = problem.dtypes[0]
+        elif args.dtype not in problem.dtypes:
+            raise ValueError(
+                f"--dtype for {problem.name} is one of {', '.join(problem.dtypes)}: "
+                f"got {args.dtype}"
+            )
+    if problem is not None and getattr(args, "size", None) is not None:
+        args.size = problem.parse_size(args.size)
+    if getattr(args, "rungs", None):
+        if problem is None:
+            raise ValueError("--rungs: name their PROBLEM too, e.g. ladder check gemm --rungs 6")
+        for rung_name in args.rungs:
+            _known_rung(problem.name, rung_name, "--rungs")
+    if args.command == "profile" and args.rung != "all":
+        _known_rung(args.problem, args.rung, "RUNG")
+    if args.command == "bench":  # (plot checks its --problems against its results file)
+        for problem_name in args.problems or ():
+            try:
+                get_problem(problem_name)
+            except KeyError as err:
+                raise ValueError(f"--problems: {err.args[0]}") from None
+    if getattr(args, "dtypes", None):
+        known = list(dict.fromkeys(d for p in problems().values() for d in p.dtypes))
+        unknown = [d for d in args.dtypes if d not in known]
+        if unknown:
+            raise ValueError(
+                f"--dtypes: no problem takes {', '.join(unknown)}; dtypes: {', '.join(known)}"
+            )
+
+
 def main(argv: list[str] | None = None) -> int:
+    """The ``ladder`` command; returns its exit status: 0, 1 when a rung failed or a check did
+    not pass, 2 for an argument that is not valid (one line on stderr that names it)."""
     argv = sys.argv[1:] if argv is None else list(argv)
-    args = build_parser().parse_args(argv)
+    if argv[:1] == ["_child"]:  # not a command of the help: see cmd_child
+        return cmd_child(argv[1:])
+    try:
+        args = build_parser().parse_args(argv)
+    except SystemExit as done:  # --help, --version, or an error argparse has printed
+        return done.code if isinstance(done.code, int) else 0
     args.argv = argv
     try:
-        if getattr(args, "size", None) is not None:
-            args.size = get_problem(args.problem).parse_size(args.size)
-    except (KeyError, ValueError) as err:  # one line, as argparse words its own errors
-        print(f"ladder: error: {err.args[0] if err.args else err}", file=sys.stderr)
-        return 2
-    try:
+        _check_arguments(args)
         return args.func(args)
-    except (KeyError, ValueError, FileNotFoundError) as err:
-        print(f"ladder: {err.args[0] if err.args else err}", file=sys.stderr)
-        return 2
+    except (KeyError, ValueError) as err:
+        message = err.args[0] if err.args else str(err)
+    except OSError as err:
+        message = f"{err.filename}: {err.strerror}" if err.filename else str(err)
+    print(f"ladder {args.command}: error: {message}", file=sys.stderr)
+    return 2
 
 
 if __name__ == "__main__":

@@ -190,10 +190,10 @@ def test_best_rows_pick_the_fastest_passing_rung_and_the_library():
 def test_cli_run_rejects_bad_arguments(capsys):
     assert cli.main(["run", "gemm", "--size", "4", "4"]) == 2
     err = capsys.readouterr().err
-    assert err == "ladder: error: --size for gemm takes 3 values M N K, got 2\n"
+    assert err == "ladder run: error: --size for gemm takes 3 values M N K, got 2\n"
     assert cli.main(["run", "conv", "--size", "1", "1", "2", "5", "5", "7"]) == 2
     err = capsys.readouterr().err
-    assert err.startswith("ladder: error: --size for conv") and err.count("\n") == 1
+    assert err.startswith("ladder run: error: --size for conv") and err.count("\n") == 1
     assert cli.main(["run", "gemm", "--rungs", "nope", "--size", "2", "2", "2"]) == 2
     assert "unknown rung" in capsys.readouterr().err
 

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import re
 import sys
+from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from typing import Any
 
@@ -210,12 +211,19 @@ def check_cuda(rung: Rung, source: cuda_cpp.CudaSource) -> list[KernelReport]:
     return reports
 
 
-def check(rungs_to_check: list[Rung], archs: tuple[str, ...] = ARCHS) -> list[KernelReport]:
-    """Compile each rung's kernels and collect the reports (CPU rungs and libraries skipped)."""
+def check(
+    rungs_to_check: list[Rung],
+    archs: tuple[str, ...] = ARCHS,
+    progress: Callable[[Rung], None] | None = None,
+) -> list[KernelReport]:
+    """Compile each rung's kernels and collect the reports (CPU rungs and libraries skipped);
+    ``progress`` is called with each rung before its kernels are compiled."""
     reports: list[KernelReport] = []
     for rung in rungs_to_check:
         if rung.on_cpu or rung.reference:
             continue
+        if progress is not None:
+            progress(rung)
         module = sys.modules[rung.launch.__module__]
         source = getattr(module, "SOURCE", None)
         if isinstance(source, cuda_cpp.CudaSource):

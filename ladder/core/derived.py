@@ -65,8 +65,17 @@ def ceiling(group: list[dict[str, Any]], ceilings: dict[str, Any] | None) -> tup
     return "cuBLAS FP16 at 8192³", ceilings.get("cublas_fp16_tflops")
 
 
+def simulated(group: list[dict[str, Any]]) -> bool:
+    """True when the group's GPU rungs ran in the CUDA simulator: their times are CPU times, so
+    no figure made from a time (throughput, % of a ceiling, ratios) means anything."""
+    return any(r.get("simulated") for r in group)
+
+
 def rows(group: list[dict[str, Any]], ceilings: dict[str, Any] | None) -> list[dict[str, Any]]:
-    """Derived columns for one group: % of peak, speedup over the rung below, x library."""
+    """Derived columns for one group: % of peak, speedup over the rung below, x library (all
+    None for a simulated group)."""
+    if simulated(group):
+        return [dict(run, pct_peak=None, speedup=None, vs_reference=None) for run in group]
     reference = library(group)
     memory = is_memory(group)
     # % of the FP32 peak only means something for FP32 arithmetic; the tensor-core dtypes are

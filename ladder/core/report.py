@@ -39,6 +39,18 @@ def results_document(runs: Iterable[dict[str, Any]], ceilings: dict[str, Any] | 
     }
 
 
+NOT_WRITTEN = "nothing written: the simulator's results go to a file only with --out FILE"
+
+
+def results_path(out: str | None, default: Path) -> Path | None:
+    """Where a command writes its results: ``out`` when given, else ``default`` (in
+    ``results/``, beside the GPU results), except in the simulator, whose runs are written
+    only where ``--out`` asks (None: nowhere)."""
+    if out:
+        return Path(out)
+    return None if device.simulator() else default
+
+
 def write_results(doc: dict[str, Any], path: str | Path) -> Path:
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -47,7 +59,13 @@ def write_results(doc: dict[str, Any], path: str | Path) -> Path:
 
 
 def read_results(path: str | Path) -> dict[str, Any]:
-    doc = json.loads(Path(path).read_text())
+    """A results file; ValueError naming the file when it is not one."""
+    try:
+        doc = json.loads(Path(path).read_text())
+    except json.JSONDecodeError as err:
+        raise ValueError(f"{path} is not a ladder results file (not JSON: {err})") from None
+    if not isinstance(doc, dict):
+        raise ValueError(f"{path} is not a ladder results file (not a JSON object)")
     for key in ("gpu", "runs"):
         if key not in doc:
             raise ValueError(f"{path} is not a ladder results file (no {key!r})")
@@ -55,7 +73,9 @@ def read_results(path: str | Path) -> dict[str, Any]:
 
 
 def _fmt(value: float | None, spec: str) -> str:
-    return "—" if value is None else format(value, spec)
+    """``value`` formatted, or a dash for a figure not measured (None, or NaN: a rung that did
+    not run has no error)."""
+    return "—" if value is None or value != value else format(value, spec)
 
 
 def _time_cell(row: dict[str, Any]) -> str:
@@ -78,6 +98,8 @@ def rich_table(group: list[dict[str, Any]], ceilings: dict[str, Any] | None, tit
     """
     from rich.table import Table
 
+    if derived.simulated(group):
+        return _simulator_table(group, title)
     memory = derived.is_memory(group)
     table = Table(title=title, title_justify="left")
     if memory:
@@ -110,6 +132,27 @@ def rich_table(group: list[dict[str, Any]], ceilings: dict[str, Any] | None, tit
             _fmt(row.get("speedup"), ".2f"),
             _fmt(row.get("vs_reference"), ".3f"),
             _fmt(row.get("rel_err"), ".1e"),
+            _status(row),
+        )
+    return table
+
+
+def _simulator_table(group: list[dict[str, Any]], title: str):
+    """A group run in the CUDA simulator: only what means something there, whether each answer
+    is right, its error against float64, and the CPU time of one launch, named as such (no
+    throughput, % of a ceiling or ratio: times of the simulator say nothing of a GPU)."""
+    from rich.table import Table
+
+    table = Table(title=title, title_justify="left")
+    for col in ("#", "rung", "rel err", "tolerance", "CPU ms (simulator)", "status"):
+        table.add_column(col, justify="left" if col in ("rung", "status") else "right")
+    for row in group:
+        table.add_row(
+            "ref" if row["reference"] else str(row["number"]),
+            row["rung"],
+            _fmt(row.get("rel_err"), ".1e"),
+            _fmt(row.get("tolerance"), ".0e"),
+            _fmt(row.get("median_ms"), ".1f"),
             _status(row),
         )
     return table

@@ -330,15 +330,19 @@ def problems() -> dict[str, Problem]:
 
 
 def get_problem(name: str) -> Problem:
+    """A registered problem by name; KeyError naming the problems there are otherwise."""
     _load()
     if name not in _PROBLEMS:
-        raise KeyError(f"unknown problem {name!r}; known: {', '.join(sorted(_PROBLEMS))}")
+        raise KeyError(f"unknown problem {name!r}; problems: {', '.join(sorted(_PROBLEMS))}")
     return _PROBLEMS[name]
 
 
 def rungs(problem: str | None = None, *, references: bool = True) -> list[Rung]:
-    """Registered rungs in ladder order (references last within their problem)."""
+    """Registered rungs in ladder order (references last within their problem); KeyError for
+    a problem that is not registered."""
     _load()
+    if problem is not None:
+        get_problem(problem)
     found = [
         r
         for r in _RUNGS.values()
@@ -349,8 +353,8 @@ def rungs(problem: str | None = None, *, references: bool = True) -> list[Rung]:
 
 
 def get_rung(problem: str, name: str) -> Rung:
-    """A rung by problem and short name, or by its number written as 'r05' or '5'."""
-    _load()
+    """A rung by problem and short name, or by its number written as 'r05' or '5'; KeyError
+    naming the problems or the problem's rungs otherwise."""
     for r in rungs(problem):
         if name in (r.name, f"r{r.number:02d}", str(r.number)):
             return r

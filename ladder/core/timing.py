@@ -30,6 +30,8 @@ from __future__ import annotations
 import contextlib
 import enum
 import functools
+import math
+import os
 import time
 import warnings
 from collections.abc import Iterator
@@ -76,6 +78,106 @@ class Case:
         if self._device_inputs is None:
             self._device_inputs = tuple(to_device(x) for x in self.inputs)
         return self._device_inputs
+
+
+# The CUDA simulator runs every GPU thread of a block as a Python thread. Measured on a 2-core
+# CPU, no rung ran faster than 2.5 µs per step of its inner loop (a multiply-add, or an element
+# moved) and 20 µs per output element; so estimates from these figures are lower bounds. Whole
+# ladders took 5 to 70 times that bound (the most at tiny sizes, where the idle threads of
+# padded tiles dominate; the slowest rungs are tiled ones that wait at barriers).
+SIMULATOR_S_PER_STEP = 2.5e-6
+SIMULATOR_S_PER_OUTPUT = 2e-5
+SIMULATOR_TYPICAL = 10  # how many times the lower bound a ladder takes, roughly
+SIMULATOR_LAUNCHES = 2  # measure() runs a simulated rung twice: the first check and one repeat
+
+
+def simulator_steps(problem: Problem, size: tuple[int, ...], dtype: str) -> tuple[float, float]:
+    """(inner-loop steps, output elements) of one launch in the simulator, from the problem: a
+    step is a multiply-add (two FLOPs) or an element moved, whichever count is larger."""
+    elements = problem.min_bytes(size, dtype) / resolve(dtype).itemsize
+    return max(problem.flops(size) / 2, elements), float(math.prod(problem.output_shape(size)))
+
+
+def simulator_seconds(problem: Problem, size: tuple[int, ...], dtype: str, count: int) -> float:
+    """About the fewest seconds ``count`` GPU rungs take on ``size`` in the CUDA simulator
+    (``measure`` launches each twice); a lower bound: see SIMULATOR_S_PER_STEP."""
+    steps, outputs = simulator_steps(problem, size, dtype)
+    per_launch = steps * SIMULATOR_S_PER_STEP + outputs * SIMULATOR_S_PER_OUTPUT
+    return count * SIMULATOR_LAUNCHES * per_launch
+
+
+def simulator_size(
+    problem: Problem, size: tuple[int, ...], dtype: str, count: int, seconds: float = 60.0
+) -> tuple[int, ...]:
+    """A size below ``size`` that takes about ``seconds`` or less in the simulator, roughly
+    (SIMULATOR_TYPICAL times the lower bound): the largest value halved, again and again,
+    skipping a halving the problem's ``parse_size`` refuses."""
+    size = tuple(size)
+    while SIMULATOR_TYPICAL * simulator_seconds(problem, size, dtype, count) > seconds:
+        for i in sorted(range(len(size)), key=lambda i: -size[i]):
+            if size[i] < 2:
+                continue
+            smaller = (*size[:i], size[i] // 2, *size[i + 1 :])
+            try:
+                size = problem.parse_size(list(smaller))
+            except ValueError:
+                continue
+            break
+        else:
+            return size  # nothing can shrink further
+    return size
+
+
+def host_memory_bytes() -> int | None:
+    """Bytes of host memory available now (Linux: MemAvailable), else the total; None when the
+    platform tells neither."""
+    try:
+        with open("/proc/meminfo") as meminfo:
+            for line in meminfo:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    try:
+        return os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    except (AttributeError, OSError, ValueError):
+        return None
+
+
+def case_bytes(problem: Problem, size: tuple[int, ...], dtype: str) -> tuple[float, float]:
+    """(host, device) bytes a case of ``size`` needs, estimated before anything is allocated.
+    The device holds the inputs and the output (the problem's fewest bytes); the host holds
+    them too, and float64 copies of them for the reference. In the simulator the device is the
+    host. A rung's own buffers (attention's N x N scores) are not counted: a rung that cannot
+    allocate them is reported unavailable."""
+    moved = problem.min_bytes(size, dtype)
+    host = moved * (1 + 8 / resolve(dtype).itemsize)
+    return host, moved
+
+
+def check_memory(problem: Problem, size: tuple[int, ...], dtype: str) -> None:
+    """ValueError naming --size, the bytes the case needs and the memory there is, when the
+    case cannot fit in host memory or (on a GPU) in device memory."""
+    host, on_device = case_bytes(problem, size, dtype)
+    if device.simulator():
+        host += on_device
+    shown = f"--size {' '.join(map(str, size))} for {problem.name} {dtype}"
+
+    def gb(n: float) -> str:
+        return f"{n / 1e9:,.0f} GB" if n >= 1e10 else f"{n / 1e9:.2g} GB"
+
+    available = host_memory_bytes()
+    if available is not None and host > available:
+        raise ValueError(
+            f"{shown} needs about {gb(host)} of host memory (inputs, output and their float64 "
+            f"copies for the reference); this machine has {gb(available)} available"
+        )
+    total = device.facts().memory_bytes
+    if total is not None and on_device > total:
+        raise ValueError(
+            f"{shown} needs about {gb(on_device)} of device memory (inputs and output); "
+            f"{device.facts().name} has {gb(total)}"
+        )
 
 
 def prepare(problem: Problem, size: tuple[int, ...], dtype: str = "float32", seed: int = 0) -> Case:

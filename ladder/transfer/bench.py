@@ -9,11 +9,11 @@ Three parts, each a module of this package:
   grid of (chunks, streams); overlap efficiency, timelines, and the bit-for-bit check;
 - ``launch``: host time per kernel launch, several ways, and a CUDA graph's replay.
 
-The results go to ``results/<gpu>-transfer.json`` (``--out``) with the header every ladder
-results file has (GPU, driver, library versions, date), and the figures beside it
-(``--figures``): ``<stem>-bandwidth.png``, ``<stem>-timeline-conv1.png``,
-``<stem>-timeline-conv2.png``, ``<stem>-launch.png``. The notebook and the README read that
-file; no number in their prose is typed in.
+The results go to ``results/<gpu>-transfer.json`` (``--out``; in the simulator only to an
+``--out`` given) with the header every ladder results file has (GPU, driver, library
+versions, date), and the figures beside it (``--figures``): ``<stem>-bandwidth.png``,
+``<stem>-timeline-conv1.png``, ``<stem>-timeline-conv2.png``, ``<stem>-launch.png``. The
+notebook and the README read that file; no number in their prose is typed in.
 
 The targets are checked and printed: overlap efficiency of the best pipelined configuration at
 least ``TARGETS["overlap_efficiency"]``, graph replay at most
@@ -36,8 +36,8 @@ from typing import Any
 from ladder.core import device, report
 from ladder.core.rung import get_rung
 from ladder.transfer import launch, pipeline, plot, transfers
+from ladder.transfer.options import PARTS, add_arguments
 
-PARTS = ("transfers", "overlap", "launch")
 TARGETS = {"overlap_efficiency": 0.90, "graph_us_per_kernel": 2.0}
 
 
@@ -345,33 +345,33 @@ def main(argv: list[str] | None = None) -> int:
         prog="python -m ladder.transfer",
         description="Data movement: transfer bandwidth, copy/compute overlap, launch costs.",
     )
-    parser.add_argument("--out", help="results file (default: results/<gpu>-transfer.json)")
-    parser.add_argument("--figures", help="folder for the PNG figures (default: beside --out)")
-    parser.add_argument("--only", nargs="+", choices=PARTS, help="measure only these parts")
-    parser.add_argument("--rung", help="convolution rung for the overlap (default: the highest)")
-    parser.add_argument("--layers", nargs="+", help="conv1 and/or conv2 (default: both)")
-    parser.add_argument(
-        "--from-results",
-        metavar="FILE",
-        help="measure nothing: read this results file, redraw its figures beside it (or into "
-        "--figures) and, with --readme, regenerate the README block",
-    )
-    parser.add_argument("--readme", help="also regenerate this README's data-movement block")
-    args = parser.parse_args(sys.argv[1:] if argv is None else argv)
+    add_arguments(parser)
+    return run_args(parser.parse_args(sys.argv[1:] if argv is None else argv))
+
+
+def run_args(args: argparse.Namespace) -> int:
+    """The benchmark for parsed options (``options.add_arguments``): ``python -m
+    ladder.transfer`` and ``ladder transfer``; 1 when a target is not met."""
     if args.from_results:
-        out = Path(args.from_results)
+        out: Path | None = Path(args.from_results)
         doc = report.read_results(out)
         if doc.get("kind") != "transfer":
             raise ValueError(f"{out} is not a results file of python -m ladder.transfer")
         doc["checks"] = checks(doc)  # from the measured figures, as this version checks them
     else:
         doc = run(tuple(args.only or PARTS), rung=args.rung, layer_names=args.layers)
-        out = Path(args.out) if args.out else default_path()
-        report.write_results(doc, out)
-    drawn = figures(doc, Path(args.figures) if args.figures else out.parent, out.stem)
+        out = report.results_path(args.out, default_path())
+        if out is not None:
+            report.write_results(doc, out)
+    folder = Path(args.figures) if args.figures else out.parent if out else None
+    stem = out.stem if out else default_path().stem
+    drawn = figures(doc, folder, stem) if folder else []
     for line in summary(doc):
         print(line)
-    print(("read " if args.from_results else "wrote ") + str(out))
+    if out is None:
+        print(report.NOT_WRITTEN)
+    else:
+        print(("read " if args.from_results else "wrote ") + str(out))
     print("".join(f"wrote {p}\n" for p in drawn), end="")
     if args.readme:
         report.replace_block(
