@@ -18,6 +18,19 @@ ON_GPU = device.gpu_available()
 gpu_only = pytest.mark.skipif(not ON_GPU, reason="needs a CUDA GPU; runs on the GPU machine")
 
 
+def quick_unless(slow: bool) -> tuple:
+    """The marks of a test case: ``slow`` for a case the fast path (``-m "not slow"``) leaves
+    out. Only the simulator is slow: on a GPU every case is quick."""
+    return (pytest.mark.slow,) if slow and not ON_GPU else ()
+
+
+def pytest_collection_modifyitems(items: list) -> None:
+    """Executing a notebook is slow too: ``-m "not slow"`` leaves the notebooks out."""
+    for item in items:
+        if item.get_closest_marker("notebook"):
+            item.add_marker(pytest.mark.slow)
+
+
 def clean_environment() -> dict[str, str]:
     """``os.environ`` as it was before ladder chose the backend for this test session."""
     env = dict(os.environ)

@@ -7,7 +7,7 @@ of each canonical layer); in the simulator, smaller shapes of the same kinds.
 
 import numpy as np
 import pytest
-from conftest import ON_GPU, gpu_only
+from conftest import ON_GPU, gpu_only, quick_unless
 
 from ladder.conv.layers import CONV1, CONV2
 from ladder.conv.problem import SIMULATOR_SIZES, conv_numpy
@@ -25,8 +25,9 @@ def _cases():
             continue
         for dtype in rung.dtypes:
             sizes = PROBLEM.test_sizes(dtype) if ON_GPU else SIMULATOR_SIZES
-            for size in sizes:
-                yield pytest.param(rung, dtype, size, id=f"{rung.name}-{dtype}-{size}")
+            for size in sizes:  # the fast path (-m "not slow") keeps the first two sizes
+                slow = quick_unless(size in SIMULATOR_SIZES[2:])
+                yield pytest.param(rung, dtype, size, id=f"{rung.name}-{dtype}-{size}", marks=slow)
 
 
 def _run(rung, inputs, dtype, **kwargs):

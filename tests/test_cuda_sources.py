@@ -22,6 +22,7 @@ def test_every_cu_file_is_registered():
     assert on_disk and on_disk == set(cuda_cpp.SOURCES), "a .cu file without a loader (or back)"
 
 
+@pytest.mark.slow  # each source takes seconds; `ladder check` compiles them all again in CI
 @pytest.mark.parametrize("target", TARGETS, ids=lambda t: f"{t[0].name}-{t[1]}")
 def test_source_compiles_with_nvrtc(target):
     src, arch = target

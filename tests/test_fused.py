@@ -7,7 +7,7 @@ in the simulator, smaller shapes of the same kinds, since it runs every thread i
 
 import numpy as np
 import pytest
-from conftest import ON_GPU
+from conftest import ON_GPU, quick_unless
 
 from ladder.core import timing
 from ladder.core.dtypes import resolve, to_device, to_host
@@ -16,6 +16,7 @@ from ladder.core.rung import get_problem, rungs
 FUSED = ["elementwise", "softmax", "layernorm", "gemm-epilogue"]
 # the simulator runs every thread of every block as a Python thread: few rows (blocks) only
 SIM_SHAPES = [(1, 1), (1, 257), (3, 1), (2, 33), (2, 1030)]
+SLOW_SHAPES = {(1, 257), (2, 1030)}  # left out of the fast path (-m "not slow")
 
 
 def _cases():
@@ -29,7 +30,8 @@ def _cases():
                 if not ON_GPU and name != "gemm-epilogue":
                     sizes = SIM_SHAPES
                 for size in sizes:
-                    yield pytest.param(rung, dtype, size, id=f"{rung.key}-{dtype}-{size}")
+                    marks, key = quick_unless(size in SLOW_SHAPES), f"{rung.key}-{dtype}-{size}"
+                    yield pytest.param(rung, dtype, size, id=key, marks=marks)
 
 
 def _run(rung, inputs, dtype):

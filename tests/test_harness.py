@@ -127,6 +127,7 @@ def test_get_rung_by_name_or_number():
         get_rung("gemm", "nope")
 
 
+@pytest.mark.slow  # a whole bench of every problem, in the simulator
 def test_cli_run_bench_plot(tmp_path, capsys):
     out = tmp_path / "bench.json"
     assert cli.main(["bench", "--problems", "gemm", "--out", str(out), "--repeats", "1"]) == 0
