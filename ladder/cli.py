@@ -13,7 +13,7 @@ from typing import Any
 
 import ladder  # noqa: F401  (chooses the backend before numba.cuda is imported)
 from ladder.core import derived, device, report, roofline, timing
-from ladder.core.rung import Rung, get_problem, get_rung, problems, rungs
+from ladder.core.rung import GENERATIONS, Rung, get_problem, get_rung, problems, rungs
 
 
 def _console():
@@ -30,21 +30,33 @@ def _simulator_banner(console: Any) -> None:
 def cmd_list(args: argparse.Namespace) -> int:
     from rich.table import Table
 
-    table = Table(title="ladder rungs", title_justify="left")
-    for col in ("problem", "#", "name", "title", "dtypes", "needs", "here"):
+    console = _console()
+    if args.readme:
+        report.update_generations_readme(args.readme, rungs())
+        console.print(f"updated the GPU-generation table of {args.readme}")
+        return 0
+    table = Table(title="ladder rungs", title_justify="left", caption_justify="left")
+    if args.gpus:
+        columns = ("problem", "#", "name", *(g.name for g in GENERATIONS), "why not")
+        table.caption = report.generations_note()
+    else:
+        columns = ("problem", "#", "name", "title", "dtypes", "needs", "here")
+        table.caption = "ladder list --gpus: which GPU generations each rung runs on"
+    for col in columns:
         table.add_column(col)
     for r in rungs(args.problem):
+        first = (r.problem, "ref" if r.reference else str(r.number), r.name)
+        if args.gpus:
+            table.add_row(*first, *report.generation_cells(r))
+            continue
         reason = r.unavailable_reason()
         table.add_row(
-            r.problem,
-            "ref" if r.reference else str(r.number),
-            r.name,
+            *first,
             r.title,
             ", ".join(r.dtypes),
             ", ".join(sorted(r.needs)),
             "yes" if reason is None else f"no: {reason}",
         )
-    console = _console()
     console.print(table)
     _simulator_banner(console)
     return 0
@@ -376,6 +388,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("list", help="list every rung and whether it can run here")
     p.add_argument("problem", nargs="?", help="only this problem")
+    p.add_argument("--gpus", action="store_true", help="which GPU generations each rung runs on")
+    p.add_argument("--readme", help="write the --gpus table into this README's gpus block")
     p.set_defaults(func=cmd_list)
 
     p = sub.add_parser("info", help="device facts, library versions and measured ceilings")

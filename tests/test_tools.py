@@ -6,12 +6,14 @@ a run on an H200, and the commands themselves were run there (results/nvidia-h20
 """
 
 import json
+import sys
+from pathlib import Path
 
 import pytest
 
 from ladder import cli
-from ladder.core import check, cuda_cpp, tools
-from ladder.core.rung import Rung
+from ladder.core import check, cuda_cpp, report, tools
+from ladder.core.rung import GENERATIONS, Rung, get_rung, rung, rungs
 
 NVRTC_LOG = """\
 ptxas info    : 72 bytes gmem
@@ -73,6 +75,67 @@ def test_a_source_that_does_not_compile_is_reported(tmp_path):
     fake = Rung("gemm", 98, "broken", "test double", ("float16",), lambda *a: None, doc="x")
     (report,) = check.check_cuda(fake, source)
     assert report.error and "undefined_name" in report.error
+
+
+def test_rungs_say_which_gpu_generations_they_run_on_and_why():
+    wgmma = get_rung("gemm", "wgmma")
+    assert wgmma.cc_reason() == (
+        "needs compute capability 9.0 exactly: wgmma and setmaxnreg, sm_90a-only instructions"
+    )
+    assert wgmma.reason_for_cc((8, 0)) == wgmma.reason_for_cc((10, 0)) == wgmma.cc_reason()
+    assert wgmma.reason_for_cc((9, 0)) is None
+    assert report.generation_cells(wgmma) == ["no", "no", "no", "no", "yes", wgmma.cc_reason()]
+    cp_async = get_rung("gemm", "cp-async")
+    assert cp_async.reason_for_cc((7, 5)) == "needs compute capability 8.0 or later: cp.async"
+    assert report.generation_cells(get_rung("gemm", "wmma"))[-1] == ""  # 7.0: runs on all five
+    for r in rungs():
+        if r.min_cc is None and r.max_cc is None:
+            assert report.generation_cells(r) == ["yes"] * len(GENERATIONS) + [""], r.key
+
+
+def test_a_rung_with_a_compute_capability_range_must_say_why():
+    with pytest.raises(ValueError, match="cc_needs"):
+        rung(name="x", title="x", problem="gemm", reference=True, min_cc=(8, 0))(lambda: None)
+    assert "gemm/x" not in {r.key for r in rungs("gemm")}
+
+
+def test_the_readme_table_of_gpu_generations_is_the_registrys():
+    text = (Path(__file__).parent.parent / "README.md").read_text()
+    block = text.split(report.GPUS_START + "\n")[1].split(report.GPUS_END)[0]
+    assert block == report.generations_markdown(rungs()), "run: ladder list --readme README.md"
+
+
+def test_ladder_list_shows_each_gpu_generation(capsys, monkeypatch):
+    monkeypatch.setenv("COLUMNS", "200")  # one line per rung
+    assert cli.main(["list", "gemm", "--gpus"]) == 0
+    text = capsys.readouterr().out
+    assert all(g.name in text for g in GENERATIONS) and "9.0 exactly" in text
+
+
+def _limited_sources() -> list[tuple[Rung, cuda_cpp.CudaSource]]:
+    """One rung per CUDA C++ source whose range leaves out a generation NVRTC builds for."""
+    found: dict[Path, tuple[Rung, cuda_cpp.CudaSource]] = {}
+    for r in rungs(references=False):
+        source = getattr(sys.modules[r.launch.__module__], "SOURCE", None)
+        if isinstance(source, cuda_cpp.CudaSource) and any(
+            r.reason_for_cc(g.cc) for g in GENERATIONS
+        ):
+            found.setdefault(source.path, (r, source))
+    return list(found.values())
+
+
+@pytest.mark.parametrize("case", _limited_sources(), ids=lambda c: c[0].key)
+def test_a_cuda_rung_does_not_build_below_its_range_for_the_reason_it_gives(case):
+    """The reason a rung gives is the compiler's: built for the generation below its range
+    (and for sm_90 without the a, where it needs sm_90a), ptxas names its first instruction."""
+    found, source = case
+    below = [g.arch for g in GENERATIONS if found.reason_for_cc(g.cc)][-1:]
+    targets = below + (["sm_90"] if source.arch_specific else [])
+    instruction = found.cc_needs.split()[0].rstrip(",")
+    for arch in targets:
+        with pytest.raises(cuda_cpp.CudaBuildError) as err:
+            source.build(arch, cache=False)
+        assert f"'{instruction}" in str(err.value), f"{source.name} for {arch}"
 
 
 NCU_CSV = """\
