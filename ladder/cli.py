@@ -279,7 +279,8 @@ def cmd_check(args: argparse.Namespace) -> int:
     if failed:
         console.print(f"[red]{len(failed)} kernel builds failed[/]")
         return 1
-    console.print(f"{len(reports)} kernel builds, all compiled")
+    skips = sum(bool(r.skipped) for r in reports)
+    console.print(f"{len(reports) - skips} kernel builds, all compiled; {skips} not for the GPU")
     return 0
 
 
@@ -432,7 +433,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("problem", nargs="?", help="only this problem")
     p.add_argument("--rungs", nargs="+", metavar="RUNG", help="only these rungs (with PROBLEM)")
-    p.add_argument("--archs", nargs="+", default=["sm_80", "sm_90"], metavar="SM")
+    p.add_argument("--archs", nargs="+", default=[g.arch for g in GENERATIONS], metavar="SM")
     p.add_argument("--json", help="also write the reports to this file")
     p.set_defaults(func=cmd_check)
 

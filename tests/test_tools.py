@@ -6,6 +6,8 @@ a run on an H200, and the commands themselves were run there (results/nvidia-h20
 """
 
 import json
+import os
+import subprocess
 import sys
 from pathlib import Path
 
@@ -61,7 +63,7 @@ def test_ladder_check_compiles_numba_and_cuda_rungs(tmp_path):
     assert cli.main(["check", "gemm", "--rungs", "r06", "r12", "--json", str(out)]) == 0
     reports = json.loads(out.read_text())
     numba = [r for r in reports if r["rung"] == "transposed-tiles"]
-    assert {r["arch"] for r in numba} == {"sm_80", "sm_90"}
+    assert {r["arch"] for r in numba} == {"sm_75", "sm_80", "sm_86", "sm_89", "sm_90"}
     assert all(r["registers"] and r["spill_stores"] == 0 and not r["error"] for r in numba)
     assert all(r["smem_bytes"] == 8 * (132 + 128) * 4 for r in numba)  # rung 6's two tiles
     wmma = [r for r in reports if r["rung"] == "wmma"]
@@ -78,6 +80,7 @@ def test_a_source_that_does_not_compile_is_reported(tmp_path):
 
 
 def test_rungs_say_which_gpu_generations_they_run_on_and_why():
+    assert [g.arch for g in GENERATIONS] == list(check.ARCHS)
     wgmma = get_rung("gemm", "wgmma")
     assert wgmma.cc_reason() == (
         "needs compute capability 9.0 exactly: wgmma and setmaxnreg, sm_90a-only instructions"
@@ -112,6 +115,22 @@ def test_ladder_list_shows_each_gpu_generation(capsys, monkeypatch):
     assert all(g.name in text for g in GENERATIONS) and "9.0 exactly" in text
 
 
+def test_check_reports_an_arch_outside_a_rungs_range_as_not_for_this_gpu(tmp_path):
+    wgmma = get_rung("gemm", "wgmma")
+    reports = check.check([wgmma], ("sm_86", "sm_90"))
+    (skipped,) = [r for r in reports if r.skipped]
+    assert (skipped.arch, skipped.error) == ("sm_86", None)
+    assert skipped.skipped == f"not for this GPU: {wgmma.cc_reason()}"
+    built = [r for r in reports if not r.skipped]
+    assert built and all(r.arch == "sm_90a" and r.registers and not r.error for r in built)
+    out = tmp_path / "check.json"
+    assert (
+        cli.main(["check", "gemm", "--rungs", "r16", "--archs", "sm_80", "--json", str(out)]) == 0
+    )
+    (only,) = json.loads(out.read_text())
+    assert only["skipped"] == skipped.skipped and only["error"] is None
+
+
 def _limited_sources() -> list[tuple[Rung, cuda_cpp.CudaSource]]:
     """One rung per CUDA C++ source whose range leaves out a generation NVRTC builds for."""
     found: dict[Path, tuple[Rung, cuda_cpp.CudaSource]] = {}
@@ -136,6 +155,58 @@ def test_a_cuda_rung_does_not_build_below_its_range_for_the_reason_it_gives(case
         with pytest.raises(cuda_cpp.CudaBuildError) as err:
             source.build(arch, cache=False)
         assert f"'{instruction}" in str(err.value), f"{source.name} for {arch}"
+
+
+SHARED_LOWERING = r"""
+import json, math, re, sys
+import numba
+from numba import cuda
+from ladder.core import check
+from ladder.core.rung import arch_cc, get_rung
+
+
+@cuda.jit(fastmath=True)
+def tanh_kernel(x):  # numba-cuda lowers tanh by the compute capability under fastmath
+    i = cuda.grid(1)
+    if i < x.size:
+        x[i] = math.tanh(x[i])
+
+
+def same_code(ptx):  # names differ between compiles: mangled symbols, shared-array counters
+    ptx = re.sub(r"_ZN\w+", "NAME", ptx)
+    seen = {}
+    return re.sub(r"_cudapy_smem_\d+", lambda m: str(seen.setdefault(m.group(0), len(seen))), ptx)
+
+
+rung = get_rung("gemm", "transposed-tiles")
+module = sys.modules[rung.launch.__module__]
+((name, tiles),) = check.numba_kernels(module).items()
+tiles_signature = check._numba_signature(rung, "float32", module, name)
+builds = check.Builds()
+found = {}
+for kernel, signature in ((tanh_kernel, (numba.float32[::1],)), (tiles, tiles_signature)):
+    fastmath = kernel.targetoptions.get("fastmath", False)
+    for arch in ("sm_90", "sm_75", "sm_86"):  # lowered for sm_90 first, shared by sm_75
+        ours = builds.numba_ptx(kernel, signature, arch)
+        theirs, _ = cuda.compile_ptx(kernel.py_func, signature, cc=arch_cc(arch), fastmath=fastmath)
+        same = same_code(ours) == same_code(theirs)
+        found[f"{kernel.py_func.__name__} {arch}"] = [same, "tanh.approx" in ours]
+print(json.dumps(found))
+"""
+
+
+def test_numba_kernels_are_lowered_once_for_every_generation():
+    """``ladder check`` lowers a Numba kernel once for sm_75 and later and runs NVVM per
+    architecture; the PTX is the one ``compile_ptx`` makes for each, tanh under fastmath
+    (whose lowering depends on the compute capability) included."""
+    env = dict(os.environ, NUMBA_ENABLE_CUDASIM="0")
+    done = subprocess.run(
+        [sys.executable, "-c", SHARED_LOWERING], env=env, capture_output=True, text=True
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    found = json.loads(done.stdout.strip().splitlines()[-1])
+    assert len(found) == 6 and all(same for same, _ in found.values()), found
+    assert all(approx == name.startswith("tanh") for name, (_, approx) in found.items())
 
 
 NCU_CSV = """\

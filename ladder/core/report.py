@@ -139,7 +139,7 @@ def check_table(reports: list[Any]):
             _fmt(r["smem_bytes"], "d"),
             _fmt(r["stack_bytes"], "d"),
             spills,
-            r["error"] or "ok",
+            r["error"] or r.get("skipped") or "ok",
         )
     return table
 
