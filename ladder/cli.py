@@ -14,7 +14,7 @@ from typing import Any, NoReturn
 
 import ladder  # chooses the backend before numba.cuda is imported
 from ladder.core import derived, device, report, roofline, timing
-from ladder.core.rung import Problem, Rung, get_problem, get_rung, problems, rungs
+from ladder.core.rung import GENERATIONS, Problem, Rung, get_problem, get_rung, problems, rungs
 from ladder.transfer import options as transfer_options
 
 PIPE_WIDTH = 1000  # columns when stdout is not a terminal: a table is never cut short in a file
@@ -84,21 +84,33 @@ def _simulator_banner(console: Any) -> None:
 def cmd_list(args: argparse.Namespace) -> int:
     from rich.table import Table
 
-    table = Table(title="ladder rungs", title_justify="left")
-    for col in ("problem", "#", "name", "title", "dtypes", "needs", "here"):
+    console = _console()
+    if args.readme:
+        report.update_generations_readme(args.readme, rungs())
+        console.print(f"updated the GPU-generation table of {args.readme}")
+        return 0
+    table = Table(title="ladder rungs", title_justify="left", caption_justify="left")
+    if args.gpus:
+        columns = ("problem", "#", "name", *(g.name for g in GENERATIONS), "why not")
+        table.caption = report.generations_note()
+    else:
+        columns = ("problem", "#", "name", "title", "dtypes", "needs", "here")
+        table.caption = "ladder list --gpus: which GPU generations each rung runs on"
+    for col in columns:
         table.add_column(col)
     for r in rungs(args.problem):
+        first = (r.problem, "ref" if r.reference else str(r.number), r.name)
+        if args.gpus:
+            table.add_row(*first, *report.generation_cells(r))
+            continue
         reason = r.unavailable_reason()
         table.add_row(
-            r.problem,
-            "ref" if r.reference else str(r.number),
-            r.name,
+            *first,
             r.title,
             ", ".join(r.dtypes),
             ", ".join(sorted(r.needs)),
             "yes" if reason is None else f"no: {reason}",
         )
-    console = _console()
     console.print(table)
     _simulator_banner(console)
     return 0
@@ -386,7 +398,8 @@ def cmd_check(args: argparse.Namespace) -> int:
     if failed:
         console.print(f"[red]{len(failed)} kernel builds failed[/]")
         return 1
-    console.print(f"{len(reports)} kernel builds, all compiled")
+    skips = sum(bool(r.skipped) for r in reports)
+    console.print(f"{len(reports) - skips} kernel builds, all compiled; {skips} not for the GPU")
     return 0
 
 
@@ -533,6 +546,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = command("list", "list every rung and whether it can run here")
     p.add_argument("problem", nargs="?", help=f"only this problem: {PROBLEMS}")
+    p.add_argument("--gpus", action="store_true", help="which GPU generations each rung runs on")
+    p.add_argument("--readme", help="write the --gpus table into this README's gpus block")
     p.set_defaults(func=cmd_list)
 
     p = command("info", "device facts, library versions and measured ceilings")
@@ -582,7 +597,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = command("check", "compile every rung without a GPU: registers, shared memory, spills")
     p.add_argument("problem", nargs="?", help=f"only this problem: {PROBLEMS}")
     p.add_argument("--rungs", nargs="+", metavar="RUNG", help="only these rungs (with PROBLEM)")
-    p.add_argument("--archs", nargs="+", default=["sm_80", "sm_90"], metavar="SM")
+    p.add_argument("--archs", nargs="+", default=[g.arch for g in GENERATIONS], metavar="SM")
     p.add_argument("--json", help="also write the reports to this file")
     p.set_defaults(func=cmd_check)
 

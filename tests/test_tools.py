@@ -6,12 +6,16 @@ a run on an H200, and the commands themselves were run there (results/nvidia-h20
 """
 
 import json
+import os
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 
 from ladder import cli
-from ladder.core import check, cuda_cpp, tools
-from ladder.core.rung import Rung
+from ladder.core import check, cuda_cpp, report, tools
+from ladder.core.rung import GENERATIONS, Rung, get_rung, rung, rungs
 
 NVRTC_LOG = """\
 ptxas info    : 72 bytes gmem
@@ -59,7 +63,7 @@ def test_ladder_check_compiles_numba_and_cuda_rungs(tmp_path):
     assert cli.main(["check", "gemm", "--rungs", "r06", "r12", "--json", str(out)]) == 0
     reports = json.loads(out.read_text())
     numba = [r for r in reports if r["rung"] == "transposed-tiles"]
-    assert {r["arch"] for r in numba} == {"sm_80", "sm_90"}
+    assert {r["arch"] for r in numba} == {"sm_75", "sm_80", "sm_86", "sm_89", "sm_90"}
     assert all(r["registers"] and r["spill_stores"] == 0 and not r["error"] for r in numba)
     assert all(r["smem_bytes"] == 8 * (132 + 128) * 4 for r in numba)  # rung 6's two tiles
     wmma = [r for r in reports if r["rung"] == "wmma"]
@@ -73,6 +77,136 @@ def test_a_source_that_does_not_compile_is_reported(tmp_path):
     fake = Rung("gemm", 98, "broken", "test double", ("float16",), lambda *a: None, doc="x")
     (report,) = check.check_cuda(fake, source)
     assert report.error and "undefined_name" in report.error
+
+
+def test_rungs_say_which_gpu_generations_they_run_on_and_why():
+    assert [g.arch for g in GENERATIONS] == list(check.ARCHS)
+    wgmma = get_rung("gemm", "wgmma")
+    assert wgmma.cc_reason() == (
+        "needs compute capability 9.0 exactly: wgmma and setmaxnreg, sm_90a-only instructions"
+    )
+    assert wgmma.reason_for_cc((8, 0)) == wgmma.reason_for_cc((10, 0)) == wgmma.cc_reason()
+    assert wgmma.reason_for_cc((9, 0)) is None
+    assert report.generation_cells(wgmma) == ["no", "no", "no", "no", "yes", wgmma.cc_reason()]
+    cp_async = get_rung("gemm", "cp-async")
+    assert cp_async.reason_for_cc((7, 5)) == "needs compute capability 8.0 or later: cp.async"
+    assert report.generation_cells(get_rung("gemm", "wmma"))[-1] == ""  # 7.0: runs on all five
+    for r in rungs():
+        if r.min_cc is None and r.max_cc is None:
+            assert report.generation_cells(r) == ["yes"] * len(GENERATIONS) + [""], r.key
+
+
+def test_a_rung_with_a_compute_capability_range_must_say_why():
+    with pytest.raises(ValueError, match="cc_needs"):
+        rung(name="x", title="x", problem="gemm", reference=True, min_cc=(8, 0))(lambda: None)
+    assert "gemm/x" not in {r.key for r in rungs("gemm")}
+
+
+def test_the_readme_table_of_gpu_generations_is_the_registrys():
+    text = (Path(__file__).parent.parent / "README.md").read_text()
+    block = text.split(report.GPUS_START + "\n")[1].split(report.GPUS_END)[0]
+    assert block == report.generations_markdown(rungs()), "run: ladder list --readme README.md"
+
+
+def test_ladder_list_shows_each_gpu_generation(capsys, monkeypatch):
+    monkeypatch.setenv("COLUMNS", "200")  # one line per rung
+    assert cli.main(["list", "gemm", "--gpus"]) == 0
+    text = capsys.readouterr().out
+    assert all(g.name in text for g in GENERATIONS) and "9.0 exactly" in text
+
+
+def test_check_reports_an_arch_outside_a_rungs_range_as_not_for_this_gpu(tmp_path):
+    wgmma = get_rung("gemm", "wgmma")
+    reports = check.check([wgmma], ("sm_86", "sm_90"))
+    (skipped,) = [r for r in reports if r.skipped]
+    assert (skipped.arch, skipped.error) == ("sm_86", None)
+    assert skipped.skipped == f"not for this GPU: {wgmma.cc_reason()}"
+    built = [r for r in reports if not r.skipped]
+    assert built and all(r.arch == "sm_90a" and r.registers and not r.error for r in built)
+    out = tmp_path / "check.json"
+    assert (
+        cli.main(["check", "gemm", "--rungs", "r16", "--archs", "sm_80", "--json", str(out)]) == 0
+    )
+    (only,) = json.loads(out.read_text())
+    assert only["skipped"] == skipped.skipped and only["error"] is None
+
+
+def _limited_sources() -> list[tuple[Rung, cuda_cpp.CudaSource]]:
+    """One rung per CUDA C++ source whose range leaves out a generation NVRTC builds for."""
+    found: dict[Path, tuple[Rung, cuda_cpp.CudaSource]] = {}
+    for r in rungs(references=False):
+        source = getattr(sys.modules[r.launch.__module__], "SOURCE", None)
+        if isinstance(source, cuda_cpp.CudaSource) and any(
+            r.reason_for_cc(g.cc) for g in GENERATIONS
+        ):
+            found.setdefault(source.path, (r, source))
+    return list(found.values())
+
+
+@pytest.mark.parametrize("case", _limited_sources(), ids=lambda c: c[0].key)
+def test_a_cuda_rung_does_not_build_below_its_range_for_the_reason_it_gives(case):
+    """The reason a rung gives is the compiler's: built for the generation below its range
+    (and for sm_90 without the a, where it needs sm_90a), ptxas names its first instruction."""
+    found, source = case
+    below = [g.arch for g in GENERATIONS if found.reason_for_cc(g.cc)][-1:]
+    targets = below + (["sm_90"] if source.arch_specific else [])
+    instruction = found.cc_needs.split()[0].rstrip(",")
+    for arch in targets:
+        with pytest.raises(cuda_cpp.CudaBuildError) as err:
+            source.build(arch, cache=False)
+        assert f"'{instruction}" in str(err.value), f"{source.name} for {arch}"
+
+
+SHARED_LOWERING = r"""
+import json, math, re, sys
+import numba
+from numba import cuda
+from ladder.core import check
+from ladder.core.rung import arch_cc, get_rung
+
+
+@cuda.jit(fastmath=True)
+def tanh_kernel(x):  # numba-cuda lowers tanh by the compute capability under fastmath
+    i = cuda.grid(1)
+    if i < x.size:
+        x[i] = math.tanh(x[i])
+
+
+def same_code(ptx):  # names differ between compiles: mangled symbols, shared-array counters
+    ptx = re.sub(r"_ZN\w+", "NAME", ptx)
+    seen = {}
+    return re.sub(r"_cudapy_smem_\d+", lambda m: str(seen.setdefault(m.group(0), len(seen))), ptx)
+
+
+rung = get_rung("gemm", "transposed-tiles")
+module = sys.modules[rung.launch.__module__]
+((name, tiles),) = check.numba_kernels(module).items()
+tiles_signature = check._numba_signature(rung, "float32", module, name)
+builds = check.Builds()
+found = {}
+for kernel, signature in ((tanh_kernel, (numba.float32[::1],)), (tiles, tiles_signature)):
+    fastmath = kernel.targetoptions.get("fastmath", False)
+    for arch in ("sm_90", "sm_75", "sm_86"):  # lowered for sm_90 first, shared by sm_75
+        ours = builds.numba_ptx(kernel, signature, arch)
+        theirs, _ = cuda.compile_ptx(kernel.py_func, signature, cc=arch_cc(arch), fastmath=fastmath)
+        same = same_code(ours) == same_code(theirs)
+        found[f"{kernel.py_func.__name__} {arch}"] = [same, "tanh.approx" in ours]
+print(json.dumps(found))
+"""
+
+
+def test_numba_kernels_are_lowered_once_for_every_generation():
+    """``ladder check`` lowers a Numba kernel once for sm_75 and later and runs NVVM per
+    architecture; the PTX is the one ``compile_ptx`` makes for each, tanh under fastmath
+    (whose lowering depends on the compute capability) included."""
+    env = dict(os.environ, NUMBA_ENABLE_CUDASIM="0")
+    done = subprocess.run(
+        [sys.executable, "-c", SHARED_LOWERING], env=env, capture_output=True, text=True
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    found = json.loads(done.stdout.strip().splitlines()[-1])
+    assert len(found) == 6 and all(same for same, _ in found.values()), found
+    assert all(approx == name.startswith("tanh") for name, (_, approx) in found.items())
 
 
 NCU_CSV = """\

@@ -164,6 +164,7 @@ def sweep(
     needs=("cupy",),
     units="tensor",
     min_cc=(8, 0),
+    cc_needs="cp.async and mma.sync m16n8k16",
 )
 def launch(q: Any, k: Any, v: Any, out: Any = None, causal: bool = False) -> Any:
     q, k, v, out, shape = check_arrays(q, k, v, out, ("float16",))

@@ -99,6 +99,7 @@ def _configured(size: tuple[int, ...], device_id: int, smem_limit: int) -> tc.Co
     needs=("cupy",),
     units="tensor",
     min_cc=(8, 0),
+    cc_needs="cp.async and mma.sync m16n8k16",
 )
 def launch(x: Any, w: Any, out: Any = None, *, stream: Any = 0) -> Any:
     return tc.launch(x, w, out, stream, _configured)

@@ -97,6 +97,7 @@ def _configured(size: tuple[int, ...], device_id: int, smem_limit: int) -> tc.Co
     units="tensor",
     min_cc=(9, 0),
     max_cc=(9, 0),
+    cc_needs="wgmma, an sm_90a-only instruction",
 )
 def launch(x: Any, w: Any, out: Any = None, *, stream: Any = 0) -> Any:
     return tc.launch(x, w, out, stream, _configured)

@@ -267,6 +267,7 @@ def _configure(size: tuple[int, ...], device_id: int) -> tuple[Plan, Any, int] |
     units="tensor",
     min_cc=(9, 0),
     max_cc=(9, 0),
+    cc_needs="wgmma, an sm_90a-only instruction",
 )
 def launch(x: Any, w: Any, out: Any = None, *, stream: Any = 0) -> Any:
     import cupy

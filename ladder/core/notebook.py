@@ -96,8 +96,12 @@ def summary(measurements: list[timing.Measurement], plot_path: str | None = None
     return doc
 
 
-def compile_report(problem: str, names: list[str]) -> list[dict[str, Any]]:
-    """Show ``ladder check``'s compiler report for these rungs (no GPU needed) and return it."""
+def compile_report(
+    problem: str, names: list[str], archs: tuple[str, ...] = ("sm_80", "sm_90")
+) -> list[dict[str, Any]]:
+    """Show ``ladder check``'s compiler report for these rungs (no GPU needed) and return it,
+    for ``archs``: by default sm_80 and sm_90 (sm_90a where a rung needs it), the two the
+    notebooks discuss, rather than every generation ``ladder check`` compiles for."""
     import json
     import subprocess
     import tempfile
@@ -108,6 +112,7 @@ def compile_report(problem: str, names: list[str]) -> list[dict[str, Any]]:
     with tempfile.TemporaryDirectory() as tmp:
         out = Path(tmp) / "check.json"
         command = [sys.executable, "-m", "ladder", "check", problem, "--rungs", *names]
+        command += ["--archs", *archs]
         done = subprocess.run([*command, "--json", str(out)], capture_output=True, text=True)
         if not out.exists():
             raise RuntimeError(f"ladder check failed: {done.stderr[-2000:]}")

@@ -5,7 +5,8 @@ versions, date, measured ceilings and every run with all its repeats. Tables (te
 Markdown for the README) and plots are drawn from those runs only, so a figure shown anywhere
 can be traced to a file written on a named GPU. The figures themselves (ratios, % of ceilings,
 best rows, memory-bound or not) are derived in ``ladder.core.derived``; this module only lays
-them out.
+them out. It also lays out the tables that come from the registry and the compiler rather than
+a results file: ``ladder check``'s report and which GPU generations each rung runs on.
 """
 
 from __future__ import annotations
@@ -18,10 +19,13 @@ from pathlib import Path
 from typing import Any
 
 from ladder.core import derived, device
+from ladder.core.rung import GENERATIONS, Rung
 from ladder.core.timing import Status, run_status
 
 README_START = "<!-- results:start -->"
 README_END = "<!-- results:end -->"
+GPUS_START = "<!-- gpus:start -->"
+GPUS_END = "<!-- gpus:end -->"
 
 
 def results_document(runs: Iterable[dict[str, Any]], ceilings: dict[str, Any] | None) -> dict:
@@ -178,9 +182,44 @@ def check_table(reports: list[Any]):
             _fmt(r["smem_bytes"], "d"),
             _fmt(r["stack_bytes"], "d"),
             spills,
-            r["error"] or "ok",
+            r["error"] or r.get("skipped") or "ok",
         )
     return table
+
+
+def generation_cells(rung: Rung) -> list[str]:
+    """A yes or no for each GPU generation of ``GENERATIONS``, then why not (empty where it
+    runs on all of them): the cells of ``ladder list --gpus`` and of the README's table."""
+    reasons = [rung.reason_for_cc(g.cc) for g in GENERATIONS]
+    why = next((r for r in reasons if r), "")
+    return [*("no" if r else "yes" for r in reasons), why]
+
+
+def generations_note() -> str:
+    """What each generation's column stands for, in one line."""
+    return "; ".join(f"{g.name} is {g.arch} ({g.gpus})" for g in GENERATIONS) + "."
+
+
+def generations_markdown(found: list[Rung]) -> str:
+    """The README's table of which rungs run on which GPU generation: one row per rung that a
+    generation cannot run, saying why, then one row for every other rung."""
+    heads = [f"{g.name} ({g.arch})" for g in GENERATIONS]
+    lines = [
+        "| problem | rung | " + " | ".join(heads) + " | why not |",
+        "|" + " --- |" * (len(heads) + 3),
+    ]
+    for r in found:
+        cells = generation_cells(r)
+        if cells[-1]:
+            lines.append(f"| {r.problem} | {r.number} {r.name} | " + " | ".join(cells) + " |")
+    every = " | ".join("yes" for _ in GENERATIONS)
+    lines.append(f"| all problems | every other rung | {every} | |")
+    return "\n".join(lines) + f"\n\n{generations_note()}\n"
+
+
+def update_generations_readme(readme: str | Path, found: list[Rung]) -> None:
+    """Replace the README block between the GPU-generation markers with the table."""
+    replace_block(readme, GPUS_START, GPUS_END, generations_markdown(found))
 
 
 def profile_table(profiles: list[Any], gpu: str):

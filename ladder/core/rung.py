@@ -30,6 +30,42 @@ UNITS = ("tensor", "fp32", "memory")
 Units = str | Callable[[str], str]  # one of UNITS, or a function of the dtype that returns one
 
 
+@dataclass(frozen=True)
+class Generation:
+    """A GPU generation that learners have: the name tables use, its architecture, the GPUs."""
+
+    name: str  # a column header: "T4", "RTX 30"
+    arch: str  # what ``ladder check`` compiles for: "sm_75"
+    gpus: str  # the GPUs of this architecture, in words
+
+    @property
+    def cc(self) -> tuple[int, int]:
+        return arch_cc(self.arch)
+
+
+# What ``ladder check`` compiles every rung for, and the columns of ``ladder list --gpus``.
+GENERATIONS = (
+    Generation("T4", "sm_75", "Turing: T4, RTX 20 and GTX 16 series"),
+    Generation("A100", "sm_80", "Ampere: A100, A30"),
+    Generation("RTX 30", "sm_86", "Ampere: RTX 30 series, A10, A40, RTX A6000"),
+    Generation("RTX 40", "sm_89", "Ada: RTX 40 series, L4, L40"),
+    Generation("H100", "sm_90", "Hopper: H100, H200, GH200"),
+)
+
+
+def arch_cc(arch: str) -> tuple[int, int]:
+    """The compute capability of an architecture name: 'sm_86' is (8, 6), 'sm_90a' (9, 0) and
+    'sm_100' (10, 0); ValueError naming the architecture for anything else."""
+    found = re.fullmatch(r"sm_(\d+)(\d)[af]?", arch)
+    if found is None:
+        raise ValueError(f"architecture {arch!r}: expected sm_<major><minor>, e.g. sm_86")
+    return int(found.group(1)), int(found.group(2))
+
+
+def _cc_text(cc: tuple[int, int]) -> str:
+    return f"{cc[0]}.{cc[1]}"
+
+
 def tensor_cores_below_fp32(dtype: str) -> str:
     """The units of a library call that runs 16-bit inputs on tensor cores and float32 on the
     FP32 lanes (cuBLAS, cuDNN and PyTorch with TF32 off): ``units=tensor_cores_below_fp32``."""
@@ -49,6 +85,8 @@ class Rung:
     needs: frozenset[str] = frozenset({"numba"})
     min_cc: tuple[int, int] | None = None
     max_cc: tuple[int, int] | None = None  # arch-specific code (sm_90a) runs on one arch only
+    # the instructions that set min_cc and max_cc ("cp.async"), said in every reason they give
+    cc_needs: str = ""
     reference: bool = False
     doc: str = ""
     units: Units = "fp32"  # what it computes on (see UNITS); ``units_for`` resolves a function
@@ -78,19 +116,36 @@ class Rung:
             return "needs CuPy: pip install 'numba-ladder[cuda13]' (or [cuda12])"
         if "torch" in self.needs and not device.torch_cuda_available():
             return "needs PyTorch with CUDA"
-        if self.min_cc is not None and device.gpu_available():
+        if (self.min_cc or self.max_cc) and device.gpu_available():
             cc = device.facts().compute_capability
-            if cc is not None and tuple(cc) < self.min_cc:
-                return f"needs compute capability {self.min_cc[0]}.{self.min_cc[1]}"
-        if self.max_cc is not None and device.gpu_available():
-            cc = device.facts().compute_capability
-            if cc is not None and tuple(cc) > self.max_cc:
-                low = self.min_cc or self.max_cc
-                return (
-                    f"needs compute capability {low[0]}.{low[1]} to {self.max_cc[0]}."
-                    f"{self.max_cc[1]} (architecture-specific instructions); this GPU is "
-                    f"{cc[0]}.{cc[1]}"
-                )
+            reason = None if cc is None else self.reason_for_cc(tuple(cc))
+            if reason is not None:
+                return f"{reason}; this GPU is {_cc_text(tuple(cc))}"
+        return None
+
+    def cc_reason(self) -> str | None:
+        """Why this rung runs only on some GPUs: its compute-capability range and the
+        instructions that set it, or None when it declares no range. ``ladder list`` and
+        ``ladder check`` both say it, for every GPU outside the range."""
+        low, high = self.min_cc, self.max_cc
+        if low is None and high is None:
+            return None
+        if high is None:
+            span = f"{_cc_text(low)} or later"
+        elif low == high:
+            span = f"{_cc_text(low)} exactly"
+        elif low is None:
+            span = f"up to {_cc_text(high)}"
+        else:
+            span = f"{_cc_text(low)} to {_cc_text(high)}"
+        return f"needs compute capability {span}" + (f": {self.cc_needs}" if self.cc_needs else "")
+
+    def reason_for_cc(self, cc: tuple[int, int]) -> str | None:
+        """Why this rung cannot run on a GPU of compute capability ``cc``, or None when it can."""
+        if (self.min_cc is not None and cc < self.min_cc) or (
+            self.max_cc is not None and cc > self.max_cc
+        ):
+            return self.cc_reason()
         return None
 
     def summary(self) -> str:
@@ -209,6 +264,7 @@ def rung(
     needs: Iterable[str] = ("numba",),
     min_cc: tuple[int, int] | None = None,
     max_cc: tuple[int, int] | None = None,
+    cc_needs: str = "",
     reference: bool = False,
     bytes_moved: Callable[[tuple[int, ...], str], float] | None = None,
     problem: str | None = None,
@@ -233,7 +289,8 @@ def rung(
     def decorate(launch: Launcher) -> Launcher:
         if _CAPTURED:  # a user rung file is loading (capture_rungs): record, do not register
             options = dict(name=name, title=title, dtypes=dtypes, needs=tuple(needs))
-            options.update(min_cc=min_cc, max_cc=max_cc, bytes_moved=bytes_moved, units=units)
+            options.update(min_cc=min_cc, max_cc=max_cc, cc_needs=cc_needs)
+            options.update(bytes_moved=bytes_moved, units=units)
             _CAPTURED[-1].append((launch, problem, options))
             return launch
         module = launch.__module__
@@ -241,6 +298,11 @@ def rung(
         where = problem or _package_problem(module)
         if not doc.strip():
             raise ValueError(f"rung {where}/{name}: its module needs a docstring (the story)")
+        if (min_cc or max_cc) and not cc_needs:
+            raise ValueError(
+                f"rung {where}/{name}: min_cc and max_cc need cc_needs=, the instructions that "
+                f"set them (ladder list --gpus says it for every GPU outside the range)"
+            )
         number = _module_number(module)
         found = _resolve_units(where, name, units, dtypes)
         if reference:
@@ -260,6 +322,7 @@ def rung(
             needs=frozenset(needs),
             min_cc=min_cc,
             max_cc=max_cc,
+            cc_needs=cc_needs,
             reference=reference,
             doc=doc,
             bytes_moved=bytes_moved,
@@ -324,9 +387,25 @@ def _load() -> None:
         importlib.import_module(package)  # cached by Python after the first call
 
 
+def _problem_order() -> dict[str, tuple[int, int]]:
+    """Each problem's place: its package's in PROBLEM_PACKAGES, then its registration within
+    the package, so that the order never depends on which module a program imported first."""
+    order = {}
+    for i, (name, problem) in enumerate(_PROBLEMS.items()):
+        module = type(problem).__module__
+        package = next(
+            (j for j, p in enumerate(PROBLEM_PACKAGES) if module.startswith(p + ".")),
+            len(PROBLEM_PACKAGES),
+        )
+        order[name] = (package, i)
+    return order
+
+
 def problems() -> dict[str, Problem]:
+    """Registered problems, in PROBLEM_PACKAGES order."""
     _load()
-    return dict(_PROBLEMS)
+    order = _problem_order()
+    return {name: _PROBLEMS[name] for name in sorted(_PROBLEMS, key=order.__getitem__)}
 
 
 def get_problem(name: str) -> Problem:
@@ -348,8 +427,9 @@ def rungs(problem: str | None = None, *, references: bool = True) -> list[Rung]:
         for r in _RUNGS.values()
         if (problem is None or r.problem == problem) and (references or not r.reference)
     ]
-    order = {name: i for i, name in enumerate(_PROBLEMS)}
-    return sorted(found, key=lambda r: (order.get(r.problem, 99), r.reference, r.number))
+    order = _problem_order()
+    last = (len(PROBLEM_PACKAGES) + 1, 0)
+    return sorted(found, key=lambda r: (order.get(r.problem, last), r.reference, r.number))
 
 
 def get_rung(problem: str, name: str) -> Rung:

@@ -67,6 +67,7 @@ def load(path: str | Path, problem: str, number: int = FIRST_NUMBER) -> Rung:
         needs=frozenset(options.get("needs", ("numba",))),
         min_cc=options.get("min_cc"),
         max_cc=options.get("max_cc"),
+        cc_needs=options.get("cc_needs", ""),
         doc=module.__doc__ or f"Your kernel, from {path}.",
         units=units,
         bytes_moved=options.get("bytes_moved"),

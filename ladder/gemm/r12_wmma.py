@@ -49,6 +49,7 @@ BM, BN, BK = 32, 32, 16  # a block's tile of C, and the K step
     needs=("cupy",),
     units="tensor",
     min_cc=(7, 0),
+    cc_needs="WMMA on FP16 (wmma.mma_sync)",
 )
 def launch(A: Any, B: Any, C: Any = None) -> Any:
     kernel = SOURCE.kernel("wmma_naive")

@@ -55,6 +55,7 @@ THREADS = 256  # 8 warps, 2 (M) x 4 (N), each a 64 x 32 tile of C
     needs=("cupy",),
     units="tensor",
     min_cc=(7, 0),
+    cc_needs="WMMA on FP16 (wmma.mma_sync)",
 )
 def launch(A: Any, B: Any, C: Any = None) -> Any:
     kernel = SOURCE.kernel("wmma_shared")

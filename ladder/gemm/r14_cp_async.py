@@ -63,6 +63,7 @@ SMEM_BYTES = STAGES * (BM * (BK + PAD) + BK * (BN + PAD)) * 2
     needs=("cupy",),
     units="tensor",
     min_cc=(8, 0),
+    cc_needs="cp.async",
 )
 def launch(A: Any, B: Any, C: Any = None) -> Any:
     kernel = SOURCE.kernel("wmma_cp_async")

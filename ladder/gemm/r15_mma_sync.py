@@ -63,6 +63,7 @@ SMEM_BYTES = STAGES * (BM * BK + BK * BN) * 2  # 98,304: above the 48 KB default
     needs=("cupy",),
     units="tensor",
     min_cc=(8, 0),
+    cc_needs="cp.async and mma.sync m16n8k16",
 )
 def launch(A: Any, B: Any, C: Any = None) -> Any:
     kernel = SOURCE.kernel("mma_sync_gemm")

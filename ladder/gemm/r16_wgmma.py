@@ -111,6 +111,7 @@ def tensor_map(
     units="tensor",
     min_cc=(9, 0),
     max_cc=(9, 0),
+    cc_needs="wgmma and setmaxnreg, sm_90a-only instructions",
 )
 def launch(A: Any, B: Any, C: Any = None) -> Any:
     dtype = operand_dtype(A, ("float16", "bfloat16"))
