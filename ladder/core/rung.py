@@ -77,7 +77,7 @@ class Rung:
         if "cupy" in self.needs and not device.cupy_available():
             return "needs CuPy: pip install 'numba-ladder[cuda13]' (or [cuda12])"
         if "torch" in self.needs and not device.torch_cuda_available():
-            return "needs PyTorch with CUDA"
+            return "needs PyTorch with CUDA: pip install 'numba-ladder[peers]'"
         if self.min_cc is not None and device.gpu_available():
             cc = device.facts().compute_capability
             if cc is not None and tuple(cc) < self.min_cc:
