@@ -6,7 +6,8 @@ their Python loader. One path serves the GPU run, the test suite and ``ladder ch
 - ``include_dirs()`` finds CUDA headers that hold both ``mma.h`` and ``crt/mma.h``:
   ``$CUDA_PATH``/``$CUDA_HOME``, then the headers pip wheels install (``nvidia/cu13/include``
   needs the ``nvidia-cuda-crt`` wheel for ``crt/``, which the ``cuda13`` extra brings), then
-  ``/usr/local/cuda``. When none is complete the error says what to install.
+  the active conda environment's (``$CONDA_PREFIX``), then ``/usr/local/cuda``. When none is
+  complete the error lists every place it looked and the three ways to provide them.
 - ``compile_source()`` runs NVRTC (from ``cuda.bindings``, a dependency of numba-cuda) for one
   architecture, with no GPU needed, and caches the cubin on disk by a hash of the source, the
   options and the NVRTC version.
@@ -32,10 +33,11 @@ from typing import Any
 import numpy as np
 
 CACHE_DIR = Path(os.environ.get("LADDER_CACHE", Path.home() / ".cache" / "ladder")) / "cubin"
-HEADER_HINT = (
-    "CUDA headers with crt/mma.h were not found. Install them with "
-    "pip install 'numba-ladder[cuda13]' (the nvidia-cuda-crt wheel; [cuda12] for CUDA 12), "
-    "or point CUDA_PATH at a CUDA toolkit (the folder that holds include/mma.h)."
+HEADER_FIXES = (
+    "pip install 'numba-ladder[cuda13]' (or [cuda12]): the CUDA wheels with their headers",
+    "conda install -c conda-forge cuda-cudart-dev cuda-crt: into the active conda environment "
+    "(environment.yml lists them)",
+    "set CUDA_PATH to a CUDA toolkit: the folder whose include/ holds mma.h and crt/mma.h",
 )
 
 
@@ -43,8 +45,17 @@ class CudaBuildError(RuntimeError):
     """NVRTC rejected a source; the message carries its log."""
 
 
+def _conda_dirs(prefix: str) -> list[Path]:
+    """conda-forge's CUDA packages put headers under targets/<platform>/include (mma.h from
+    cuda-cudart-dev, crt/ from cuda-crt); other packagings use the prefix's include/."""
+    root = Path(prefix)
+    return [*sorted(root.glob("targets/*/include")), root / "include"]
+
+
 def _candidate_dirs() -> list[Path]:
-    """Where headers may be, in order: the toolkit the user named, pip wheels, the system's."""
+    """Where headers may be, in order: the toolkit the user named, then the pip wheels, the
+    conda environment and the system's, the order in which cuda.bindings looks for NVRTC, so
+    that the headers come from the CUDA that compiles them."""
     found: list[Path] = []
     for var in ("CUDA_PATH", "CUDA_HOME"):
         if os.environ.get(var):
@@ -53,8 +64,17 @@ def _candidate_dirs() -> list[Path]:
         nvidia = Path(site) / "nvidia"
         found += [nvidia / "cu13" / "include", nvidia / "cu12" / "include"]
         found += [nvidia / sub / "include" for sub in ("cuda_runtime", "cuda_nvcc", "cuda_nvrtc")]
+    if os.environ.get("CONDA_PREFIX"):
+        found += _conda_dirs(os.environ["CONDA_PREFIX"])
     found.append(Path("/usr/local/cuda/include"))
-    return found
+    return list(dict.fromkeys(found))
+
+
+def _holds(d: Path) -> str:
+    if not d.is_dir():
+        return "no such folder"
+    have = [h for h in ("mma.h", "crt/mma.h") if (d / h).is_file()]
+    return f"has {' and '.join(have)}" if have else "neither"
 
 
 @functools.cache
@@ -65,7 +85,8 @@ def include_dirs() -> tuple[str, ...]:
     otherwise the first with mma.h plus the first with crt/ (the CUDA 12 wheels split them
     between nvidia-cuda-runtime-cu12 and nvidia-cuda-nvcc-cu12).
     """
-    dirs = [d for d in _candidate_dirs() if d.is_dir()]
+    candidates = _candidate_dirs()
+    dirs = [d for d in candidates if d.is_dir()]
     for d in dirs:
         if (d / "mma.h").is_file() and (d / "crt" / "mma.h").is_file():
             return (str(d),)
@@ -73,7 +94,10 @@ def include_dirs() -> tuple[str, ...]:
     crt = next((d for d in dirs if (d / "crt" / "mma.h").is_file()), None)
     if top is not None and crt is not None:
         return (str(top), str(crt))
-    raise CudaBuildError(HEADER_HINT + " Looked in: " + ", ".join(str(d) for d in dirs))
+    lines = ["CUDA headers with mma.h and crt/mma.h were not found. Looked in:"]
+    lines += [f"  {d} ({_holds(d)})" for d in candidates]
+    lines += ["Any one of these provides them:", *(f"  {fix}" for fix in HEADER_FIXES)]
+    raise CudaBuildError("\n".join(lines))
 
 
 def _nvrtc() -> Any:
