@@ -47,21 +47,38 @@ def test_headers_are_found_in_the_conda_environment(headers, monkeypatch, layout
 
 def test_headers_are_looked_for_in_order(headers, monkeypatch):
     """The toolkit the user named first, then pip's wheels, the conda environment (both
-    layouts) and /usr/local/cuda; the first complete folder wins."""
-    toolkit = headers / "toolkit"
+    layouts) and /usr/local/cuda; the first place that holds both headers wins."""
+    toolkit = headers / "toolkit" / "include"
     wheel = _toolkit_headers(headers / "site" / "nvidia" / "cu13" / "include")
     conda = _toolkit_headers(headers / "env" / "targets" / "x86_64-linux" / "include")
     monkeypatch.setenv("CONDA_PREFIX", str(headers / "env"))
-    monkeypatch.setenv("CUDA_PATH", str(toolkit))
-    order = cuda_cpp._candidate_dirs()
-    places = [toolkit / "include", wheel, conda, headers / "env" / "include"]
-    places.append(Path("/usr/local/cuda/include"))
+    monkeypatch.setenv("CUDA_PATH", str(toolkit.parent))
+    order = [d for place in cuda_cpp._places() for d in place]
+    places = [toolkit, wheel, conda, headers / "env" / "include", Path("/usr/local/cuda/include")]
     assert [order.index(p) for p in places] == sorted(order.index(p) for p in places)
 
     assert cuda_cpp.include_dirs() == (str(wheel),)  # CUDA_PATH names no headers here
-    _toolkit_headers(toolkit / "include")
+    _toolkit_headers(toolkit)
     cuda_cpp.include_dirs.cache_clear()
-    assert cuda_cpp.include_dirs() == (str(toolkit / "include"),)
+    assert cuda_cpp.include_dirs() == (str(toolkit),)
+
+
+def test_the_cuda_12_wheels_split_headers_are_one_place(headers, monkeypatch):
+    """nvidia-cuda-runtime-cu12 holds mma.h and nvidia-cuda-nvcc-cu12 crt/: together they are
+    one place, ahead of the conda environment, and never mixed with another place's headers."""
+    nvidia = headers / "site" / "nvidia"
+    (nvidia / "cuda_runtime" / "include").mkdir(parents=True)
+    (nvidia / "cuda_runtime" / "include" / "mma.h").write_text("")
+    (nvidia / "cuda_nvcc" / "include" / "crt").mkdir(parents=True)
+    (nvidia / "cuda_nvcc" / "include" / "crt" / "mma.h").write_text("")
+    _toolkit_headers(headers / "env" / "include")
+    monkeypatch.setenv("CONDA_PREFIX", str(headers / "env"))
+    split = (str(nvidia / "cuda_runtime" / "include"), str(nvidia / "cuda_nvcc" / "include"))
+    assert cuda_cpp.include_dirs() == split
+
+    (nvidia / "cuda_nvcc" / "include" / "crt" / "mma.h").unlink()  # mma.h alone: not mixed in
+    cuda_cpp.include_dirs.cache_clear()
+    assert cuda_cpp.include_dirs() == (str(headers / "env" / "include"),)
 
 
 def test_missing_headers_list_every_place_and_each_way_to_provide_them(headers, monkeypatch):
@@ -69,9 +86,8 @@ def test_missing_headers_list_every_place_and_each_way_to_provide_them(headers, 
     (prefix / "targets" / "x86_64-linux" / "include").mkdir(parents=True)
     (prefix / "targets" / "x86_64-linux" / "include" / "mma.h").write_text("")
     monkeypatch.setenv("CONDA_PREFIX", str(prefix))
-    monkeypatch.setattr(
-        cuda_cpp, "_candidate_dirs", lambda: [*cuda_cpp._conda_dirs(str(prefix)), headers / "x"]
-    )
+    places = cuda_cpp._places()[:-1]  # this machine's /usr/local/cuda may hold them
+    monkeypatch.setattr(cuda_cpp, "_places", lambda: [*places, (headers / "x",)])
     with pytest.raises(cuda_cpp.CudaBuildError) as err:
         cuda_cpp.include_dirs()
     message = str(err.value)

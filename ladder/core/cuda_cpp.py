@@ -45,29 +45,27 @@ class CudaBuildError(RuntimeError):
     """NVRTC rejected a source; the message carries its log."""
 
 
-def _conda_dirs(prefix: str) -> list[Path]:
-    """conda-forge's CUDA packages put headers under targets/<platform>/include (mma.h from
-    cuda-cudart-dev, crt/ from cuda-crt); other packagings use the prefix's include/."""
-    root = Path(prefix)
-    return [*sorted(root.glob("targets/*/include")), root / "include"]
-
-
-def _candidate_dirs() -> list[Path]:
-    """Where headers may be, in order: the toolkit the user named, then the pip wheels, the
-    conda environment and the system's, the order in which cuda.bindings looks for NVRTC, so
-    that the headers come from the CUDA that compiles them."""
-    found: list[Path] = []
+def _places() -> list[tuple[Path, ...]]:
+    """Where headers may be, in order, each place one or more folders that hold them together:
+    the toolkit the user named, then the pip wheels, the conda environment and the system's,
+    the order in which cuda.bindings looks for NVRTC, so that the headers come from the CUDA
+    that compiles them."""
+    places: list[tuple[Path, ...]] = []
     for var in ("CUDA_PATH", "CUDA_HOME"):
         if os.environ.get(var):
-            found.append(Path(os.environ[var]) / "include")
+            places.append((Path(os.environ[var]) / "include",))
     for site in dict.fromkeys([sysconfig.get_paths()["purelib"], sysconfig.get_paths()["platlib"]]):
         nvidia = Path(site) / "nvidia"
-        found += [nvidia / "cu13" / "include", nvidia / "cu12" / "include"]
-        found += [nvidia / sub / "include" for sub in ("cuda_runtime", "cuda_nvcc", "cuda_nvrtc")]
+        places += [(nvidia / "cu13" / "include",), (nvidia / "cu12" / "include",)]
+        # the CUDA 12 wheels split them: mma.h in nvidia-cuda-runtime-cu12, crt/ in -nvcc-cu12
+        places.append((nvidia / "cuda_runtime" / "include", nvidia / "cuda_nvcc" / "include"))
     if os.environ.get("CONDA_PREFIX"):
-        found += _conda_dirs(os.environ["CONDA_PREFIX"])
-    found.append(Path("/usr/local/cuda/include"))
-    return list(dict.fromkeys(found))
+        # conda-forge's cuda-cudart-dev and cuda-crt put them under targets/<platform>/include;
+        # other packagings under the prefix's include/
+        prefix = Path(os.environ["CONDA_PREFIX"])
+        places.append((*sorted(prefix.glob("targets/*/include")), prefix / "include"))
+    places.append((Path("/usr/local/cuda/include"),))
+    return list(dict.fromkeys(places))
 
 
 def _holds(d: Path) -> str:
@@ -79,23 +77,16 @@ def _holds(d: Path) -> str:
 
 @functools.cache
 def include_dirs() -> tuple[str, ...]:
-    """Include directories for NVRTC that provide mma.h and crt/mma.h (and cuda_fp16.h).
-
-    One directory with both wins (a toolkit, or the CUDA 13 wheels with nvidia-cuda-crt);
-    otherwise the first with mma.h plus the first with crt/ (the CUDA 12 wheels split them
-    between nvidia-cuda-runtime-cu12 and nvidia-cuda-nvcc-cu12).
-    """
-    candidates = _candidate_dirs()
-    dirs = [d for d in candidates if d.is_dir()]
-    for d in dirs:
-        if (d / "mma.h").is_file() and (d / "crt" / "mma.h").is_file():
-            return (str(d),)
-    top = next((d for d in dirs if (d / "mma.h").is_file()), None)
-    crt = next((d for d in dirs if (d / "crt" / "mma.h").is_file()), None)
-    if top is not None and crt is not None:
-        return (str(top), str(crt))
+    """Include directories for NVRTC that provide mma.h and crt/mma.h (and cuda_fp16.h): those
+    of the first place in ``_places()`` that has both, never a mix of two CUDA installs."""
+    places = _places()
+    for place in places:
+        top = next((d for d in place if (d / "mma.h").is_file()), None)
+        crt = next((d for d in place if (d / "crt" / "mma.h").is_file()), None)
+        if top is not None and crt is not None:
+            return tuple(dict.fromkeys([str(top), str(crt)]))
     lines = ["CUDA headers with mma.h and crt/mma.h were not found. Looked in:"]
-    lines += [f"  {d} ({_holds(d)})" for d in candidates]
+    lines += [f"  {d} ({_holds(d)})" for place in places for d in place]
     lines += ["Any one of these provides them:", *(f"  {fix}" for fix in HEADER_FIXES)]
     raise CudaBuildError("\n".join(lines))
 
