@@ -39,7 +39,7 @@ def test_broken_source_reports_the_compiler_log():
 
 
 def test_missing_headers_say_what_to_install(monkeypatch, tmp_path):
-    monkeypatch.setattr(cuda_cpp, "_candidate_dirs", lambda: [tmp_path])
+    monkeypatch.setattr(cuda_cpp, "_places", lambda: [(tmp_path,)])
     cuda_cpp.include_dirs.cache_clear()
     try:
         with pytest.raises(cuda_cpp.CudaBuildError, match=r"pip install 'numba-ladder\[cuda13\]'"):

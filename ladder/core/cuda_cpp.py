@@ -6,7 +6,8 @@ their Python loader. One path serves the GPU run, the test suite and ``ladder ch
 - ``include_dirs()`` finds CUDA headers that hold both ``mma.h`` and ``crt/mma.h``:
   ``$CUDA_PATH``/``$CUDA_HOME``, then the headers pip wheels install (``nvidia/cu13/include``
   needs the ``nvidia-cuda-crt`` wheel for ``crt/``, which the ``cuda13`` extra brings), then
-  ``/usr/local/cuda``. When none is complete the error says what to install.
+  the active conda environment's (``$CONDA_PREFIX``), then ``/usr/local/cuda``. When none is
+  complete the error lists every place it looked and the three ways to provide them.
 - ``compile_source()`` runs NVRTC (from ``cuda.bindings``, a dependency of numba-cuda) for one
   architecture, with no GPU needed, and caches the cubin on disk by a hash of the source, the
   options and the NVRTC version.
@@ -32,10 +33,11 @@ from typing import Any
 import numpy as np
 
 CACHE_DIR = Path(os.environ.get("LADDER_CACHE", Path.home() / ".cache" / "ladder")) / "cubin"
-HEADER_HINT = (
-    "CUDA headers with crt/mma.h were not found. Install them with "
-    "pip install 'numba-ladder[cuda13]' (the nvidia-cuda-crt wheel; [cuda12] for CUDA 12), "
-    "or point CUDA_PATH at a CUDA toolkit (the folder that holds include/mma.h)."
+HEADER_FIXES = (
+    "pip install 'numba-ladder[cuda13]' (or [cuda12]): the CUDA wheels with their headers",
+    "conda install -c conda-forge cuda-cudart-dev cuda-crt: into the active conda environment "
+    "(environment.yml lists them)",
+    "set CUDA_PATH to a CUDA toolkit: the folder whose include/ holds mma.h and crt/mma.h",
 )
 
 
@@ -43,37 +45,50 @@ class CudaBuildError(RuntimeError):
     """NVRTC rejected a source; the message carries its log."""
 
 
-def _candidate_dirs() -> list[Path]:
-    """Where headers may be, in order: the toolkit the user named, pip wheels, the system's."""
-    found: list[Path] = []
+def _places() -> list[tuple[Path, ...]]:
+    """Where headers may be, in order, each place one or more folders that hold them together:
+    the toolkit the user named, then the pip wheels, the conda environment and the system's,
+    the order in which cuda.bindings looks for NVRTC, so that the headers come from the CUDA
+    that compiles them."""
+    places: list[tuple[Path, ...]] = []
     for var in ("CUDA_PATH", "CUDA_HOME"):
         if os.environ.get(var):
-            found.append(Path(os.environ[var]) / "include")
+            places.append((Path(os.environ[var]) / "include",))
     for site in dict.fromkeys([sysconfig.get_paths()["purelib"], sysconfig.get_paths()["platlib"]]):
         nvidia = Path(site) / "nvidia"
-        found += [nvidia / "cu13" / "include", nvidia / "cu12" / "include"]
-        found += [nvidia / sub / "include" for sub in ("cuda_runtime", "cuda_nvcc", "cuda_nvrtc")]
-    found.append(Path("/usr/local/cuda/include"))
-    return found
+        places += [(nvidia / "cu13" / "include",), (nvidia / "cu12" / "include",)]
+        # the CUDA 12 wheels split them: mma.h in nvidia-cuda-runtime-cu12, crt/ in -nvcc-cu12
+        places.append((nvidia / "cuda_runtime" / "include", nvidia / "cuda_nvcc" / "include"))
+    if os.environ.get("CONDA_PREFIX"):
+        # conda-forge's cuda-cudart-dev and cuda-crt put them under targets/<platform>/include;
+        # other packagings under the prefix's include/
+        prefix = Path(os.environ["CONDA_PREFIX"])
+        places.append((*sorted(prefix.glob("targets/*/include")), prefix / "include"))
+    places.append((Path("/usr/local/cuda/include"),))
+    return list(dict.fromkeys(places))
+
+
+def _holds(d: Path) -> str:
+    if not d.is_dir():
+        return "no such folder"
+    have = [h for h in ("mma.h", "crt/mma.h") if (d / h).is_file()]
+    return f"has {' and '.join(have)}" if have else "neither"
 
 
 @functools.cache
 def include_dirs() -> tuple[str, ...]:
-    """Include directories for NVRTC that provide mma.h and crt/mma.h (and cuda_fp16.h).
-
-    One directory with both wins (a toolkit, or the CUDA 13 wheels with nvidia-cuda-crt);
-    otherwise the first with mma.h plus the first with crt/ (the CUDA 12 wheels split them
-    between nvidia-cuda-runtime-cu12 and nvidia-cuda-nvcc-cu12).
-    """
-    dirs = [d for d in _candidate_dirs() if d.is_dir()]
-    for d in dirs:
-        if (d / "mma.h").is_file() and (d / "crt" / "mma.h").is_file():
-            return (str(d),)
-    top = next((d for d in dirs if (d / "mma.h").is_file()), None)
-    crt = next((d for d in dirs if (d / "crt" / "mma.h").is_file()), None)
-    if top is not None and crt is not None:
-        return (str(top), str(crt))
-    raise CudaBuildError(HEADER_HINT + " Looked in: " + ", ".join(str(d) for d in dirs))
+    """Include directories for NVRTC that provide mma.h and crt/mma.h (and cuda_fp16.h): those
+    of the first place in ``_places()`` that has both, never a mix of two CUDA installs."""
+    places = _places()
+    for place in places:
+        top = next((d for d in place if (d / "mma.h").is_file()), None)
+        crt = next((d for d in place if (d / "crt" / "mma.h").is_file()), None)
+        if top is not None and crt is not None:
+            return tuple(dict.fromkeys([str(top), str(crt)]))
+    lines = ["CUDA headers with mma.h and crt/mma.h were not found. Looked in:"]
+    lines += [f"  {d} ({_holds(d)})" for place in places for d in place]
+    lines += ["Any one of these provides them:", *(f"  {fix}" for fix in HEADER_FIXES)]
+    raise CudaBuildError("\n".join(lines))
 
 
 def _nvrtc() -> Any:

@@ -115,7 +115,7 @@ class Rung:
         if "cupy" in self.needs and not device.cupy_available():
             return "needs CuPy: pip install 'numba-ladder[cuda13]' (or [cuda12])"
         if "torch" in self.needs and not device.torch_cuda_available():
-            return "needs PyTorch with CUDA"
+            return "needs PyTorch with CUDA: pip install 'numba-ladder[peers]'"
         if (self.min_cc or self.max_cc) and device.gpu_available():
             cc = device.facts().compute_capability
             reason = None if cc is None else self.reason_for_cc(tuple(cc))
