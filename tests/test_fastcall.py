@@ -1,0 +1,230 @@
+"""The fast-call machinery (``ladder.core.fastcall``): array intake, plan caches, raw launches.
+
+Intake and the plan caches run on the CPU, with fake objects that expose
+``__cuda_array_interface__`` and with the simulator's arrays; raw launches need the driver and
+run on the GPU machine only.
+"""
+
+import ctypes
+
+import numpy as np
+import pytest
+from conftest import gpu_only
+from numba import cuda
+
+from ladder.core import device, fastcall
+from ladder.core.dtypes import resolve, to_device
+from ladder.core.fastcall import PlanCache, intake
+
+
+class FakeArray:
+    """Anything exposing ``__cuda_array_interface__`` (the pointer is never dereferenced)."""
+
+    def __init__(self, shape, typestr="<f4", ptr=1 << 20, strides=None, **extra):
+        self.__cuda_array_interface__ = {
+            "shape": tuple(shape),
+            "typestr": typestr,
+            "data": (ptr, extra.pop("readonly", False)),
+            "strides": strides,
+            "version": 3,
+            **extra,
+        }
+
+
+def test_intake_reads_the_interface_once_into_a_record():
+    op = intake(FakeArray((3, 5), ptr=0x1000), "A")
+    assert (op.name, op.ptr, op.shape, op.strides) == ("A", 0x1000, (3, 5), (5, 1))
+    assert (op.dtype, op.itemsize, op.ndim, op.size) == ("float32", 4, 2, 15)
+    assert op.contiguous and not op.readonly and op.stream is None
+    assert op.align == fastcall.ALIGN_CAP
+    assert intake(op, "B") is op  # a record passes through (rungs hand them to lower rungs)
+
+
+def test_intake_takes_byte_strides_as_element_strides():
+    op = intake(FakeArray((4, 3), "<f2", strides=(2, 8)), "x")  # a transposed float16 view
+    assert op.strides == (1, 4) and not op.contiguous
+    rows = intake(FakeArray((2, 3), strides=(40, 4)), "x")  # every other row of a wider one
+    assert rows.strides == (10, 1) and not rows.contiguous
+    assert intake(FakeArray((1, 3), strides=(40, 4)), "x").contiguous  # one row: any stride
+    assert intake(FakeArray((3, 1), strides=(4, 400)), "x").contiguous  # one column
+    assert intake(FakeArray((0, 3), strides=(4, 4)), "x").contiguous  # empty
+    assert intake(FakeArray((2, 2, 3), strides=(24, 12, 4)), "x").contiguous
+    assert not intake(FakeArray((2, 2, 3), strides=(48, 12, 4)), "x").contiguous
+
+
+def test_intake_records_alignment_readonly_and_stream():
+    assert intake(FakeArray((2, 2), ptr=0x1004), "A").align == 4
+    assert intake(FakeArray((2, 2), ptr=0x1008), "A").align == 8
+    assert intake(FakeArray((2, 2), ptr=0x1100), "A").align == 16  # capped at ALIGN_CAP
+    assert intake(FakeArray((2, 2), ptr=0x1002, typestr="<f2"), "A").align == 2
+    op = intake(FakeArray((2, 2), readonly=True, stream=7), "A")
+    assert op.readonly and op.stream == 7
+
+
+def test_intake_names_bfloat16_from_the_array_dtype():
+    fake = FakeArray((2, 2), "<V2")
+    fake.dtype = resolve("bfloat16")  # ml_dtypes: the interface can only say "<V2"
+    op = intake(fake, "A")
+    assert (op.dtype, op.itemsize) == ("bfloat16", 2)
+
+
+@pytest.mark.parametrize(
+    ("arg", "error", "message"),
+    [
+        (np.ones((2, 2), np.float32), TypeError, r"A is a host array \(numpy.ndarray\)"),
+        ([1.0, 2.0], TypeError, r"A must be a device array .* got list"),
+        (FakeArray((2, 2), mask=object()), TypeError, "A: masked arrays are not supported"),
+        (FakeArray((2, 2), strides=(8, 2)), ValueError, "not whole float32 elements"),
+    ],
+    ids=["host", "list", "masked", "half-element-strides"],
+)
+def test_intake_refuses_with_a_clear_error(arg, error, message):
+    with pytest.raises(error, match=message):
+        intake(arg, "A")
+
+
+@pytest.mark.parametrize("arg", [np.ones((2, 2), np.float32), [1.0], 3.0], ids=repr)
+def test_intake_refuses_as_device_array_does(arg):
+    """The same messages as ``device.device_array``, which the other problems still use."""
+    with pytest.raises(TypeError) as old:
+        device.device_array(arg, "C")
+    with pytest.raises(TypeError) as new:
+        intake(arg, "C")
+    assert str(new.value) == str(old.value)
+
+
+def test_intake_reads_device_arrays_and_views():
+    host = np.arange(4 * 9, dtype=np.float32).reshape(4, 9)
+    d = cuda.to_device(host)
+    op = intake(d, "x")
+    assert (op.shape, op.strides, op.dtype, op.contiguous) == ((4, 9), (9, 1), "float32", True)
+    assert op.obj is d and op.base is d
+    shifted = intake(d[:, 1:], "x")  # every row one element (4 bytes) further
+    assert shifted.strides == (9, 1) and not shifted.contiguous
+    assert shifted.ptr == op.ptr + 4
+    assert fastcall.numba_array(op) is d
+
+
+def test_numba_array_gives_back_the_callers_array():
+    d = to_device(np.ones((2, 3), np.float16))
+    assert fastcall.numba_array(intake(d, "x")) is d
+    if device.simulator():
+        with pytest.raises(TypeError, match="x must be a device array"):
+            fastcall.numba_array(intake(FakeArray((2, 2)), "x"))
+
+
+def test_plan_cache_builds_once_per_signature():
+    built = []
+
+    def build(a, b):
+        built.append((a.shape, b.shape))
+        return len(built)
+
+    cache = PlanCache(build)
+    a, b = intake(FakeArray((2, 3), ptr=0x1000), "a"), intake(FakeArray((3, 4), ptr=0x2000), "b")
+    assert cache(a, b) == 1
+    moved = intake(FakeArray((2, 3), ptr=0x9000), "a")  # other memory, same signature
+    assert cache(moved, b) == 1 and cache.misses == 1
+
+
+@pytest.mark.parametrize(
+    "other",
+    [
+        FakeArray((2, 4), ptr=0x1000),  # shape
+        FakeArray((2, 3), ptr=0x1000, strides=(16, 4)),  # strides (rows padded)
+        FakeArray((2, 3), ptr=0x1004),  # alignment
+        FakeArray((2, 3), "<f2", ptr=0x1000),  # dtype
+    ],
+    ids=["shape", "strides", "alignment", "dtype"],
+)
+def test_plan_cache_never_reuses_a_plan_for_another_signature(other):
+    cache = PlanCache(lambda a: object())
+    first = cache(intake(FakeArray((2, 3), ptr=0x1000), "a"))
+    second = cache(intake(other, "a"))
+    assert second is not first and cache.misses == 2
+    assert cache(intake(FakeArray((2, 3), ptr=0x2000), "a")) is first
+
+
+def test_plan_cache_keys_plain_values_and_the_launch_path():
+    cache = PlanCache(lambda m, n: object())
+    assert cache(1, 2) is cache(1, 2)
+    assert cache(1, 2) is not cache(2, 1)
+    plain = cache(1, 2)
+    with fastcall.dispatcher_launches():
+        assert not fastcall.raw_launches()
+        assert cache(1, 2) is not plain  # built for the other path
+    assert cache(1, 2) is plain
+
+
+def test_plan_cache_drops_the_oldest_past_its_size():
+    cache = PlanCache(lambda n: object(), size=3)
+    first = cache(0)
+    for n in range(1, 4):
+        cache(n)
+    assert len(cache) == 3 and cache(0) is not first
+
+
+def test_stream_handle_reads_each_kind():
+    class Protocol:
+        def __cuda_stream__(self):
+            return (0, 42)
+
+    class Torchish:
+        cuda_stream = 7
+
+    assert fastcall.stream_handle(None) == 0 and fastcall.stream_handle(5) == 5
+    assert fastcall.stream_handle(Protocol()) == 42
+    assert fastcall.stream_handle(Torchish()) == 7
+    with pytest.raises(TypeError, match="stream must be"):
+        fastcall.stream_handle("default")
+
+
+def test_raw_arguments_are_packed_as_cuda_core_packs_them():
+    assert isinstance(fastcall._as_ctypes(3), ctypes.c_int64)  # Python ints: 8 bytes
+    assert isinstance(fastcall._as_ctypes(True), ctypes.c_int64)  # bools too (cuda.core)
+    assert fastcall._as_ctypes(2**63 + 1).value == 2**63 + 1
+    assert isinstance(fastcall._as_ctypes(1.5), ctypes.c_double)
+    assert ctypes.sizeof(fastcall._as_ctypes(np.int32(3))) == 4
+    assert fastcall._as_ctypes(ctypes.c_float(2.5)).value == 2.5
+    with pytest.raises(TypeError, match="no raw form"):
+        fastcall._as_ctypes(np.float16(1.0))
+
+
+@gpu_only
+def test_numba_launch_goes_raw_after_its_first_call():
+    @cuda.jit
+    def scale(x, out):
+        i, j = cuda.grid(2)
+        if i < x.shape[0] and j < x.shape[1]:
+            out[i, j] = 2.0 * x[i, j]
+
+    x = cuda.to_device(np.arange(12, dtype=np.float32).reshape(3, 4))
+    outs = [cuda.device_array((3, 4), np.float32) for _ in range(2)]
+    launch = fastcall.NumbaLaunch(scale, (1, 1), (4, 4))
+    for out in outs:  # the first through the dispatcher, the second raw
+        launch(intake(x, "x"), intake(out, "out"))
+    assert launch.mode == "raw"
+    for out in outs:
+        assert np.array_equal(out.copy_to_host(), 2 * x.copy_to_host())
+
+
+@gpu_only
+def test_fast_readers_agree_with_the_interface():
+    """Torch, CuPy and Numba arrays read through their attributes give what their
+    ``__cuda_array_interface__`` gives, for views too."""
+    arrays = [cuda.to_device(np.ones((6, 10), np.float32))]
+    for module in ("cupy", "torch"):
+        try:
+            lib = __import__(module)
+        except ImportError:
+            continue
+        if module == "cupy":
+            arrays.append(lib.ones((6, 10), dtype=lib.float16))
+        else:
+            arrays.append(lib.ones((6, 10), dtype=lib.float32, device="cuda"))
+    for arr in arrays:
+        for view in (arr, arr[1:, 2:], arr[:, 1:7], arr.T):
+            fast = intake(view, "x")
+            slow = fastcall._read_interface(view, "x")
+            assert fast.key == slow.key and fast.ptr == slow.ptr, type(arr)
+            assert fast.contiguous == slow.contiguous
