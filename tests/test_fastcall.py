@@ -9,12 +9,16 @@ import ctypes
 
 import numpy as np
 import pytest
-from conftest import gpu_only
+from conftest import ON_GPU, gpu_only
 from numba import cuda
 
 from ladder.core import device, fastcall
-from ladder.core.dtypes import resolve, to_device
+from ladder.core.dtypes import resolve, to_device, to_host
 from ladder.core.fastcall import PlanCache, intake
+from ladder.core.rung import get_problem
+from ladder.fused.softmax import r05_rows_in_registers as softmax5
+from ladder.gemm import r10_tuned
+from ladder.gemm.r09_double_buffered import make_kernel
 
 
 class FakeArray:
@@ -188,6 +192,64 @@ def test_raw_arguments_are_packed_as_cuda_core_packs_them():
     assert fastcall._as_ctypes(ctypes.c_float(2.5)).value == 2.5
     with pytest.raises(TypeError, match="no raw form"):
         fastcall._as_ctypes(np.float16(1.0))
+
+
+def _gemm(a, b, c):
+    r10_tuned.launch(to_device(a), to_device(b), c)
+    return to_host(c)
+
+
+def test_tuned_gemm_replans_for_a_new_shape():
+    problem = get_problem("gemm")
+    for size in [(5, 8, 7), (9, 12, 5), (5, 8, 7)]:
+        a, b = problem.make_inputs(size, "float32", seed=sum(size))
+        out = _gemm(a, b, to_device(np.full(size[:2], np.nan, np.float32)))
+        assert np.allclose(out, problem.reference((a, b)), rtol=1e-5, atol=1e-5)
+    assert r10_tuned.PLANS.misses >= 2
+
+
+@pytest.mark.parametrize("offset", [0, 1])
+def test_tuned_gemm_plans_by_the_outputs_alignment(offset):
+    """C one element into its allocation: contiguous, but its rows are not 16-byte aligned, so
+    the plan takes rung 9's scalar kernel (and is not the aligned C's plan)."""
+    problem = get_problem("gemm")
+    a, b = problem.make_inputs((4, 8, 4), "float32", seed=3)
+    flat = to_device(np.full(32 + offset, np.nan, np.float32))
+    c = flat[offset:].reshape(4, 8)
+    out = _gemm(a, b, c)
+    assert np.allclose(out, problem.reference((a, b)), rtol=1e-5, atol=1e-5)
+    ops = [intake(to_device(a), "A"), intake(to_device(b), "B"), intake(c, "C")]
+    assert r10_tuned.PLANS(*ops).kernel is make_kernel(r10_tuned.TUNED, offset == 0)
+
+
+@pytest.mark.parametrize("offset", [0, 1])
+def test_softmax_plans_by_the_outputs_alignment(offset):
+    """A contiguous ``out`` that starts one element into its allocation takes scalar accesses;
+    the plan for the aligned one is not reused for it."""
+    problem = get_problem("softmax")
+    (x,) = problem.make_inputs((2, 8), "float32", seed=offset)
+    flat = to_device(np.full(16 + offset, np.nan, np.float32))
+    out = flat[offset:].reshape(2, 8)
+    returned = softmax5.launch(to_device(x), out)
+    assert returned is out
+    assert np.allclose(to_host(out), problem.reference((x,)), rtol=1e-5)
+    dx = intake(to_device(x), "x")
+    plan = softmax5.PLANS(dx, intake(out, "out"))
+    wide = softmax5.quads_allowed(dx, intake(out, "out"))
+    assert plan.kernel is (softmax5.WIDE if wide else softmax5.SCALAR)[32]
+    assert wide == (offset == 0)
+
+
+@pytest.mark.skipif(ON_GPU, reason="the simulator's path")
+def test_numba_launch_stays_on_the_dispatcher_in_the_simulator():
+    problem = get_problem("softmax")
+    (x,) = problem.make_inputs((1, 5), "float32", seed=1)
+    dx = intake(to_device(x), "x")
+    out = intake(to_device(np.zeros((1, 5), np.float32)), "out")
+    launch = softmax5.plan(dx, out)
+    assert launch.mode == "new"
+    launch(dx, out)
+    assert launch.mode == "dispatcher: the CUDA simulator"
 
 
 @gpu_only
