@@ -290,3 +290,98 @@ def test_fast_readers_agree_with_the_interface():
             slow = fastcall._read_interface(view, "x")
             assert fast.key == slow.key and fast.ptr == slow.ptr, type(arr)
             assert fast.contiguous == slow.contiguous
+
+
+class _FakeDriver:
+    """Stands in for libcuda: records each launch's function, grid and parameter values."""
+
+    def __init__(self, count):
+        self.count, self.launches = count, []
+
+    def launch(self, function, gx, gy, gz, bx, by, bz, smem, stream, params, extra):
+        addresses = (ctypes.c_void_p * self.count).from_address(params)
+        values = [ctypes.c_int64.from_address(a).value for a in addresses]
+        self.launches.append((function, (gx, gy, gz), (bx, by, bz), smem, stream, values))
+        return 0
+
+
+class CUfunction(int):  # the type name is what fastcall reads a cuda.core handle by
+    pass
+
+
+class _FakeKernel:
+    """A compiled overload as numba-cuda 0.30 has it: ``_prepare_args`` lays an array out as
+    meminfo, parent, nitems, itemsize, data, shape..., strides... (bytes)."""
+
+    debug = cooperative = False
+
+    def __init__(self, argument_types):
+        self.argument_types = argument_types
+        handle = CUfunction(0xF00D)
+        cufunc = type("F", (), {"handle": handle})()
+        self._codelibrary = type("L", (), {"get_cufunc": lambda self: cufunc})()
+
+    def _prepare_args(self, ty, arr, stream, retr, values):
+        op = arr.op
+        values += [0, 0, op.size, op.itemsize, op.ptr, *op.shape]
+        values += [s * op.itemsize for s in op.strides]
+
+
+class _FakeDispatcher:
+    extensions = None
+
+    def __init__(self):
+        self.overloads, self.calls = {}, []
+
+    def typeof_pyval(self, arr):
+        return ("array", arr.op.dtype, len(arr.op.shape))
+
+    def __getitem__(self, config):
+        def launch(*arrays):
+            types = tuple(self.typeof_pyval(a) for a in arrays)
+            self.overloads.setdefault(types, _FakeKernel(types))
+            self.calls.append([a.op.ptr for a in arrays])
+
+        return launch
+
+
+def test_numba_launch_packs_numbas_arguments_and_rewrites_only_the_pointers(monkeypatch):
+    """The raw path without a GPU: a stand-in dispatcher and driver, the packing for real."""
+    fake = _FakeDriver(count=2 * 9)  # two 2-D arrays: 5 + 2 * 2 values each
+    monkeypatch.setattr(fastcall.device, "simulator", lambda: False)
+    monkeypatch.setattr(fastcall, "driver", lambda: fake)
+    monkeypatch.setattr(fastcall, "numba_array", lambda op: type("A", (), {"op": op})())
+    dispatcher = _FakeDispatcher()
+    launch = fastcall.NumbaLaunch(dispatcher, (3, 2), 128)
+
+    def ops(x, out, rows=4):
+        return (
+            intake(FakeArray((rows, 6), ptr=x), "x"),
+            intake(FakeArray((rows, 6), ptr=out), "out"),
+        )
+
+    launch(*ops(0x1000, 0x2000))  # the first call: the dispatcher, then packed
+    assert launch.mode == "raw" and dispatcher.calls == [[0x1000, 0x2000]]
+    launch(*ops(0x5000, 0x6000))
+    launch(*ops(0x7000, 0x8000), stream=9)
+    assert dispatcher.calls == [[0x1000, 0x2000]]  # no dispatcher call since
+    (f, grid, block, smem, stream, values), last = fake.launches[0], fake.launches[1]
+    assert (f, grid, block, smem, stream) == (0xF00D, (3, 2, 1), (128, 1, 1), 0, 0)
+    assert values == [0, 0, 24, 4, 0x5000, 4, 6, 24, 4, 0, 0, 24, 4, 0x6000, 4, 6, 24, 4]
+    assert last[4] == 9 and last[5][4] == 0x7000 and last[5][13] == 0x8000
+    launch(*ops(0x9000, 0xA000, rows=5))  # another shape: never the packed launch
+    assert dispatcher.calls[-1] == [0x9000, 0xA000] and len(fake.launches) == 2
+
+
+def test_numba_launch_keeps_the_dispatcher_when_numbas_layout_differs(monkeypatch):
+    monkeypatch.setattr(fastcall.device, "simulator", lambda: False)
+    monkeypatch.setattr(fastcall, "driver", lambda: _FakeDriver(count=0))
+    monkeypatch.setattr(fastcall, "numba_array", lambda op: type("A", (), {"op": op})())
+    monkeypatch.setattr(_FakeKernel, "_prepare_args", lambda *a: a[-1].extend([0, 0, 0]))
+    dispatcher = _FakeDispatcher()
+    launch = fastcall.NumbaLaunch(dispatcher, 1, 32)
+    x = intake(FakeArray((2, 2)), "x")
+    launch(x)
+    launch(x)
+    assert launch.mode.startswith("dispatcher: ValueError: Numba's array arguments")
+    assert len(dispatcher.calls) == 2

@@ -265,7 +265,7 @@ def _read_dlpack(obj: Any, name: str) -> Operand:
         import cupy
 
         view = cupy.from_dlpack(obj)
-    except (ImportError, TypeError, ValueError, RuntimeError) as err:
+    except (ImportError, TypeError, ValueError, RuntimeError, BufferError) as err:
         raise TypeError(
             f"{name}: could not take this __dlpack__ array onto the GPU ({err}); pass a "
             "Numba, CuPy or PyTorch CUDA array"
@@ -463,6 +463,7 @@ class PackedLaunch:
     passed in ``kernelParams``); ``pointer_slots`` the indices of those a call supplies:
     ``launch(*pointers, stream=0)`` writes them and launches. A lock keeps two threads from
     interleaving the write and the launch (ctypes lets go of the GIL during the call).
+    ``owner`` is kept alive with the launch: whatever holds the module ``function`` lives in.
     """
 
     def __init__(
@@ -473,7 +474,9 @@ class PackedLaunch:
         shared_mem: int,
         values: Sequence[Any],
         pointer_slots: Sequence[int],
+        owner: Any = None,
     ) -> None:
+        self.owner = owner
         self.function = int(function)
         self.grid, self.block, self.shared_mem = _dim3(grid), _dim3(block), int(shared_mem)
         self._values = list(values)
@@ -539,6 +542,8 @@ class NumbaLaunch:
     for these types and loads it; then, on a GPU, the launch is rebuilt as a ``PackedLaunch``
     from the arguments Numba packs for the same arrays, and later calls cost a ctypes call.
     ``mode`` says which path calls take: "new" (before the first), "raw", or "dispatcher: why".
+    Operands of another signature than the first call's (which a ``PlanCache`` never hands
+    over) go through the dispatcher: the packed shapes and strides would be theirs no more.
     """
 
     def __init__(
@@ -552,6 +557,7 @@ class NumbaLaunch:
         self.grid, self.block, self.shared_mem = _dim3(grid), _dim3(block), int(shared_mem)
         self.mode = "new"
         self._raw: PackedLaunch | None = None
+        self._keys: list[tuple[Any, ...]] = []  # the operands' signature the raw launch packs
         # the simulator's kernel[...] configures the kernel object itself: configure each call
         self._configured = (
             None if device.simulator() else kernel[self.grid, self.block, 0, self.shared_mem]
@@ -559,7 +565,7 @@ class NumbaLaunch:
 
     def __call__(self, *operands: Operand, stream: int = 0) -> None:
         raw = self._raw
-        if raw is not None:
+        if raw is not None and [op.key for op in operands] == self._keys:
             raw(*[op.ptr for op in operands], stream=stream)
             return
         arrays = [numba_array(op) for op in operands]
@@ -581,6 +587,7 @@ class NumbaLaunch:
         if any(type(op) is not Operand for op in operands):
             return None, "dispatcher: an argument is not an Operand"
         try:
+            self._keys = [op.key for op in operands]
             return self._pack(operands, arrays), "raw"
         except (AttributeError, KeyError, TypeError, ValueError, RuntimeError, OSError) as err:
             return None, f"dispatcher: {type(err).__name__}: {err}"
@@ -609,7 +616,8 @@ class NumbaLaunch:
             slots.append(start + 4)
         function = _function_handle(kernel._codelibrary.get_cufunc().handle)
         packed = [_as_ctypes(v) for v in values]
-        return PackedLaunch(function, self.grid, self.block, self.shared_mem, packed, slots)
+        grid, block, smem = self.grid, self.block, self.shared_mem
+        return PackedLaunch(function, grid, block, smem, packed, slots, owner=kernel)
 
 
 _SCALAR_TYPES = {
@@ -640,7 +648,7 @@ def cupy_launch(
             ctypes.c_uint64(0) if a is POINTER else _SCALAR_TYPES[np.asarray(a).dtype](a.item())
             for a in args
         ]
-        return PackedLaunch(kernel.kernel.ptr, grid, block, shared_mem, values, slots)
+        return PackedLaunch(kernel.kernel.ptr, grid, block, shared_mem, values, slots, kernel)
     grid3, block3 = _dim3(grid), _dim3(block)
     template = list(args)
 
