@@ -385,3 +385,8 @@ def test_numba_launch_keeps_the_dispatcher_when_numbas_layout_differs(monkeypatc
     launch(x)
     assert launch.mode.startswith("dispatcher: ValueError: Numba's array arguments")
     assert len(dispatcher.calls) == 2
+
+
+def test_plan_cache_keeps_a_plan_of_none():
+    cache = PlanCache(lambda n: None)  # "nothing to launch" is a plan too (an empty C)
+    assert cache(0) is None and cache(0) is None and cache.misses == 1

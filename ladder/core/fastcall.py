@@ -371,6 +371,9 @@ def raw_launches() -> bool:
     return _RAW[0] and not device.simulator()
 
 
+_MISSING = object()  # a plan may be None (nothing to launch)
+
+
 class PlanCache:
     """Plans of one launcher, keyed by its operands' signatures.
 
@@ -388,8 +391,8 @@ class PlanCache:
 
     def __call__(self, *args: Any) -> Any:
         key = (_RAW[0], *[a.key if type(a) is Operand else a for a in args])
-        plan = self._plans.get(key)
-        if plan is None:
+        plan = self._plans.get(key, _MISSING)
+        if plan is _MISSING:
             plan = self._add(key, args)
         return plan
 
