@@ -18,8 +18,8 @@ from typing import Any
 
 import numpy as np
 
-from ladder.core import device
-from ladder.core.dtypes import name_of, resolve
+from ladder.core.dtypes import resolve
+from ladder.core.fastcall import Operand, intake, numba_array
 from ladder.core.rung import Problem, register_problem
 
 LAYERNORM_EPS = 1e-5
@@ -196,57 +196,69 @@ LAYERNORM = register_problem(LayerNormProblem())
 GEMM_EPILOGUE = register_problem(GemmEpilogueProblem())
 
 
-def check_arrays(
+_NAMES = {
+    "elementwise": ("x", "a", "b"),
+    "softmax": ("x",),
+    "layernorm": ("x", "gamma", "beta"),
+    "gemm-epilogue": ("A", "B", "bias"),
+}
+
+
+def operands(
     problem: Any, arrays: tuple[Any, ...], out: Any, dtypes: tuple[str, ...]
-) -> tuple[tuple[Any, ...], Any, str]:
+) -> tuple[tuple[Operand, ...], Operand, str]:
     """Validate a launcher's device arrays against ``problem``; allocate the output if None.
 
-    ``arrays`` are the inputs in the order of ``problem.make_inputs``. Returns the inputs as
-    Numba device arrays, the output, and the dtype. Every rung calls this, so every rung refuses
-    bad input with the same messages.
+    ``arrays`` are the inputs in the order of ``problem.make_inputs``. Returns the inputs and
+    the output as ``Operand`` records (``ladder.core.fastcall``), and the dtype. Every rung
+    validates through this, so every rung refuses bad input with the same messages.
     """
-    from numba import cuda
-
-    names = {
-        "elementwise": ("x", "a", "b"),
-        "softmax": ("x",),
-        "layernorm": ("x", "gamma", "beta"),
-        "gemm-epilogue": ("A", "B", "bias"),
-    }[problem.name]
+    names = _NAMES[problem.name]
     if len(arrays) != len(names):
         raise TypeError(f"{problem.name} takes {', '.join(names)} (and an optional output)")
-    found = tuple(device.device_array(arr, name) for arr, name in zip(arrays, names, strict=True))
-    dtype = name_of(found[0].dtype)
+    found = tuple(intake(arr, name) for arr, name in zip(arrays, names, strict=True))
+    dtype = found[0].dtype
     if dtype not in dtypes:
         raise TypeError(f"{names[0]} must be {' or '.join(dtypes)}, got {dtype}")
     for arr, name in zip(found, names, strict=True):
-        if name_of(arr.dtype) != dtype:
-            raise TypeError(f"{name} must be {dtype} like {names[0]}, got {name_of(arr.dtype)}")
-        if not device.is_c_contiguous(arr):
+        if arr.dtype != dtype:
+            raise TypeError(f"{name} must be {dtype} like {names[0]}, got {arr.dtype}")
+        if not arr.contiguous:
             raise ValueError(f"{name} must be C-contiguous (row-major); copy it first")
     first = found[0]
     if first.ndim != 2:
-        raise ValueError(f"{names[0]} must be 2-D, got shape {tuple(first.shape)}")
+        raise ValueError(f"{names[0]} must be 2-D, got shape {first.shape}")
     if problem.name == "gemm-epilogue":
         a, b, bias = found
         if b.ndim != 2 or a.shape[1] != b.shape[0]:
-            raise ValueError(f"inner dimensions differ: A is {a.shape}, B is {tuple(b.shape)}")
+            raise ValueError(f"inner dimensions differ: A is {a.shape}, B is {b.shape}")
         shape = (a.shape[0], b.shape[1])
         vectors = [(bias, "bias")]
     else:
-        shape = tuple(first.shape)
+        shape = first.shape
         vectors = list(zip(found[1:], names[1:], strict=True))
     for vec, name in vectors:
-        if tuple(vec.shape) != (shape[1],):
-            raise ValueError(f"{name} must have shape ({shape[1]},), got {tuple(vec.shape)}")
+        if vec.shape != (shape[1],):
+            raise ValueError(f"{name} must have shape ({shape[1]},), got {vec.shape}")
     if out is None:
-        out = cuda.device_array(shape, dtype=resolve(dtype))
+        from numba import cuda
+
+        result = intake(cuda.device_array(shape, dtype=resolve(dtype)), "out")
     else:
-        out = device.device_array(out, "out")
-        if tuple(out.shape) != shape:
-            raise ValueError(f"out must have shape {shape}, got {tuple(out.shape)}")
-        if name_of(out.dtype) != dtype:
-            raise TypeError(f"out must be {dtype}, got {name_of(out.dtype)}")
-        if not device.is_c_contiguous(out):
+        result = intake(out, "out")
+        if result.shape != shape:
+            raise ValueError(f"out must have shape {shape}, got {result.shape}")
+        if result.dtype != dtype:
+            raise TypeError(f"out must be {dtype}, got {result.dtype}")
+        if not result.contiguous:
             raise ValueError("out must be C-contiguous (row-major)")
-    return found, out, dtype
+    return found, result, dtype
+
+
+def check_arrays(
+    problem: Any, arrays: tuple[Any, ...], out: Any, dtypes: tuple[str, ...]
+) -> tuple[tuple[Any, ...], Any, str]:
+    """``operands``, returning Numba device arrays (the caller's own when they are): for the
+    launchers that hand their arrays to a Numba dispatcher."""
+    found, result, dtype = operands(problem, arrays, out, dtypes)
+    return tuple(numba_array(op) for op in found), numba_array(result), dtype

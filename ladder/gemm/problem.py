@@ -17,7 +17,8 @@ from typing import Any
 import numpy as np
 
 from ladder.core import device
-from ladder.core.dtypes import name_of, resolve
+from ladder.core.dtypes import resolve
+from ladder.core.fastcall import Operand, intake, numba_array
 from ladder.core.rung import Problem, register_problem
 
 MAX_GRID_Y = 65535  # gridDim.y (and .z) limit on every CUDA GPU; gridDim.x allows 2**31 - 1
@@ -94,40 +95,49 @@ class GemmProblem(Problem):
 PROBLEM = register_problem(GemmProblem())
 
 
-def check_operands(
+def operands(
     a: Any, b: Any, c: Any, dtype: str = "float32"
-) -> tuple[Any, Any, Any, int, int, int]:
+) -> tuple[Operand, Operand, Operand, int, int, int]:
     """Validate A, B and (optional) C for C = A @ B; allocate C when it is None.
 
-    Returns device arrays (A, B, C) and (M, N, K). Every launcher calls this, so every rung
-    refuses bad input with the same messages.
+    Returns the three as ``Operand`` records (``ladder.core.fastcall``) and (M, N, K). Every
+    launcher validates through this, so every rung refuses bad input with the same messages.
     """
-    from numba import cuda
-
-    a = device.device_array(a, "A")
-    b = device.device_array(b, "B")
+    a = intake(a, "A")
+    b = intake(b, "B")
     for name, arr in (("A", a), ("B", b)):
         if arr.ndim != 2:
-            raise ValueError(f"{name} must be 2-D, got shape {tuple(arr.shape)}")
-        if name_of(arr.dtype) != dtype:
-            raise TypeError(f"{name} must be {dtype}, got {name_of(arr.dtype)}")
-        if not device.is_c_contiguous(arr):
+            raise ValueError(f"{name} must be 2-D, got shape {arr.shape}")
+        if arr.dtype != dtype:
+            raise TypeError(f"{name} must be {dtype}, got {arr.dtype}")
+        if not arr.contiguous:
             raise ValueError(f"{name} must be C-contiguous (row-major); copy it first")
     m, k = a.shape
     k2, n = b.shape
     if k != k2:
         raise ValueError(f"inner dimensions differ: A is {m}x{k}, B is {k2}x{n}")
     if c is None:
-        c = cuda.device_array((m, n), dtype=resolve(dtype))
+        from numba import cuda
+
+        c = intake(cuda.device_array((m, n), dtype=resolve(dtype)), "C")
     else:
-        c = device.device_array(c, "C")
-        if tuple(c.shape) != (m, n):
-            raise ValueError(f"C must have shape ({m}, {n}), got {tuple(c.shape)}")
-        if name_of(c.dtype) != dtype:
-            raise TypeError(f"C must be {dtype}, got {name_of(c.dtype)}")
-        if not device.is_c_contiguous(c):
+        c = intake(c, "C")
+        if c.shape != (m, n):
+            raise ValueError(f"C must have shape ({m}, {n}), got {c.shape}")
+        if c.dtype != dtype:
+            raise TypeError(f"C must be {dtype}, got {c.dtype}")
+        if not c.contiguous:
             raise ValueError("C must be C-contiguous (row-major)")
     return a, b, c, m, n, k
+
+
+def check_operands(
+    a: Any, b: Any, c: Any, dtype: str = "float32"
+) -> tuple[Any, Any, Any, int, int, int]:
+    """``operands``, returning Numba device arrays (the caller's own when they are): for the
+    launchers that hand their arrays to a Numba dispatcher."""
+    a, b, c, m, n, k = operands(a, b, c, dtype)
+    return numba_array(a), numba_array(b), numba_array(c), m, n, k
 
 
 def grid_2d(x_count: int, x_tile: int, y_count: int, y_tile: int) -> tuple[int, int]:
@@ -142,11 +152,16 @@ def grid_2d(x_count: int, x_tile: int, y_count: int, y_tile: int) -> tuple[int, 
 
 
 def aligned_for_float4(*arrays: Any) -> bool:
-    """True when every row of every array starts on a 16-byte boundary (float4 loads allowed)."""
+    """True when every row of every array starts on a 16-byte boundary (float4 loads allowed).
+
+    Takes ``Operand`` records or device arrays (whose pointer counts as 0 in the simulator)."""
     for arr in arrays:
         if arr.shape[1] % 4 != 0:
             return False
-        pointer = arr.__cuda_array_interface__["data"][0] if not device.simulator() else 0
+        if isinstance(arr, Operand):
+            pointer = arr.ptr
+        else:
+            pointer = arr.__cuda_array_interface__["data"][0] if not device.simulator() else 0
         if pointer % 16 != 0:
             return False
     return True

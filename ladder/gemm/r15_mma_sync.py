@@ -46,14 +46,28 @@ from typing import Any
 import numpy as np
 
 from ladder.core import cuda_cpp
+from ladder.core.fastcall import POINTER, cupy_launch
 from ladder.core.rung import rung
-from ladder.gemm.tensor_core import launch_tiled
+from ladder.gemm.tensor_core import TiledLauncher
 
 SOURCE = cuda_cpp.source(__file__, "r15_mma_sync.cu", archs=("sm_80", "sm_90"))
 BM, BN, BK = 128, 256, 32  # a block's tile of C, and the K step (as in the .cu file)
 STAGES = 4  # depth of the cp.async ring
 THREADS = 256  # 8 warps, each a 64 x 64 tile of C
 SMEM_BYTES = STAGES * (BM * BK + BK * BN) * 2  # 98,304: above the 48 KB default, so opted in
+
+
+def kernel_for(m: int, n: int, k: int) -> Any:
+    """The kernel's launch for tile-multiple M, N, K: ``launch(a, b, c, stream=...)``."""
+    kernel = SOURCE.kernel("mma_sync_gemm")
+    if kernel.max_dynamic_shared_size_bytes < SMEM_BYTES:
+        kernel.max_dynamic_shared_size_bytes = SMEM_BYTES  # over the 48 KB default
+    grid = ((m // BM) * (n // BN),)  # 1-D: the kernel maps it to tiles, 16 block rows a group
+    args = (POINTER, POINTER, POINTER, np.int32(m), np.int32(n), np.int32(k))
+    return cupy_launch(kernel, grid, (THREADS,), SMEM_BYTES, args)
+
+
+LAUNCHER = TiledLauncher((BM, BN, BK), kernel_for)
 
 
 @rung(
@@ -66,13 +80,4 @@ SMEM_BYTES = STAGES * (BM * BK + BK * BN) * 2  # 98,304: above the 48 KB default
     cc_needs="cp.async and mma.sync m16n8k16",
 )
 def launch(A: Any, B: Any, C: Any = None) -> Any:
-    kernel = SOURCE.kernel("mma_sync_gemm")
-    if kernel.max_dynamic_shared_size_bytes < SMEM_BYTES:
-        kernel.max_dynamic_shared_size_bytes = SMEM_BYTES  # over the 48 KB default
-
-    def body(a: np.uint64, b: np.uint64, c: np.uint64, m: int, n: int, k: int) -> None:
-        grid = ((m // BM) * (n // BN),)  # 1-D: the kernel maps it to tiles, 16 block rows a group
-        args = (a, b, c, np.int32(m), np.int32(n), np.int32(k))
-        kernel(grid, (THREADS,), args, shared_mem=SMEM_BYTES)
-
-    return launch_tiled(A, B, C, (BM, BN, BK), body)
+    return LAUNCHER(A, B, C)

@@ -51,9 +51,10 @@ from numba import cuda, float32, uint32
 
 from ladder.core import device
 from ladder.core.dtypes import resolve
+from ladder.core.fastcall import NumbaLaunch, Operand, PlanCache
 from ladder.core.intrinsics import FULL_MASK, shfl_xor_sync
 from ladder.core.rung import rung
-from ladder.fused.problem import SOFTMAX, check_arrays
+from ladder.fused.problem import SOFTMAX, operands
 from ladder.fused.softmax.r04_online import launch as online_launch
 
 ELEMS = 32  # values of the row per thread, in registers (a Python int: array shapes must be)
@@ -273,15 +274,23 @@ def group_for(cols: int) -> int:
     return next(g for g in GROUPS if g * ELEMS >= cols)
 
 
-def quads_allowed(*arrays: Any) -> bool:
+def quads_allowed(*arrays: Operand) -> bool:
     """True when every row of every array starts on a quad boundary (4 elements' bytes)."""
-    for arr in arrays:
-        if arr.shape[1] % 4 != 0:
-            return False
-        pointer = 0 if device.simulator() else arr.__cuda_array_interface__["data"][0]
-        if pointer % (4 * arr.dtype.itemsize) != 0:
-            return False
-    return True
+    return all(a.shape[1] % 4 == 0 and a.ptr % (4 * a.itemsize) == 0 for a in arrays)
+
+
+def plan(x: Operand, out: Operand) -> NumbaLaunch:
+    """The variant for this row length and alignment, its block shape and grid, and its packed
+    arguments: built once per signature of x and out (``PLANS``). Rows of 1 to MAX_COLS only."""
+    rows, cols = x.shape
+    group = group_for(cols)
+    kernel = (WIDE if quads_allowed(x, out) else SCALAR)[group]
+    threads = block_threads(group)
+    rows_per_block = threads // group
+    return NumbaLaunch(kernel, (rows + rows_per_block - 1) // rows_per_block, threads)
+
+
+PLANS = PlanCache(plan)
 
 
 def _bytes_moved(size: tuple[int, ...], dtype: str) -> float:
@@ -297,15 +306,12 @@ def _bytes_moved(size: tuple[int, ...], dtype: str) -> float:
     bytes_moved=_bytes_moved,
 )
 def launch(x: Any, out: Any = None) -> Any:
-    (x,), out, _ = check_arrays(SOFTMAX, (x,), out, ("float32", "float16"))
+    (x,), out, _ = operands(SOFTMAX, (x,), out, ("float32", "float16"))
     rows, cols = x.shape
     if rows == 0 or cols == 0:
-        return out
+        return out.obj
     if cols > MAX_COLS:
-        return online_launch(x, out)
-    group = group_for(cols)
-    kernel = (WIDE if quads_allowed(x, out) else SCALAR)[group]
-    threads = block_threads(group)
-    rows_per_block = threads // group
-    kernel[(rows + rows_per_block - 1) // rows_per_block, threads](x, out)
-    return out
+        online_launch(x, out)
+        return out.obj
+    PLANS(x, out)(x, out)
+    return out.obj

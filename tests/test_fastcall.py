@@ -1,0 +1,392 @@
+"""The fast-call machinery (``ladder.core.fastcall``): array intake, plan caches, raw launches.
+
+Intake and the plan caches run on the CPU, with fake objects that expose
+``__cuda_array_interface__`` and with the simulator's arrays; raw launches need the driver and
+run on the GPU machine only.
+"""
+
+import ctypes
+
+import numpy as np
+import pytest
+from conftest import ON_GPU, gpu_only
+from numba import cuda
+
+from ladder.core import device, fastcall
+from ladder.core.dtypes import resolve, to_device, to_host
+from ladder.core.fastcall import PlanCache, intake
+from ladder.core.rung import get_problem
+from ladder.fused.softmax import r05_rows_in_registers as softmax5
+from ladder.gemm import r10_tuned
+from ladder.gemm.r09_double_buffered import make_kernel
+
+
+class FakeArray:
+    """Anything exposing ``__cuda_array_interface__`` (the pointer is never dereferenced)."""
+
+    def __init__(self, shape, typestr="<f4", ptr=1 << 20, strides=None, **extra):
+        self.__cuda_array_interface__ = {
+            "shape": tuple(shape),
+            "typestr": typestr,
+            "data": (ptr, extra.pop("readonly", False)),
+            "strides": strides,
+            "version": 3,
+            **extra,
+        }
+
+
+def test_intake_reads_the_interface_once_into_a_record():
+    op = intake(FakeArray((3, 5), ptr=0x1000), "A")
+    assert (op.name, op.ptr, op.shape, op.strides) == ("A", 0x1000, (3, 5), (5, 1))
+    assert (op.dtype, op.itemsize, op.ndim, op.size) == ("float32", 4, 2, 15)
+    assert op.contiguous and not op.readonly and op.stream is None
+    assert op.align == fastcall.ALIGN_CAP
+    assert intake(op, "B") is op  # a record passes through (rungs hand them to lower rungs)
+
+
+def test_intake_takes_byte_strides_as_element_strides():
+    op = intake(FakeArray((4, 3), "<f2", strides=(2, 8)), "x")  # a transposed float16 view
+    assert op.strides == (1, 4) and not op.contiguous
+    rows = intake(FakeArray((2, 3), strides=(40, 4)), "x")  # every other row of a wider one
+    assert rows.strides == (10, 1) and not rows.contiguous
+    assert intake(FakeArray((1, 3), strides=(40, 4)), "x").contiguous  # one row: any stride
+    assert intake(FakeArray((3, 1), strides=(4, 400)), "x").contiguous  # one column
+    assert intake(FakeArray((0, 3), strides=(4, 4)), "x").contiguous  # empty
+    assert intake(FakeArray((2, 2, 3), strides=(24, 12, 4)), "x").contiguous
+    assert not intake(FakeArray((2, 2, 3), strides=(48, 12, 4)), "x").contiguous
+
+
+def test_intake_records_alignment_readonly_and_stream():
+    assert intake(FakeArray((2, 2), ptr=0x1004), "A").align == 4
+    assert intake(FakeArray((2, 2), ptr=0x1008), "A").align == 8
+    assert intake(FakeArray((2, 2), ptr=0x1100), "A").align == 16  # capped at ALIGN_CAP
+    assert intake(FakeArray((2, 2), ptr=0x1002, typestr="<f2"), "A").align == 2
+    op = intake(FakeArray((2, 2), readonly=True, stream=7), "A")
+    assert op.readonly and op.stream == 7
+
+
+def test_intake_names_bfloat16_from_the_array_dtype():
+    fake = FakeArray((2, 2), "<V2")
+    fake.dtype = resolve("bfloat16")  # ml_dtypes: the interface can only say "<V2"
+    op = intake(fake, "A")
+    assert (op.dtype, op.itemsize) == ("bfloat16", 2)
+
+
+@pytest.mark.parametrize(
+    ("arg", "error", "message"),
+    [
+        (np.ones((2, 2), np.float32), TypeError, r"A is a host array \(numpy.ndarray\)"),
+        ([1.0, 2.0], TypeError, r"A must be a device array .* got list"),
+        (FakeArray((2, 2), mask=object()), TypeError, "A: masked arrays are not supported"),
+        (FakeArray((2, 2), strides=(8, 2)), ValueError, "not whole float32 elements"),
+    ],
+    ids=["host", "list", "masked", "half-element-strides"],
+)
+def test_intake_refuses_with_a_clear_error(arg, error, message):
+    with pytest.raises(error, match=message):
+        intake(arg, "A")
+
+
+@pytest.mark.parametrize("arg", [np.ones((2, 2), np.float32), [1.0], 3.0], ids=repr)
+def test_intake_refuses_as_device_array_does(arg):
+    """The same messages as ``device.device_array``, which the other problems still use."""
+    with pytest.raises(TypeError) as old:
+        device.device_array(arg, "C")
+    with pytest.raises(TypeError) as new:
+        intake(arg, "C")
+    assert str(new.value) == str(old.value)
+
+
+def test_intake_reads_device_arrays_and_views():
+    host = np.arange(4 * 9, dtype=np.float32).reshape(4, 9)
+    d = cuda.to_device(host)
+    op = intake(d, "x")
+    assert (op.shape, op.strides, op.dtype, op.contiguous) == ((4, 9), (9, 1), "float32", True)
+    assert op.obj is d and op.base is d
+    shifted = intake(d[:, 1:], "x")  # every row one element (4 bytes) further
+    assert shifted.strides == (9, 1) and not shifted.contiguous
+    assert shifted.ptr == op.ptr + 4
+    assert fastcall.numba_array(op) is d
+
+
+def test_numba_array_gives_back_the_callers_array():
+    d = to_device(np.ones((2, 3), np.float16))
+    assert fastcall.numba_array(intake(d, "x")) is d
+    if device.simulator():
+        with pytest.raises(TypeError, match="x must be a device array"):
+            fastcall.numba_array(intake(FakeArray((2, 2)), "x"))
+
+
+def test_plan_cache_builds_once_per_signature():
+    built = []
+
+    def build(a, b):
+        built.append((a.shape, b.shape))
+        return len(built)
+
+    cache = PlanCache(build)
+    a, b = intake(FakeArray((2, 3), ptr=0x1000), "a"), intake(FakeArray((3, 4), ptr=0x2000), "b")
+    assert cache(a, b) == 1
+    moved = intake(FakeArray((2, 3), ptr=0x9000), "a")  # other memory, same signature
+    assert cache(moved, b) == 1 and cache.misses == 1
+
+
+@pytest.mark.parametrize(
+    "other",
+    [
+        FakeArray((2, 4), ptr=0x1000),  # shape
+        FakeArray((2, 3), ptr=0x1000, strides=(16, 4)),  # strides (rows padded)
+        FakeArray((2, 3), ptr=0x1004),  # alignment
+        FakeArray((2, 3), "<f2", ptr=0x1000),  # dtype
+    ],
+    ids=["shape", "strides", "alignment", "dtype"],
+)
+def test_plan_cache_never_reuses_a_plan_for_another_signature(other):
+    cache = PlanCache(lambda a: object())
+    first = cache(intake(FakeArray((2, 3), ptr=0x1000), "a"))
+    second = cache(intake(other, "a"))
+    assert second is not first and cache.misses == 2
+    assert cache(intake(FakeArray((2, 3), ptr=0x2000), "a")) is first
+
+
+def test_plan_cache_keys_plain_values_and_the_launch_path():
+    cache = PlanCache(lambda m, n: object())
+    assert cache(1, 2) is cache(1, 2)
+    assert cache(1, 2) is not cache(2, 1)
+    plain = cache(1, 2)
+    with fastcall.dispatcher_launches():
+        assert not fastcall.raw_launches()
+        assert cache(1, 2) is not plain  # built for the other path
+    assert cache(1, 2) is plain
+
+
+def test_plan_cache_drops_the_oldest_past_its_size():
+    cache = PlanCache(lambda n: object(), size=3)
+    first = cache(0)
+    for n in range(1, 4):
+        cache(n)
+    assert len(cache) == 3 and cache(0) is not first
+
+
+def test_stream_handle_reads_each_kind():
+    class Protocol:
+        def __cuda_stream__(self):
+            return (0, 42)
+
+    class Torchish:
+        cuda_stream = 7
+
+    assert fastcall.stream_handle(None) == 0 and fastcall.stream_handle(5) == 5
+    assert fastcall.stream_handle(Protocol()) == 42
+    assert fastcall.stream_handle(Torchish()) == 7
+    with pytest.raises(TypeError, match="stream must be"):
+        fastcall.stream_handle("default")
+
+
+def test_raw_arguments_are_packed_as_cuda_core_packs_them():
+    assert isinstance(fastcall._as_ctypes(3), ctypes.c_int64)  # Python ints: 8 bytes
+    assert isinstance(fastcall._as_ctypes(True), ctypes.c_int64)  # bools too (cuda.core)
+    assert fastcall._as_ctypes(2**63 + 1).value == 2**63 + 1
+    assert isinstance(fastcall._as_ctypes(1.5), ctypes.c_double)
+    assert ctypes.sizeof(fastcall._as_ctypes(np.int32(3))) == 4
+    assert fastcall._as_ctypes(ctypes.c_float(2.5)).value == 2.5
+    with pytest.raises(TypeError, match="no raw form"):
+        fastcall._as_ctypes(np.float16(1.0))
+
+
+def _gemm(a, b, c):
+    r10_tuned.launch(to_device(a), to_device(b), c)
+    return to_host(c)
+
+
+def test_tuned_gemm_replans_for_a_new_shape():
+    problem = get_problem("gemm")
+    for size in [(5, 8, 7), (9, 12, 5), (5, 8, 7)]:
+        a, b = problem.make_inputs(size, "float32", seed=sum(size))
+        out = _gemm(a, b, to_device(np.full(size[:2], np.nan, np.float32)))
+        assert np.allclose(out, problem.reference((a, b)), rtol=1e-5, atol=1e-5)
+    assert r10_tuned.PLANS.misses >= 2
+
+
+@pytest.mark.parametrize("offset", [0, 1])
+def test_tuned_gemm_plans_by_the_outputs_alignment(offset):
+    """C one element into its allocation: contiguous, but its rows are not 16-byte aligned, so
+    the plan takes rung 9's scalar kernel (and is not the aligned C's plan)."""
+    problem = get_problem("gemm")
+    a, b = problem.make_inputs((4, 8, 4), "float32", seed=3)
+    flat = to_device(np.full(32 + offset, np.nan, np.float32))
+    c = flat[offset:].reshape(4, 8)
+    out = _gemm(a, b, c)
+    assert np.allclose(out, problem.reference((a, b)), rtol=1e-5, atol=1e-5)
+    ops = [intake(to_device(a), "A"), intake(to_device(b), "B"), intake(c, "C")]
+    assert r10_tuned.PLANS(*ops).kernel is make_kernel(r10_tuned.TUNED, offset == 0)
+
+
+@pytest.mark.parametrize("offset", [0, 1])
+def test_softmax_plans_by_the_outputs_alignment(offset):
+    """A contiguous ``out`` that starts one element into its allocation takes scalar accesses;
+    the plan for the aligned one is not reused for it."""
+    problem = get_problem("softmax")
+    (x,) = problem.make_inputs((2, 8), "float32", seed=offset)
+    flat = to_device(np.full(16 + offset, np.nan, np.float32))
+    out = flat[offset:].reshape(2, 8)
+    returned = softmax5.launch(to_device(x), out)
+    assert returned is out
+    assert np.allclose(to_host(out), problem.reference((x,)), rtol=1e-5)
+    dx = intake(to_device(x), "x")
+    plan = softmax5.PLANS(dx, intake(out, "out"))
+    wide = softmax5.quads_allowed(dx, intake(out, "out"))
+    assert plan.kernel is (softmax5.WIDE if wide else softmax5.SCALAR)[32]
+    assert wide == (offset == 0)
+
+
+@pytest.mark.skipif(ON_GPU, reason="the simulator's path")
+def test_numba_launch_stays_on_the_dispatcher_in_the_simulator():
+    problem = get_problem("softmax")
+    (x,) = problem.make_inputs((1, 5), "float32", seed=1)
+    dx = intake(to_device(x), "x")
+    out = intake(to_device(np.zeros((1, 5), np.float32)), "out")
+    launch = softmax5.plan(dx, out)
+    assert launch.mode == "new"
+    launch(dx, out)
+    assert launch.mode == "dispatcher: the CUDA simulator"
+
+
+@gpu_only
+def test_numba_launch_goes_raw_after_its_first_call():
+    @cuda.jit
+    def scale(x, out):
+        i, j = cuda.grid(2)
+        if i < x.shape[0] and j < x.shape[1]:
+            out[i, j] = 2.0 * x[i, j]
+
+    x = cuda.to_device(np.arange(12, dtype=np.float32).reshape(3, 4))
+    outs = [cuda.device_array((3, 4), np.float32) for _ in range(2)]
+    launch = fastcall.NumbaLaunch(scale, (1, 1), (4, 4))
+    for out in outs:  # the first through the dispatcher, the second raw
+        launch(intake(x, "x"), intake(out, "out"))
+    assert launch.mode == "raw"
+    for out in outs:
+        assert np.array_equal(out.copy_to_host(), 2 * x.copy_to_host())
+
+
+@gpu_only
+def test_fast_readers_agree_with_the_interface():
+    """Torch, CuPy and Numba arrays read through their attributes give what their
+    ``__cuda_array_interface__`` gives, for views too."""
+    arrays = [cuda.to_device(np.ones((6, 10), np.float32))]
+    for module in ("cupy", "torch"):
+        try:
+            lib = __import__(module)
+        except ImportError:
+            continue
+        if module == "cupy":
+            arrays.append(lib.ones((6, 10), dtype=lib.float16))
+        else:
+            arrays.append(lib.ones((6, 10), dtype=lib.float32, device="cuda"))
+    for arr in arrays:
+        for view in (arr, arr[1:, 2:], arr[:, 1:7], arr.T):
+            fast = intake(view, "x")
+            slow = fastcall._read_interface(view, "x")
+            assert fast.key == slow.key and fast.ptr == slow.ptr, type(arr)
+            assert fast.contiguous == slow.contiguous
+
+
+class _FakeDriver:
+    """Stands in for libcuda: records each launch's function, grid and parameter values."""
+
+    def __init__(self, count):
+        self.count, self.launches = count, []
+
+    def launch(self, function, gx, gy, gz, bx, by, bz, smem, stream, params, extra):
+        addresses = (ctypes.c_void_p * self.count).from_address(params)
+        values = [ctypes.c_int64.from_address(a).value for a in addresses]
+        self.launches.append((function, (gx, gy, gz), (bx, by, bz), smem, stream, values))
+        return 0
+
+
+class CUfunction(int):  # the type name is what fastcall reads a cuda.core handle by
+    pass
+
+
+class _FakeKernel:
+    """A compiled overload as numba-cuda 0.30 has it: ``_prepare_args`` lays an array out as
+    meminfo, parent, nitems, itemsize, data, shape..., strides... (bytes)."""
+
+    debug = cooperative = False
+
+    def __init__(self, argument_types):
+        self.argument_types = argument_types
+        handle = CUfunction(0xF00D)
+        cufunc = type("F", (), {"handle": handle})()
+        self._codelibrary = type("L", (), {"get_cufunc": lambda self: cufunc})()
+
+    def _prepare_args(self, ty, arr, stream, retr, values):
+        op = arr.op
+        values += [0, 0, op.size, op.itemsize, op.ptr, *op.shape]
+        values += [s * op.itemsize for s in op.strides]
+
+
+class _FakeDispatcher:
+    extensions = None
+
+    def __init__(self):
+        self.overloads, self.calls = {}, []
+
+    def typeof_pyval(self, arr):
+        return ("array", arr.op.dtype, len(arr.op.shape))
+
+    def __getitem__(self, config):
+        def launch(*arrays):
+            types = tuple(self.typeof_pyval(a) for a in arrays)
+            self.overloads.setdefault(types, _FakeKernel(types))
+            self.calls.append([a.op.ptr for a in arrays])
+
+        return launch
+
+
+def test_numba_launch_packs_numbas_arguments_and_rewrites_only_the_pointers(monkeypatch):
+    """The raw path without a GPU: a stand-in dispatcher and driver, the packing for real."""
+    fake = _FakeDriver(count=2 * 9)  # two 2-D arrays: 5 + 2 * 2 values each
+    monkeypatch.setattr(fastcall.device, "simulator", lambda: False)
+    monkeypatch.setattr(fastcall, "driver", lambda: fake)
+    monkeypatch.setattr(fastcall, "numba_array", lambda op: type("A", (), {"op": op})())
+    dispatcher = _FakeDispatcher()
+    launch = fastcall.NumbaLaunch(dispatcher, (3, 2), 128)
+
+    def ops(x, out, rows=4):
+        return (
+            intake(FakeArray((rows, 6), ptr=x), "x"),
+            intake(FakeArray((rows, 6), ptr=out), "out"),
+        )
+
+    launch(*ops(0x1000, 0x2000))  # the first call: the dispatcher, then packed
+    assert launch.mode == "raw" and dispatcher.calls == [[0x1000, 0x2000]]
+    launch(*ops(0x5000, 0x6000))
+    launch(*ops(0x7000, 0x8000), stream=9)
+    assert dispatcher.calls == [[0x1000, 0x2000]]  # no dispatcher call since
+    (f, grid, block, smem, stream, values), last = fake.launches[0], fake.launches[1]
+    assert (f, grid, block, smem, stream) == (0xF00D, (3, 2, 1), (128, 1, 1), 0, 0)
+    assert values == [0, 0, 24, 4, 0x5000, 4, 6, 24, 4, 0, 0, 24, 4, 0x6000, 4, 6, 24, 4]
+    assert last[4] == 9 and last[5][4] == 0x7000 and last[5][13] == 0x8000
+    launch(*ops(0x9000, 0xA000, rows=5))  # another shape: never the packed launch
+    assert dispatcher.calls[-1] == [0x9000, 0xA000] and len(fake.launches) == 2
+
+
+def test_numba_launch_keeps_the_dispatcher_when_numbas_layout_differs(monkeypatch):
+    monkeypatch.setattr(fastcall.device, "simulator", lambda: False)
+    monkeypatch.setattr(fastcall, "driver", lambda: _FakeDriver(count=0))
+    monkeypatch.setattr(fastcall, "numba_array", lambda op: type("A", (), {"op": op})())
+    monkeypatch.setattr(_FakeKernel, "_prepare_args", lambda *a: a[-1].extend([0, 0, 0]))
+    dispatcher = _FakeDispatcher()
+    launch = fastcall.NumbaLaunch(dispatcher, 1, 32)
+    x = intake(FakeArray((2, 2)), "x")
+    launch(x)
+    launch(x)
+    assert launch.mode.startswith("dispatcher: ValueError: Numba's array arguments")
+    assert len(dispatcher.calls) == 2
+
+
+def test_plan_cache_keeps_a_plan_of_none():
+    cache = PlanCache(lambda n: None)  # "nothing to launch" is a plan too (an empty C)
+    assert cache(0) is None and cache(0) is None and cache.misses == 1
