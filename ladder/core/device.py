@@ -1,9 +1,11 @@
 """GPU or simulator: which backend runs the rungs, the facts of the device, and array intake.
 
-The backend is chosen once, when ``ladder`` is imported and before anything imports
-``numba.cuda``: a real GPU when the CUDA driver reports one, otherwise Numba's CUDA simulator
-(``NUMBA_ENABLE_CUDASIM=1``), which runs the Numba kernels on the CPU with correct answers and
-meaningless times. A user who sets ``NUMBA_ENABLE_CUDASIM`` themselves is obeyed.
+The backend is chosen once, when ``ladder`` is imported: a real GPU when the CUDA driver
+reports one, otherwise Numba's CUDA simulator (``NUMBA_ENABLE_CUDASIM=1``), which runs the
+Numba kernels on the CPU with correct answers and meaningless times. Numba reads the variable
+into its config when ``numba`` is imported (ladder has it read again) and picks the backend
+when ``numba.cuda`` is imported, for good: ``ladder`` must come before ``numba.cuda``, and says
+so if it did not. A user who sets ``NUMBA_ENABLE_CUDASIM`` themselves is obeyed.
 """
 
 from __future__ import annotations
@@ -66,6 +68,9 @@ def choose_backend() -> None:
         return
     if _driver_gpu_count() == 0:
         os.environ["NUMBA_ENABLE_CUDASIM"] = "1"
+        config = sys.modules.get("numba.core.config")
+        if config is not None:  # numba read the environment already (``import numba`` does)
+            config.reload_config()
 
 
 def simulator() -> bool:
