@@ -4,6 +4,7 @@ import json
 
 import numpy as np
 import pytest
+from conftest import gpu_only
 from numba import cuda
 
 from ladder import cli
@@ -280,3 +281,20 @@ def test_bfloat16_inputs_are_rounded_and_checked_in_float64():
     assert ref.dtype == np.float64
     assert np.array_equal(ref, a.astype(np.float64) @ b.astype(np.float64))
     assert PROBLEM.min_bytes((5, 6, 7), "bfloat16") == (5 * 7 + 7 * 6 + 5 * 6) * 2
+
+
+@pytest.mark.parametrize(("gpu_ms", "in_a_row"), [(1.0, 50), (1e-6, 1000), (100.0, 10)])
+def test_call_costs_time_each_call_and_a_bounded_run_in_a_row(gpu_ms, in_a_row):
+    calls = []
+    host_us, back_to_back_us = timing.time_calls(lambda: calls.append(1), gpu_ms)
+    assert len(calls) == timing.HOST_CALLS + in_a_row  # about BACK_TO_BACK_S of GPU work
+    assert 0 < host_us < 1e5 and 0 < back_to_back_us < 1e5
+
+
+@gpu_only
+def test_a_measurement_carries_its_call_costs():
+    case = timing.prepare(get_problem("gemm"), (64, 64, 64))
+    m = timing.measure(case, get_rung("gemm", "tuned"), repeats=3)
+    assert m.ok, m.error
+    assert m.host_us > 0 and m.back_to_back_us > 0
+    assert m.to_dict()["host_us"] == m.host_us

@@ -110,7 +110,8 @@ def rich_table(group: list[dict[str, Any]], ceilings: dict[str, Any] | None, tit
         middle = ("GB moved", "TB/s moved", "TB/s eff.", "% of copy")
     else:
         middle = ("TFLOP/s", "TB/s", "% FP32 peak")
-    for col in ("#", "rung", "median ms (min–max)", *middle, "× below", "× library"):
+    calls = ("host µs/call", "b2b µs/call")  # what a call costs a program (timing.time_calls)
+    for col in ("#", "rung", "median ms (min–max)", *calls, *middle, "× below", "× library"):
         table.add_column(col, justify="left" if col == "rung" else "right")
     table.add_column("rel err", justify="right")
     table.add_column("status", justify="left")
@@ -132,6 +133,8 @@ def rich_table(group: list[dict[str, Any]], ceilings: dict[str, Any] | None, tit
             "ref" if row["reference"] else str(row["number"]),
             row["rung"],
             _time_cell(row),
+            _fmt(row.get("host_us"), ".1f"),
+            _fmt(row.get("back_to_back_us"), ".1f"),
             *cells,
             _fmt(row.get("speedup"), ".2f"),
             _fmt(row.get("vs_reference"), ".3f"),
@@ -284,15 +287,16 @@ def sanitize_table(results: list[Any], gpu: str):
 def _group_table(group: list[dict[str, Any]], ceilings: dict[str, Any] | None) -> list[str]:
     problem, dtype, shape = group[0]["problem"], group[0]["dtype"], tuple(group[0]["shape"])
     memory = derived.is_memory(group)
+    head = "| # | rung | median ms | host µs/call | b2b µs/call |"
     if memory:
-        head = "| # | rung | median ms | GB moved | TB/s moved | TB/s eff. | % of copy |"
+        head += " GB moved | TB/s moved | TB/s eff. | % of copy |"
     else:
-        head = "| # | rung | median ms | TFLOP/s | % FP32 peak |"
+        head += " TFLOP/s | % FP32 peak |"
     lines = [
         f"**{problem}** {dtype} {' × '.join(map(str, shape))}",
         "",
         head + " × rung below | × library |",
-        "|---:|---|---:|---:|---:|" + ("---:|---:|" if memory else "") + "---:|---:|",
+        "|---:|---|---:|---:|---:|---:|---:|" + ("---:|---:|" if memory else "") + "---:|---:|",
     ]
     for row in derived.rows(group, ceilings):
         if memory:
@@ -304,7 +308,8 @@ def _group_table(group: list[dict[str, Any]], ceilings: dict[str, Any] | None) -
             figures = f"{_fmt(row.get('tflops'), '.2f')} | {_fmt(row.get('pct_peak'), '.1f')}"
         lines.append(
             f"| {'ref' if row['reference'] else row['number']} | {row['rung']} | "
-            f"{_fmt(row.get('median_ms'), '.3f')} | {figures} | "
+            f"{_fmt(row.get('median_ms'), '.3f')} | {_fmt(row.get('host_us'), '.1f')} | "
+            f"{_fmt(row.get('back_to_back_us'), '.1f')} | {figures} | "
             f"{_fmt(row.get('speedup'), '.2f')} | {_fmt(row.get('vs_reference'), '.3f')} |"
         )
     return [*lines, ""]

@@ -12,12 +12,15 @@ The recipe (docs/design.md, "Measuring"):
    Before the poison and the flush, a one-thread kernel keeps the GPU busy for
    ``HEAD_START_US``: the launcher's host-side work (argument checks, wrapping arrays,
    building the launch) is then done before the start event fires, so the events time the
-   GPU's work, not the Python in front of it, for every rung and library alike. What a
-   launch costs on the host is measured on its own, by the launch-overhead rungs;
-5. the output of the last timed repeat is checked again, so a kernel that is only right
-   when it runs slowly (a race) is caught.
+   GPU's work, not the Python in front of it, for every rung and library alike;
+5. what a call costs the program that makes it, measured apart (``time_calls``): the host
+   time of one call with the GPU idle before it (median of ``HOST_CALLS``), and the time per
+   call of many calls in a row with no wait between them (back-to-back);
+6. the output of one more call, poisoned before it, is checked again, so a kernel that is
+   only right when it runs slowly (a race) is caught.
 
-In the simulator, steps 4 and 5 use a host clock and every result is marked ``simulated``.
+In the simulator, step 4 uses a host clock, step 5 is left out (a CPU's call costs mean
+nothing there) and every result is marked ``simulated``.
 
 Every measurement has a ``status``: ``ok``, ``failed`` (a wrong answer, before or after timing,
 or an exception from the launcher) or ``unavailable`` (the rung cannot run here: a missing
@@ -34,7 +37,7 @@ import math
 import os
 import time
 import warnings
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -49,6 +52,9 @@ TIME_BUDGET_S = 1.0  # timed repeats stop once they have run this long (and MIN_
 MIN_REPEATS = 5
 MAX_REPEATS = 100
 WARMUP = 3
+HOST_CALLS = 30  # calls timed on the host, each after the GPU has finished the one before
+BACK_TO_BACK_S = 0.05  # calls in a row for the back-to-back time: about this long on the GPU
+BACK_TO_BACK_CALLS = (10, 1000)  # ... but at least and at most this many
 
 
 def relative_error(out: np.ndarray, ref: np.ndarray) -> float:
@@ -228,6 +234,8 @@ class Measurement:
     simulated: bool
     error: str | None = None
     bytes_moved: float | None = None  # what the rung actually reads and writes, if declared
+    host_us: float | None = None  # median host time of one call, the GPU idle before it
+    back_to_back_us: float | None = None  # time per call of many calls in a row
 
     @property
     def ok(self) -> bool:
@@ -287,6 +295,8 @@ class Measurement:
             "tolerance": self.tolerance,
             "simulated": self.simulated,
             "samples_ms": self.samples_ms,
+            "host_us": self.host_us,
+            "back_to_back_us": self.back_to_back_us,
             "error": self.error,
         }
 
@@ -444,6 +454,10 @@ def measure(
         result.samples_ms = _time_host(launch, out, 1 if simulated else repeats or 3)
     else:
         result.samples_ms = _time_gpu(launch, out, repeats, warmup, time_budget_s)
+        call = functools.partial(rung.launch, *args, out)
+        result.host_us, result.back_to_back_us = time_calls(call, result.median_ms or 0.0)
+        poison(out)  # the check after timing sees one whole call's output
+        launch()
     result.rel_err_after = relative_error(_to_host(out), case.ref)
     if result.rel_err_after <= result.tolerance:
         result.status = Status.OK
@@ -463,6 +477,33 @@ def _time_host(launch: Any, out: Any, repeats: int) -> list[float]:
         launch()
         samples.append((time.perf_counter() - start) * 1e3)
     return samples
+
+
+def time_calls(call: Callable[[], Any], gpu_ms: float) -> tuple[float, float]:
+    """What a call costs a program that makes it: (host µs, back-to-back µs) per call.
+
+    Host: ``time.perf_counter`` around the call alone, the GPU synchronized before each of
+    ``HOST_CALLS`` calls (steady state: the launcher's Python work, argument reading, the
+    driver's launch; nothing queued waits). Back-to-back: calls in a row with no wait between
+    them, then one synchronize, the wall time over the count: what a loop of calls sees, the
+    larger of the host time and the GPU time of a call, about."""
+    from numba import cuda
+
+    samples = []
+    for _ in range(HOST_CALLS):
+        cuda.synchronize()
+        start = time.perf_counter()
+        call()
+        samples.append(time.perf_counter() - start)
+    lo, hi = BACK_TO_BACK_CALLS
+    count = int(min(hi, max(lo, BACK_TO_BACK_S / max(gpu_ms * 1e-3, 1e-9))))
+    cuda.synchronize()
+    start = time.perf_counter()
+    for _ in range(count):
+        call()
+    cuda.synchronize()
+    back_to_back = (time.perf_counter() - start) / count
+    return float(np.median(samples)) * 1e6, back_to_back * 1e6
 
 
 def _time_gpu(
