@@ -6,6 +6,7 @@ run on the GPU machine only.
 """
 
 import ctypes
+import sys
 
 import numpy as np
 import pytest
@@ -15,9 +16,9 @@ from numba import cuda
 from ladder.core import device, fastcall
 from ladder.core.dtypes import resolve, to_device, to_host
 from ladder.core.fastcall import PlanCache, intake
-from ladder.core.rung import get_problem
+from ladder.core.rung import get_problem, rungs
 from ladder.fused.softmax import r05_rows_in_registers as softmax5
-from ladder.gemm import r10_tuned
+from ladder.gemm import r07_wide_loads, r10_tuned
 from ladder.gemm.r09_double_buffered import make_kernel
 
 
@@ -390,3 +391,77 @@ def test_numba_launch_keeps_the_dispatcher_when_numbas_layout_differs(monkeypatc
 def test_plan_cache_keeps_a_plan_of_none():
     cache = PlanCache(lambda n: None)  # "nothing to launch" is a plan too (an empty C)
     assert cache(0) is None and cache(0) is None and cache.misses == 1
+
+
+def _numba_gemm_rungs():
+    return [r for r in rungs("gemm") if hasattr(sys.modules[r.launch.__module__], "PLANS")]
+
+
+def test_every_numba_gemm_rung_launches_from_plans():
+    """Rungs 1 to 11: each keeps its plans (``PLANS``) and launches through them."""
+    numbers = sorted(r.number for r in _numba_gemm_rungs())
+    assert numbers == list(range(1, 12))
+
+
+def _gemm_operands(m, n, k, typestr="<f4", ptr=0x10000, c_strides=None):
+    a = FakeArray((m, k), typestr, ptr=ptr)
+    b = FakeArray((k, n), typestr, ptr=ptr + 0x100000)
+    c = FakeArray((m, n), typestr, ptr=ptr + 0x200000, strides=c_strides)
+    return [intake(x, name) for x, name in ((a, "A"), (b, "B"), (c, "C"))]
+
+
+@pytest.mark.parametrize("rung", _numba_gemm_rungs(), ids=lambda r: r.name)
+def test_numba_gemm_plans_are_kept_per_signature(rung):
+    """Another shape, C's row stride (one row: still contiguous), C's alignment or the dtype:
+    a plan of its own; the same signature elsewhere in memory: the same plan, with the grid
+    that covers C's shape."""
+    plans = PlanCache(sys.modules[rung.launch.__module__].plan)  # not the rung's own cache
+    first = plans(*_gemm_operands(5, 8, 4))
+    assert plans(*_gemm_operands(5, 8, 4, ptr=0x900000)) is first
+    others = [
+        _gemm_operands(9, 8, 4),
+        _gemm_operands(1, 8, 4),
+        _gemm_operands(1, 8, 4, c_strides=(64, 4)),
+        _gemm_operands(5, 8, 4, ptr=0x10004),
+        _gemm_operands(5, 8, 4, "<f2"),
+    ]
+    found = [plans(*ops) for ops in others]
+    assert len({id(p) for p in [first, *found]}) == 6 and plans.misses == 6
+    big = plans(*_gemm_operands(300, 200, 4))
+    threads = np.prod(big.grid) * np.prod(big.block)
+    assert big.grid != first.grid and threads * 128 >= 300 * 200  # at most 128 outputs each
+
+
+def test_wide_loads_replans_in_the_launcher():
+    """Rung 7 chooses its 16-byte or scalar kernel per plan: a call of another shape, with C
+    one element into its allocation, or with a one-row A cut from a wider array (another row
+    stride) gets a plan of its own and the right answer; a repeated signature reuses its plan.
+    """
+    problem = get_problem("gemm")
+    plans = r07_wide_loads.PLANS
+    plans.clear()
+
+    def new_plans(a_host, b_host, a, c):
+        before = plans.misses
+        assert r07_wide_loads.launch(a, to_device(b_host), c) is c
+        ref = problem.reference((a_host, b_host))
+        assert np.allclose(to_host(c), ref, rtol=1e-5, atol=1e-5)
+        return plans.misses - before
+
+    def poisoned(m, n):
+        return to_device(np.full((m, n), np.nan, np.float32))
+
+    a, b = problem.make_inputs((4, 8, 4), "float32", seed=1)
+    assert new_plans(a, b, to_device(a), poisoned(4, 8)) == 1
+    assert new_plans(a, b, to_device(a), poisoned(4, 8)) == 0  # same signature, other memory
+    a2, b2 = problem.make_inputs((6, 4, 8), "float32", seed=2)
+    assert new_plans(a2, b2, to_device(a2), poisoned(6, 4)) == 1  # another shape
+    flat = to_device(np.full(33, np.nan, np.float32))
+    shifted = flat[1:].reshape(4, 8)  # contiguous, rows not 16-byte aligned
+    assert new_plans(a, b, to_device(a), shifted) == 1
+    ops = [intake(to_device(a), "A"), intake(to_device(b), "B"), intake(shifted, "C")]
+    assert plans(*ops).kernel is r07_wide_loads.scalar_kernel
+    row = to_device(np.pad(a[:1], ((0, 0), (0, 4))))[:, :4]  # one row of 4, 8 apart
+    assert intake(row, "A").strides == (8, 1)
+    assert new_plans(a[:1], b, row, poisoned(1, 8)) == 1
+    assert new_plans(a[:1], b, to_device(a[:1]), poisoned(1, 8)) == 1  # strides (4, 1)
