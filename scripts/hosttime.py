@@ -58,7 +58,20 @@ import numpy as np
 # (problem, rung, size, dtype): the rungs at sizes where one call runs long enough to
 # check and short enough that back-to-back calls show the host's share
 CASES: list[tuple[str, str, tuple[int, ...], str]] = [
+    ("gemm", "naive", (1024, 1024, 1024), "float32"),
+    ("gemm", "coalesced", (1024, 1024, 1024), "float32"),
+    ("gemm", "shared-tiling", (1024, 1024, 1024), "float32"),
+    ("gemm", "thread-tiling-1d", (1024, 1024, 1024), "float32"),
+    ("gemm", "register-blocked-2d", (1024, 1024, 1024), "float32"),
+    ("gemm", "transposed-tiles", (1024, 1024, 1024), "float32"),
+    ("gemm", "wide-loads", (1024, 1024, 1024), "float32"),
+    ("gemm", "warp-tiling", (1024, 1024, 1024), "float32"),
+    ("gemm", "double-buffered", (1024, 1024, 1024), "float32"),
     ("gemm", "tuned", (1024, 1024, 1024), "float32"),
+    ("gemm", "fp16-staging", (1024, 1024, 1024), "float16"),
+    ("gemm", "wmma", (1024, 1024, 1024), "float16"),
+    ("gemm", "wmma-shared", (1024, 1024, 1024), "float16"),
+    ("gemm", "cp-async", (1024, 1024, 1024), "float16"),
     ("gemm", "mma-sync", (1024, 1024, 1024), "float16"),
     ("gemm", "wgmma", (1024, 1024, 1024), "float16"),
     ("softmax", "rows-in-registers", (4096, 1024), "float32"),

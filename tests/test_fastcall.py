@@ -6,6 +6,9 @@ run on the GPU machine only.
 """
 
 import ctypes
+import functools
+import sys
+import types
 
 import numpy as np
 import pytest
@@ -15,9 +18,11 @@ from numba import cuda
 from ladder.core import device, fastcall
 from ladder.core.dtypes import resolve, to_device, to_host
 from ladder.core.fastcall import PlanCache, intake
-from ladder.core.rung import get_problem
+from ladder.core.rung import get_problem, rungs
 from ladder.fused.softmax import r05_rows_in_registers as softmax5
-from ladder.gemm import r10_tuned
+from ladder.gemm import r07_wide_loads, r10_tuned, tensor_core
+from ladder.gemm import r16_wgmma as r16
+from ladder.gemm.problem import operands
 from ladder.gemm.r09_double_buffered import make_kernel
 
 
@@ -390,3 +395,255 @@ def test_numba_launch_keeps_the_dispatcher_when_numbas_layout_differs(monkeypatc
 def test_plan_cache_keeps_a_plan_of_none():
     cache = PlanCache(lambda n: None)  # "nothing to launch" is a plan too (an empty C)
     assert cache(0) is None and cache(0) is None and cache.misses == 1
+
+
+def _numba_gemm_rungs():
+    return [r for r in rungs("gemm") if hasattr(sys.modules[r.launch.__module__], "PLANS")]
+
+
+def test_every_numba_gemm_rung_launches_from_plans():
+    """Rungs 1 to 11: each keeps its plans (``PLANS``) and launches through them."""
+    numbers = sorted(r.number for r in _numba_gemm_rungs())
+    assert numbers == list(range(1, 12))
+
+
+def _gemm_operands(m, n, k, typestr="<f4", ptr=0x10000, c_strides=None):
+    a = FakeArray((m, k), typestr, ptr=ptr)
+    b = FakeArray((k, n), typestr, ptr=ptr + 0x100000)
+    c = FakeArray((m, n), typestr, ptr=ptr + 0x200000, strides=c_strides)
+    return [intake(x, name) for x, name in ((a, "A"), (b, "B"), (c, "C"))]
+
+
+@pytest.mark.parametrize("rung", _numba_gemm_rungs(), ids=lambda r: r.name)
+def test_numba_gemm_plans_are_kept_per_signature(rung):
+    """Another shape, C's row stride (one row: still contiguous), C's alignment or the dtype:
+    a plan of its own; the same signature elsewhere in memory: the same plan, with the grid
+    that covers C's shape."""
+    plans = PlanCache(sys.modules[rung.launch.__module__].plan)  # not the rung's own cache
+    first = plans(*_gemm_operands(5, 8, 4))
+    assert plans(*_gemm_operands(5, 8, 4, ptr=0x900000)) is first
+    others = [
+        _gemm_operands(9, 8, 4),
+        _gemm_operands(1, 8, 4),
+        _gemm_operands(1, 8, 4, c_strides=(64, 4)),
+        _gemm_operands(5, 8, 4, ptr=0x10004),
+        _gemm_operands(5, 8, 4, "<f2"),
+    ]
+    found = [plans(*ops) for ops in others]
+    assert len({id(p) for p in [first, *found]}) == 6 and plans.misses == 6
+    big = plans(*_gemm_operands(300, 200, 4))
+    threads = np.prod(big.grid) * np.prod(big.block)
+    assert big.grid != first.grid and threads * 128 >= 300 * 200  # at most 128 outputs each
+
+
+def test_wide_loads_replans_in_the_launcher():
+    """Rung 7 chooses its 16-byte or scalar kernel per plan: a call of another shape, with C
+    one element into its allocation, or with a one-row A cut from a wider array (another row
+    stride) gets a plan of its own and the right answer; a repeated signature reuses its plan.
+    """
+    problem = get_problem("gemm")
+    plans = r07_wide_loads.PLANS
+    plans.clear()
+
+    def new_plans(a_host, b_host, a, c):
+        before = plans.misses
+        assert r07_wide_loads.launch(a, to_device(b_host), c) is c
+        ref = problem.reference((a_host, b_host))
+        assert np.allclose(to_host(c), ref, rtol=1e-5, atol=1e-5)
+        return plans.misses - before
+
+    def poisoned(m, n):
+        return to_device(np.full((m, n), np.nan, np.float32))
+
+    a, b = problem.make_inputs((4, 8, 4), "float32", seed=1)
+    assert new_plans(a, b, to_device(a), poisoned(4, 8)) == 1
+    assert new_plans(a, b, to_device(a), poisoned(4, 8)) == 0  # same signature, other memory
+    a2, b2 = problem.make_inputs((6, 4, 8), "float32", seed=2)
+    assert new_plans(a2, b2, to_device(a2), poisoned(6, 4)) == 1  # another shape
+    flat = to_device(np.full(33, np.nan, np.float32))
+    shifted = flat[1:].reshape(4, 8)  # contiguous, rows not 16-byte aligned
+    assert new_plans(a, b, to_device(a), shifted) == 1
+    ops = [intake(to_device(a), "A"), intake(to_device(b), "B"), intake(shifted, "C")]
+    assert plans(*ops).kernel is r07_wide_loads.scalar_kernel
+    row = to_device(np.pad(a[:1], ((0, 0), (0, 4))))[:, :4]  # one row of 4, 8 apart
+    assert intake(row, "A").strides == (8, 1)
+    assert new_plans(a[:1], b, row, poisoned(1, 8)) == 1
+    assert new_plans(a[:1], b, to_device(a[:1]), poisoned(1, 8)) == 1  # strides (4, 1)
+
+
+# --- the tensor-core rungs' plans (tensor_core.TiledLauncher, TensorMapLaunch), on the CPU ---
+
+
+class _FakeStream:
+    ptr = 0
+
+
+def _fake_kernel_for(built):
+    """A ``kernel_for`` that records its sizes and dtype, and whose launches record pointers."""
+
+    def kernel_for(m, n, k, dtype):
+        launches = []
+
+        def launch(a, b, c, stream=0):
+            launches.append((a, b, c, stream))
+
+        launch.sizes, launch.dtype, launch.launches = (m, n, k), dtype, launches
+        built.append(launch)
+        return launch
+
+    return kernel_for
+
+
+def _half(shape, ptr, dtype="float16"):
+    if dtype == "float16":
+        return FakeArray(shape, "<f2", ptr=ptr)
+    fake = FakeArray(shape, "<V2", ptr=ptr)
+    fake.dtype = resolve("bfloat16")
+    return fake
+
+
+def test_tiled_launcher_plans_per_signature(monkeypatch):
+    """Rung 16's tiles (128 x 256 x 64): a tile-multiple, aligned call launches on the operands
+    themselves; another shape, another dtype or a misaligned pointer gets its own plan (padded
+    copies where it must); a kernel is built per padded size and dtype."""
+    monkeypatch.setattr("cupy.cuda.get_current_stream", lambda: _FakeStream())
+    built = []
+    launcher = tensor_core.TiledLauncher(r16.LAUNCHER.tiles, _fake_kernel_for(built))
+
+    def ops(m, n, k, ptr=0x100000, dtype="float16"):
+        found = operands(
+            _half((m, k), ptr, dtype),
+            _half((k, n), ptr + 0x1000000, dtype),
+            _half((m, n), ptr + 0x2000000, dtype),
+            dtype,
+        )
+        return found[:3]
+
+    direct = launcher.plans(*ops(256, 512, 128))
+    assert not isinstance(direct, functools.partial)
+    assert launcher.plans(*ops(256, 512, 128, ptr=0x900000)) is direct
+    direct(*ops(256, 512, 128, ptr=0x900000))
+    assert built[0].sizes == (256, 512, 128) and built[0].dtype == "float16"
+    assert built[0].launches == [(0x900000, 0x1900000, 0x2900000, 0)]
+    bf16 = launcher.plans(*ops(256, 512, 128, dtype="bfloat16"))
+    assert bf16 is not direct and built[1].dtype == "bfloat16"
+    shifted = launcher.plans(*ops(256, 512, 128, ptr=0x100008))  # 8-byte aligned
+    assert isinstance(shifted, functools.partial) and shifted.keywords["padded"] == (256, 512, 128)
+    assert len(built) == 2  # the padded run is on the float16 kernel of the same size
+    odd = launcher.plans(*ops(130, 500, 70))
+    assert isinstance(odd, functools.partial) and odd.keywords["padded"] == (256, 512, 128)
+    assert launcher.plans(*ops(0, 512, 128)) is tensor_core._nothing
+    assert launcher.plans(*ops(128, 256, 0)) is tensor_core._zeros
+    assert launcher.plans.misses == 6 and len(built) == 2
+
+
+class _TensorMapDriver:
+    """Stands in for libcuda: reads a launch's parameters as (map A, map B, C, M, N, K)."""
+
+    def __init__(self):
+        self.launches = []
+
+    def launch(self, function, gx, gy, gz, bx, by, bz, smem, stream, params, extra):
+        address = (ctypes.c_void_p * 6).from_address(params)
+        maps = [ctypes.string_at(address[i], 128) for i in (0, 1)]
+        assert all(a % 64 == 0 for a in address[:2]), "maps are 64-byte aligned"
+        c = ctypes.c_uint64.from_address(address[2]).value
+        sizes = [ctypes.c_int32.from_address(address[i]).value for i in (3, 4, 5)]
+        self.launches.append((function, (gx, gy, gz), (bx, by, bz), smem, stream, *maps, c, sizes))
+        return 0
+
+
+def _map(pointer, rows, cols):
+    """A stand-in tensor map: the address and sizes it was made for, in 128 bytes."""
+    record = np.zeros(16, np.uint64)
+    record[:3] = pointer, rows, cols
+    return record.view(np.dtype((np.void, 128)))
+
+
+class _FakeRawKernel:
+    max_dynamic_shared_size_bytes = 0
+
+    def __init__(self, name):
+        self.name, self.calls = name, []
+        self.kernel = types.SimpleNamespace(ptr=0xF00D)
+
+    def __call__(self, grid, block, args, shared_mem=0):
+        self.calls.append((grid, block, args, shared_mem))
+
+
+def _fake_rung16(monkeypatch):
+    """Rung 16's ``kernel_for`` with stand-ins for its compiled kernels and the driver's map
+    encoder (both need a GPU); returns the maps made and the kernels built."""
+    made, kernels = [], {}
+
+    def tensor_map(pointer, rows, cols, box_rows, box_cols, dtype):
+        made.append((pointer, rows, cols, box_rows, box_cols, dtype))
+        return _map(pointer, rows, cols)
+
+    source = types.SimpleNamespace(
+        kernel=lambda name: kernels.setdefault(name, _FakeRawKernel(name))
+    )
+    monkeypatch.setattr(r16, "SOURCE", source)
+    monkeypatch.setattr(r16, "tensor_map", tensor_map)
+    return made, kernels
+
+
+def test_tensor_maps_are_kept_per_pair_of_addresses(monkeypatch):
+    """Rung 16's raw launch with a stand-in driver: the maps embed A's and B's addresses, so a
+    call with other memory of the same signature (the same plan) gets maps of its own, never
+    the last call's; a pair seen before reuses its maps; only C's address is rewritten."""
+    made, kernels = _fake_rung16(monkeypatch)
+    fake = _TensorMapDriver()
+    monkeypatch.setattr(tensor_core, "raw_launches", lambda: True)
+    monkeypatch.setattr(fastcall, "driver", lambda: fake)
+    launch = r16.kernel_for(256, 512, 128, "bfloat16")
+    assert set(kernels) == {"wgmma_tma_bf16"} and launch.mode == "raw"
+    assert kernels["wgmma_tma_bf16"].max_dynamic_shared_size_bytes == r16.SMEM_BYTES
+    calls = [(0xA000, 0xB000, 0xC000), (0xA000, 0xB000, 0xC100), (0xA100, 0xB000, 0xC200)]
+    calls.append((0xA000, 0xB000, 0xC300))
+    for a, b, c in calls:
+        launch(a, b, c, stream=5)
+    assert made == [
+        (0xA000, 256, 128, r16.BM, 64, "bfloat16"),  # A: M x K in boxes of 128 x 64
+        (0xB000, 128, 512, r16.BK, 64, "bfloat16"),  # B: K x N in boxes of 64 x 64
+        (0xA100, 256, 128, r16.BM, 64, "bfloat16"),
+        (0xB000, 128, 512, r16.BK, 64, "bfloat16"),
+    ]
+    for (a, b, c), got in zip(calls, fake.launches, strict=True):
+        function, grid, block, smem, stream, map_a, map_b, c_found, sizes = got
+        assert (function, grid, block, smem, stream) == (
+            0xF00D,
+            (2 * 2, 1, 1),
+            (r16.THREADS, 1, 1),
+            r16.SMEM_BYTES,
+            5,
+        )
+        assert map_a == _map(a, 256, 128).tobytes() and map_b == _map(b, 128, 512).tobytes()
+        assert c_found == c and sizes == [256, 512, 128]
+    for i in range(tensor_core.MAPS_PER_LAUNCH):  # the oldest pairs are dropped past the bound
+        launch(0x100000 + 0x100 * i, 0xB000, 0xC000)
+    assert len(launch) == tensor_core.MAPS_PER_LAUNCH
+    launch(0xA000, 0xB000, 0xC000)
+    assert made[-2][0] == 0xA000 and fake.launches[-1][5] == _map(0xA000, 256, 128).tobytes()
+
+
+def test_tensor_maps_through_cupy_when_raw_launches_are_off(monkeypatch):
+    """The other path (the simulator here, ``dispatcher_launches()`` on a GPU): CuPy's
+    ``RawKernel`` call with the maps of each pair of addresses, passed by value."""
+    made, kernels = _fake_rung16(monkeypatch)
+    monkeypatch.setattr("cupy.cuda.get_current_stream", lambda: _FakeStream())
+    with fastcall.dispatcher_launches():
+        launch = r16.kernel_for(128, 256, 64, "float16")
+    assert launch.mode == "cupy RawKernel"
+    launch(0xA000, 0xB000, 0xC000)
+    launch(0xA100, 0xB000, 0xC000)
+    launch(0xA000, 0xB000, 0xC100)
+    (kernel,) = kernels.values()
+    assert kernel.name == "wgmma_tma" and len(made) == 4
+    for (grid, block, args, smem), a, c in zip(
+        kernel.calls, [0xA000, 0xA100, 0xA000], [0xC000, 0xC000, 0xC100], strict=True
+    ):
+        assert (grid, block, smem) == ((1,), (r16.THREADS,), r16.SMEM_BYTES)
+        assert args[0].tobytes() == _map(a, 128, 64).tobytes()
+        assert args[1].tobytes() == _map(0xB000, 64, 256).tobytes()
+        assert args[2] == np.uint64(c) and [int(x) for x in args[3:]] == [128, 256, 64]

@@ -18,7 +18,7 @@ import numpy as np
 
 from ladder.core import device
 from ladder.core.dtypes import resolve
-from ladder.core.fastcall import Operand, intake, numba_array
+from ladder.core.fastcall import Operand, PlanCache, intake, numba_array
 from ladder.core.rung import Problem, register_problem
 
 MAX_GRID_Y = 65535  # gridDim.y (and .z) limit on every CUDA GPU; gridDim.x allows 2**31 - 1
@@ -129,6 +129,17 @@ def operands(
         if not c.contiguous:
             raise ValueError("C must be C-contiguous (row-major)")
     return a, b, c, m, n, k
+
+
+def launch_planned(plans: PlanCache, A: Any, B: Any, C: Any, dtype: str = "float32") -> Any:
+    """C = A @ B through a launcher's plans: validate (``operands``), find the plan for these
+    operands' signature (``plans`` keeps one per signature, built by the rung's ``plan(a, b,
+    c)``), launch it. Returns the C given, as given (a PyTorch tensor stays one), or the Numba
+    device array allocated when C is None. An empty C needs no plan and no launch."""
+    a, b, c, m, n, _ = operands(A, B, C, dtype)
+    if m and n:
+        plans(a, b, c)(a, b, c)
+    return c.obj
 
 
 def check_operands(

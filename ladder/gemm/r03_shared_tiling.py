@@ -27,8 +27,9 @@ from typing import Any
 
 from numba import cuda, float32
 
+from ladder.core.fastcall import NumbaLaunch, Operand, PlanCache
 from ladder.core.rung import rung
-from ladder.gemm.problem import check_operands, grid_2d
+from ladder.gemm.problem import grid_2d, launch_planned
 
 TILE = 32
 
@@ -55,9 +56,16 @@ def shared_kernel(A, B, C):
         C[row, col] = acc
 
 
+def plan(a: Operand, b: Operand, c: Operand) -> NumbaLaunch:
+    """The kernel's launch for C's shape (grid and block): built once per signature of A, B
+    and C (``PLANS``)."""
+    m, n = c.shape
+    return NumbaLaunch(shared_kernel, grid_2d(n, TILE, m, TILE), (TILE, TILE))
+
+
+PLANS = PlanCache(plan)
+
+
 @rung(name="shared-tiling", title="Shared-memory tiling, 32x32")
 def launch(A: Any, B: Any, C: Any = None) -> Any:
-    A, B, C, m, n, _ = check_operands(A, B, C)
-    if m and n:
-        shared_kernel[grid_2d(n, TILE, m, TILE), (TILE, TILE)](A, B, C)
-    return C
+    return launch_planned(PLANS, A, B, C)

@@ -33,8 +33,9 @@ from typing import Any
 
 from numba import cuda, float32
 
+from ladder.core.fastcall import NumbaLaunch, Operand, PlanCache
 from ladder.core.rung import rung
-from ladder.gemm.problem import check_operands, grid_2d
+from ladder.gemm.problem import grid_2d, launch_planned
 
 BM = 64  # rows of C per block
 BN = 64  # columns of C per block
@@ -77,9 +78,16 @@ def thread_tiling_1d_kernel(A, B, C):
             C[row, col] = acc[i]
 
 
+def plan(a: Operand, b: Operand, c: Operand) -> NumbaLaunch:
+    """The kernel's launch for C's shape (grid and block): built once per signature of A, B
+    and C (``PLANS``)."""
+    m, n = c.shape
+    return NumbaLaunch(thread_tiling_1d_kernel, grid_2d(n, BN, m, BM), THREADS)
+
+
+PLANS = PlanCache(plan)
+
+
 @rung(name="thread-tiling-1d", title="1D thread tiling, 8 outputs/thread")
 def launch(A: Any, B: Any, C: Any = None) -> Any:
-    A, B, C, m, n, _ = check_operands(A, B, C)
-    if m and n:
-        thread_tiling_1d_kernel[grid_2d(n, BN, m, BM), THREADS](A, B, C)
-    return C
+    return launch_planned(PLANS, A, B, C)

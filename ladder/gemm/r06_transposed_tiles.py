@@ -36,8 +36,9 @@ from typing import Any
 import numpy as np
 from numba import cuda, float32, uint32
 
+from ladder.core.fastcall import NumbaLaunch, Operand, PlanCache
 from ladder.core.rung import rung
-from ladder.gemm.problem import check_operands, grid_2d
+from ladder.gemm.problem import grid_2d, launch_planned
 
 BM, BN, BK = 128, 128, 8  # block tile (Python ints: array shapes must be)
 TM, TN = 8, 8  # outputs per thread
@@ -97,12 +98,19 @@ def transposed_tiles_kernel(A, B, C):
                 C[row, col] = acc[i * U_TN + j]
 
 
+def plan(a: Operand, b: Operand, c: Operand) -> NumbaLaunch:
+    """The kernel's launch for C's shape (grid and block): built once per signature of A, B
+    and C (``PLANS``)."""
+    m, n = c.shape
+    return NumbaLaunch(transposed_tiles_kernel, grid_2d(n, BN, m, BM), THREADS)
+
+
+PLANS = PlanCache(plan)
+
+
 @rung(
     name="transposed-tiles",
     title="Unsigned indices, transposed padded A tile",
 )
 def launch(A: Any, B: Any, C: Any = None) -> Any:
-    A, B, C, m, n, _ = check_operands(A, B, C)
-    if m and n:
-        transposed_tiles_kernel[grid_2d(n, BN, m, BM), THREADS](A, B, C)
-    return C
+    return launch_planned(PLANS, A, B, C)

@@ -43,9 +43,10 @@ from typing import Any, NamedTuple
 import numpy as np
 from numba import cuda, float32, uint32
 
+from ladder.core.fastcall import NumbaLaunch, Operand, PlanCache
 from ladder.core.intrinsics import VECTOR_ALIGN, load4, store4
 from ladder.core.rung import rung
-from ladder.gemm.problem import aligned_for_float4, check_operands, grid_2d
+from ladder.gemm.problem import aligned_for_float4, grid_2d, launch_planned
 
 BM, BN, BK = 128, 128, 16  # block tile
 WM, WN = 64, 64  # warp tile
@@ -323,10 +324,17 @@ wide_kernel = make_kernel(DEFAULT, wide_global=True)
 scalar_kernel = make_kernel(DEFAULT, wide_global=False)
 
 
+def plan(a: Operand, b: Operand, c: Operand) -> NumbaLaunch:
+    """The kernel for these operands (16-byte accesses where every row allows them) and its
+    grid: built once per signature of A, B and C (``PLANS``)."""
+    m, n = c.shape
+    kernel = wide_kernel if aligned_for_float4(a, b, c) else scalar_kernel
+    return NumbaLaunch(kernel, grid_2d(n, BN, m, BM), THREADS)
+
+
+PLANS = PlanCache(plan)
+
+
 @rung(name="warp-tiling", title="Warp tiling: 64 x 64 per warp")
 def launch(A: Any, B: Any, C: Any = None) -> Any:
-    A, B, C, m, n, _ = check_operands(A, B, C)
-    if m and n:
-        kernel = wide_kernel if aligned_for_float4(A, B, C) else scalar_kernel
-        kernel[grid_2d(n, BN, m, BM), THREADS](A, B, C)
-    return C
+    return launch_planned(PLANS, A, B, C)

@@ -32,7 +32,7 @@ from typing import Any
 from ladder.core import timing, tuning
 from ladder.core.fastcall import NumbaLaunch, Operand, PlanCache
 from ladder.core.rung import get_problem, get_rung, rung
-from ladder.gemm.problem import aligned_for_float4, check_operands, grid_2d, operands
+from ladder.gemm.problem import aligned_for_float4, check_operands, grid_2d, launch_planned
 from ladder.gemm.r08_warp_tiling import DEFAULT, Config
 from ladder.gemm.r09_double_buffered import make_kernel
 
@@ -74,12 +74,10 @@ def sweep(m: int, n: int, k: int, configs: list[Config] | None = None) -> list[d
     return tuning.sweep(get_rung("gemm", "tuned"), case, configs or CONFIGS, launch_config)
 
 
-def plan(a: Operand, b: Operand, c: Operand) -> NumbaLaunch | None:
-    """TUNED's kernel for these operands (16-byte accesses where every row allows them), its
-    grid and its packed arguments: built once per signature of A, B and C (``PLANS``)."""
-    (m, _), n = a.shape, b.shape[1]
-    if not (m and n):
-        return None
+def plan(a: Operand, b: Operand, c: Operand) -> NumbaLaunch:
+    """TUNED's kernel for these operands (16-byte accesses where every row allows them) and its
+    grid: built once per signature of A, B and C (``PLANS``)."""
+    m, n = c.shape
     kernel = make_kernel(TUNED, aligned_for_float4(a, b, c))
     return NumbaLaunch(kernel, grid_2d(n, TUNED.bn, m, TUNED.bm), TUNED.threads)
 
@@ -89,8 +87,4 @@ PLANS = PlanCache(plan)
 
 @rung(name="tuned", title="Tile sizes chosen by a sweep")
 def launch(A: Any, B: Any, C: Any = None) -> Any:
-    a, b, c, _, _, _ = operands(A, B, C)
-    found = PLANS(a, b, c)
-    if found is not None:
-        found(a, b, c)
-    return c.obj
+    return launch_planned(PLANS, A, B, C)

@@ -34,8 +34,9 @@ import numpy as np
 from numba import cuda, float32, uint32
 from numba.types import float16
 
+from ladder.core.fastcall import NumbaLaunch, Operand, PlanCache
 from ladder.core.rung import rung
-from ladder.gemm.problem import check_operands, grid_2d
+from ladder.gemm.problem import grid_2d, launch_planned
 
 BM, BN, BK = 128, 128, 16  # block tile; BK twice rung 6's in the same bytes of shared memory
 TM, TN = 8, 8  # outputs per thread
@@ -95,13 +96,20 @@ def fp16_staging_kernel(A, B, C):
                 C[row, col] = float16(acc[i * U_TN + j])
 
 
+def plan(a: Operand, b: Operand, c: Operand) -> NumbaLaunch:
+    """The kernel's launch for C's shape (grid and block): built once per signature of A, B
+    and C (``PLANS``)."""
+    m, n = c.shape
+    return NumbaLaunch(fp16_staging_kernel, grid_2d(n, BN, m, BM), THREADS)
+
+
+PLANS = PlanCache(plan)
+
+
 @rung(
     name="fp16-staging",
     title="FP16 in memory, FP32 FMA (no tensor cores)",
     dtypes=("float16",),
 )
 def launch(A: Any, B: Any, C: Any = None) -> Any:
-    A, B, C, m, n, _ = check_operands(A, B, C, "float16")
-    if m and n:
-        fp16_staging_kernel[grid_2d(n, BN, m, BM), THREADS](A, B, C)
-    return C
+    return launch_planned(PLANS, A, B, C, "float16")

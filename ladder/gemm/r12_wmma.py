@@ -9,7 +9,7 @@ warps per block, each computing its own 16 x 16 tile of C, every fragment loaded
 global memory. The accumulator fragment's layout is opaque (it may differ between GPUs), so
 converting the FP32 result to half goes through a 1 KB shared-memory staging tile per warp.
 Edges: the kernel assumes M and N are multiples of 32 and K of 16; the launcher
-(``tensor_core.launch_tiled``) pads other sizes with zeros.
+(``tensor_core.TiledLauncher``) pads other sizes with zeros.
 Why: the tensor cores multiply half-precision tiles many times faster than the FP32 lanes
 (cuBLAS HGEMM reaches 771.9 TFLOP/s on the H200, results/nvidia-h200.json).
 Prediction: nothing is staged in shared memory, so each warp re-reads its 16-row strip of A
@@ -35,11 +35,22 @@ from typing import Any
 import numpy as np
 
 from ladder.core import cuda_cpp
+from ladder.core.fastcall import POINTER, cupy_launch
 from ladder.core.rung import rung
-from ladder.gemm.tensor_core import launch_tiled
+from ladder.gemm.tensor_core import TiledLauncher
 
 SOURCE = cuda_cpp.source(__file__, "r12_wmma.cu", archs=("sm_80", "sm_90"))
 BM, BN, BK = 32, 32, 16  # a block's tile of C, and the K step
+
+
+def kernel_for(m: int, n: int, k: int, dtype: str) -> Any:
+    """The kernel's launch for tile-multiple M, N, K (float16): ``launch(a, b, c, stream=...)``."""
+    kernel = SOURCE.kernel("wmma_naive")
+    args = (POINTER, POINTER, POINTER, np.int32(m), np.int32(n), np.int32(k))
+    return cupy_launch(kernel, (n // BN, m // BM), (128,), 0, args)
+
+
+LAUNCHER = TiledLauncher((BM, BN, BK), kernel_for)
 
 
 @rung(
@@ -52,10 +63,4 @@ BM, BN, BK = 32, 32, 16  # a block's tile of C, and the K step
     cc_needs="WMMA on FP16 (wmma.mma_sync)",
 )
 def launch(A: Any, B: Any, C: Any = None) -> Any:
-    kernel = SOURCE.kernel("wmma_naive")
-
-    def body(a: np.uint64, b: np.uint64, c: np.uint64, m: int, n: int, k: int) -> None:
-        grid = (n // BN, m // BM)
-        kernel(grid, (128,), (a, b, c, np.int32(m), np.int32(n), np.int32(k)))
-
-    return launch_tiled(A, B, C, (BM, BN, BK), body)
+    return LAUNCHER(A, B, C)

@@ -40,12 +40,23 @@ from typing import Any
 import numpy as np
 
 from ladder.core import cuda_cpp
+from ladder.core.fastcall import POINTER, cupy_launch
 from ladder.core.rung import rung
-from ladder.gemm.tensor_core import launch_tiled
+from ladder.gemm.tensor_core import TiledLauncher
 
 SOURCE = cuda_cpp.source(__file__, "r13_wmma_shared.cu", archs=("sm_80", "sm_90"))
 BM, BN, BK = 128, 128, 32  # a block's tile of C, and the K step (as in the .cu file)
 THREADS = 256  # 8 warps, 2 (M) x 4 (N), each a 64 x 32 tile of C
+
+
+def kernel_for(m: int, n: int, k: int, dtype: str) -> Any:
+    """The kernel's launch for tile-multiple M, N, K (float16): ``launch(a, b, c, stream=...)``."""
+    kernel = SOURCE.kernel("wmma_shared")
+    args = (POINTER, POINTER, POINTER, np.int32(m), np.int32(n), np.int32(k))
+    return cupy_launch(kernel, (n // BN, m // BM), (THREADS,), 0, args)
+
+
+LAUNCHER = TiledLauncher((BM, BN, BK), kernel_for)
 
 
 @rung(
@@ -58,10 +69,4 @@ THREADS = 256  # 8 warps, 2 (M) x 4 (N), each a 64 x 32 tile of C
     cc_needs="WMMA on FP16 (wmma.mma_sync)",
 )
 def launch(A: Any, B: Any, C: Any = None) -> Any:
-    kernel = SOURCE.kernel("wmma_shared")
-
-    def body(a: np.uint64, b: np.uint64, c: np.uint64, m: int, n: int, k: int) -> None:
-        grid = (n // BN, m // BM)
-        kernel(grid, (THREADS,), (a, b, c, np.int32(m), np.int32(n), np.int32(k)))
-
-    return launch_tiled(A, B, C, (BM, BN, BK), body)
+    return LAUNCHER(A, B, C)

@@ -44,8 +44,9 @@ from typing import Any
 import numpy as np
 
 from ladder.core import cuda_cpp
+from ladder.core.fastcall import POINTER, cupy_launch
 from ladder.core.rung import rung
-from ladder.gemm.tensor_core import launch_tiled
+from ladder.gemm.tensor_core import TiledLauncher
 
 SOURCE = cuda_cpp.source(__file__, "r14_cp_async.cu", archs=("sm_80", "sm_90"))
 BM, BN, BK = 128, 128, 32  # a block's tile of C, and the K step (as in the .cu file)
@@ -54,6 +55,18 @@ PAD = 8  # halves added to every shared row
 THREADS = 256  # 8 warps, 2 (M) x 4 (N), each a 64 x 32 tile of C
 # the ring: STAGES x (A tile 128 x 40 + B tile 32 x 136) halves = 75,776 bytes, as in the .cu
 SMEM_BYTES = STAGES * (BM * (BK + PAD) + BK * (BN + PAD)) * 2
+
+
+def kernel_for(m: int, n: int, k: int, dtype: str) -> Any:
+    """The kernel's launch for tile-multiple M, N, K (float16): ``launch(a, b, c, stream=...)``."""
+    kernel = SOURCE.kernel("wmma_cp_async")
+    if kernel.max_dynamic_shared_size_bytes < SMEM_BYTES:
+        kernel.max_dynamic_shared_size_bytes = SMEM_BYTES  # over the 48 KB default
+    args = (POINTER, POINTER, POINTER, np.int32(m), np.int32(n), np.int32(k))
+    return cupy_launch(kernel, (n // BN, m // BM), (THREADS,), SMEM_BYTES, args)
+
+
+LAUNCHER = TiledLauncher((BM, BN, BK), kernel_for)
 
 
 @rung(
@@ -66,13 +79,4 @@ SMEM_BYTES = STAGES * (BM * (BK + PAD) + BK * (BN + PAD)) * 2
     cc_needs="cp.async",
 )
 def launch(A: Any, B: Any, C: Any = None) -> Any:
-    kernel = SOURCE.kernel("wmma_cp_async")
-    if kernel.max_dynamic_shared_size_bytes < SMEM_BYTES:
-        kernel.max_dynamic_shared_size_bytes = SMEM_BYTES  # over the 48 KB default
-
-    def body(a: np.uint64, b: np.uint64, c: np.uint64, m: int, n: int, k: int) -> None:
-        grid = (n // BN, m // BM)
-        args = (a, b, c, np.int32(m), np.int32(n), np.int32(k))
-        kernel(grid, (THREADS,), args, shared_mem=SMEM_BYTES)
-
-    return launch_tiled(A, B, C, (BM, BN, BK), body)
+    return LAUNCHER(A, B, C)

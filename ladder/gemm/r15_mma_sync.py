@@ -57,8 +57,8 @@ THREADS = 256  # 8 warps, each a 64 x 64 tile of C
 SMEM_BYTES = STAGES * (BM * BK + BK * BN) * 2  # 98,304: above the 48 KB default, so opted in
 
 
-def kernel_for(m: int, n: int, k: int) -> Any:
-    """The kernel's launch for tile-multiple M, N, K: ``launch(a, b, c, stream=...)``."""
+def kernel_for(m: int, n: int, k: int, dtype: str) -> Any:
+    """The kernel's launch for tile-multiple M, N, K (float16): ``launch(a, b, c, stream=...)``."""
     kernel = SOURCE.kernel("mma_sync_gemm")
     if kernel.max_dynamic_shared_size_bytes < SMEM_BYTES:
         kernel.max_dynamic_shared_size_bytes = SMEM_BYTES  # over the 48 KB default

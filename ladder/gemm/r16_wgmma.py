@@ -50,7 +50,7 @@ import numpy as np
 
 from ladder.core import cuda_cpp
 from ladder.core.rung import rung
-from ladder.gemm.tensor_core import launch_tiled, operand_dtype
+from ladder.gemm.tensor_core import TensorMapLaunch, TiledLauncher, operand_dtype
 
 SOURCE = cuda_cpp.source(__file__, "r16_wgmma.cu", archs=("sm_90a",), arch_specific=True)
 BM, BN, BK = 128, 256, 64
@@ -71,15 +71,11 @@ def _libcuda() -> Any:
     return lib
 
 
-@functools.lru_cache(maxsize=64)
 def tensor_map(
     pointer: int, rows: int, cols: int, box_rows: int, box_cols: int, dtype: str = "float16"
 ) -> np.ndarray:
     """A 2-D tensor map of a row-major 2-byte matrix (float16 or bfloat16), 128-byte swizzled
-    boxes of box_rows x box_cols, as one 128-byte NumPy record that CuPy passes by value.
-
-    It depends only on its arguments, so it is cached: the timed launches reuse it.
-    """
+    boxes of box_rows x box_cols, as one 128-byte NumPy record that CuPy passes by value."""
     storage = np.zeros(128 + 64, np.uint8)  # the driver wants the map 64-byte aligned
     offset = (-storage.ctypes.data) % 64
     out = storage[offset : offset + 128]
@@ -103,6 +99,26 @@ def tensor_map(
     return out.copy().view(np.dtype((np.void, 128)))  # shape (1,): passed by value
 
 
+def kernel_for(m: int, n: int, k: int, dtype: str) -> Any:
+    """The kernel's launch for tile-multiple M, N, K in ``dtype``: ``launch(a, b, c,
+    stream=...)``, with the tensor maps of A and B made once per pair of their addresses."""
+    kernel = SOURCE.kernel(_KERNEL[dtype])
+    if kernel.max_dynamic_shared_size_bytes < SMEM_BYTES:
+        kernel.max_dynamic_shared_size_bytes = SMEM_BYTES  # above the default 48 KB
+
+    def maps(a: int, b: int) -> tuple[np.ndarray, np.ndarray]:
+        tm_a = tensor_map(a, m, k, BM, 64, dtype)  # A tiles: 128 rows x 64 (128 bytes)
+        tm_b = tensor_map(b, k, n, BK, 64, dtype)  # B chunks: 64 k-rows x 64 columns
+        return tm_a, tm_b
+
+    blocks = (m // BM) * (n // BN)
+    scalars = (np.int32(m), np.int32(n), np.int32(k))
+    return TensorMapLaunch(kernel, (blocks,), (THREADS,), SMEM_BYTES, maps, scalars)
+
+
+LAUNCHER = TiledLauncher((BM, BN, BK), kernel_for)
+
+
 @rung(
     name="wgmma",
     title="Hopper: wgmma + TMA, warp-specialized",
@@ -114,20 +130,4 @@ def tensor_map(
     cc_needs="wgmma and setmaxnreg, sm_90a-only instructions",
 )
 def launch(A: Any, B: Any, C: Any = None) -> Any:
-    dtype = operand_dtype(A, ("float16", "bfloat16"))
-    kernel = SOURCE.kernel(_KERNEL[dtype])
-    if kernel.max_dynamic_shared_size_bytes < SMEM_BYTES:
-        kernel.max_dynamic_shared_size_bytes = SMEM_BYTES  # above the default 48 KB
-
-    def body(a: np.uint64, b: np.uint64, c: np.uint64, m: int, n: int, k: int) -> None:
-        tm_a = tensor_map(int(a), m, k, BM, 64, dtype)  # A tiles: 128 rows x 64 (128 bytes)
-        tm_b = tensor_map(int(b), k, n, BK, 64, dtype)  # B chunks: 64 k-rows x 64 columns
-        blocks = (m // BM) * (n // BN)
-        kernel(
-            (blocks,),
-            (THREADS,),
-            (tm_a, tm_b, c, np.int32(m), np.int32(n), np.int32(k)),
-            shared_mem=SMEM_BYTES,
-        )
-
-    return launch_tiled(A, B, C, (BM, BN, BK), body, dtype)
+    return LAUNCHER(A, B, C, operand_dtype(A, ("float16", "bfloat16")))

@@ -8,22 +8,27 @@ Zero rows and columns add nothing to the product, so the result is exact; the co
 time only at such sizes, never at the benchmark sizes, which are multiples of every tile.
 ``TiledLauncher`` does the same with its decisions and the kernel's packed launch kept per
 operand signature (``ladder.core.fastcall``), for a host time per call of a few µs.
+``TensorMapLaunch`` is that launch for a kernel that takes tensor maps of A and B (Hopper's
+bulk tensor copies), which embed the matrices' addresses and so are kept per pair of addresses.
 """
 
 from __future__ import annotations
 
+import contextlib
+import ctypes
 import functools
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
 
 from ladder.core.dtypes import name_of
-from ladder.core.fastcall import Operand, PlanCache, numba_array
+from ladder.core.fastcall import Operand, PackedLaunch, PlanCache, numba_array, raw_launches
 from ladder.gemm.problem import operands
 
 Body = Callable[[np.uint64, np.uint64, np.uint64, int, int, int], None]
 ALIGN = 16  # bytes: 16-byte vector loads, cp.async and the bulk tensor copy need it
+MAPS_PER_LAUNCH = 16  # pairs of A and B addresses a TensorMapLaunch keeps tensor maps for
 
 
 def _round_up(x: int, tile: int) -> int:
@@ -93,7 +98,7 @@ def launch_tiled(
     return out
 
 
-KernelFor = Callable[[int, int, int], Callable[..., None]]
+KernelFor = Callable[[int, int, int, str], Callable[..., None]]
 
 
 def _nothing(a: Operand, b: Operand, c: Operand) -> None:
@@ -107,16 +112,17 @@ def _zeros(a: Operand, b: Operand, c: Operand) -> None:
 class TiledLauncher:
     """``launch_tiled`` with what it decides kept per operand signature (``fastcall``).
 
-    ``kernel_for(M, N, K)`` returns the kernel's launch for tile-multiple sizes,
-    ``launch(a, b, c, stream=...)`` with device pointers (``fastcall.cupy_launch``). A plan,
-    one per signature of A, B and C (shapes, strides, dtypes, alignment), is that launch on
-    the operands themselves or on padded copies; a repeated call validates, finds its plan and
-    launches. Returns the C it was given (or the one it allocated), not a view of it.
+    ``kernel_for(M, N, K, dtype)`` returns the kernel's launch for tile-multiple sizes,
+    ``launch(a, b, c, stream=...)`` with device pointers (``fastcall.cupy_launch``, or a
+    ``TensorMapLaunch``), built once per padded size and dtype. A plan, one per signature of
+    A, B and C (shapes, strides, dtypes, alignment), is that launch on the operands themselves
+    or on padded copies; a repeated call validates, finds its plan and launches. Returns the C
+    it was given (or the one it allocated), not a view of it.
     """
 
     def __init__(self, tiles: tuple[int, int, int], kernel_for: KernelFor) -> None:
         self.tiles = tiles
-        self.kernels = PlanCache(kernel_for)  # by padded (M, N, K)
+        self.kernels = PlanCache(kernel_for)  # by padded (M, N, K) and dtype
         self.plans = PlanCache(self._plan)
 
     def __call__(self, A: Any, B: Any, C: Any = None, dtype: str = "float16") -> Any:
@@ -133,7 +139,7 @@ class TiledLauncher:
         if k == 0:
             return _zeros
         padded = _padded_sizes(m, n, k, self.tiles)
-        kernel = self.kernels(*padded)
+        kernel = self.kernels(*padded, a.dtype)
         current = cupy.cuda.get_current_stream  # where CuPy's own launch would go
 
         if padded == (m, n, k) and all(x.align >= ALIGN for x in (a, b, c)):
@@ -147,3 +153,82 @@ class TiledLauncher:
             kernel(pa, pb, pc, stream=current().ptr)
 
         return functools.partial(_padded, run, padded=padded)
+
+
+Maps = Callable[[int, int], tuple[np.ndarray, np.ndarray]]  # A's, B's address -> their maps
+
+
+def _by_value(record: np.ndarray) -> ctypes.Array:
+    """A parameter passed by value (a 128-byte tensor map) as ctypes bytes for a
+    ``PackedLaunch``, 64-byte aligned as CUDA's ``CUtensorMap`` is."""
+    data = record.tobytes()
+    storage = (ctypes.c_uint8 * (len(data) + 64))()
+    value = (ctypes.c_uint8 * len(data)).from_buffer(storage, -ctypes.addressof(storage) % 64)
+    ctypes.memmove(value, data, len(data))
+    return value  # keeps ``storage`` alive
+
+
+class TensorMapLaunch:
+    """A launch of a kernel whose parameters are (tensor map of A, tensor map of B, C,
+    scalars...): ``launch(a, b, c, stream=0)`` with device pointers, like ``cupy_launch``'s.
+
+    A tensor map holds its matrix's global address, so it cannot be part of a plan, whose key
+    (shapes, strides, dtypes, alignment) leaves addresses out: a plan that kept the maps of the
+    first call would send later calls to the first call's memory. ``maps(a, b)`` encodes the
+    two maps for one pair of addresses (the sizes are this launch's own); each pair gets a
+    launch of its own, a ``PackedLaunch`` with the maps in its parameters when raw launches
+    are on (CuPy's ``RawKernel`` call otherwise), kept for later calls with the same pair (up
+    to ``MAPS_PER_LAUNCH`` pairs, the oldest dropped first). Only C's address changes per call.
+    """
+
+    def __init__(
+        self,
+        kernel: Any,
+        grid: Sequence[int],
+        block: Sequence[int],
+        shared_mem: int,
+        maps: Maps,
+        scalars: Sequence[np.generic],
+    ) -> None:
+        self.kernel = kernel
+        self.grid, self.block, self.shared_mem = tuple(grid), tuple(block), shared_mem
+        self.maps = maps
+        self.scalars = tuple(scalars)
+        self.raw = raw_launches()  # decided once, as a plan is built for one launch path
+        self.mode = "raw" if self.raw else "cupy RawKernel"
+        self._launches: dict[tuple[int, int], Callable[..., None]] = {}
+
+    def __call__(self, a: int, b: int, c: int, stream: int = 0) -> None:
+        launch = self._launches.get((a, b))
+        if launch is None:
+            launch = self._add(a, b)
+        launch(c, stream=stream)
+
+    def __len__(self) -> int:
+        return len(self._launches)
+
+    def _add(self, a: int, b: int) -> Callable[..., None]:
+        map_a, map_b = self.maps(a, b)
+        launch = self._packed(map_a, map_b) if self.raw else self._cupy(map_a, map_b)
+        if len(self._launches) >= MAPS_PER_LAUNCH:
+            del self._launches[next(iter(self._launches))]
+        self._launches[(a, b)] = launch
+        return launch
+
+    def _packed(self, map_a: np.ndarray, map_b: np.ndarray) -> PackedLaunch:
+        scalars = [np.ctypeslib.as_ctypes_type(s.dtype)(s.item()) for s in self.scalars]
+        values = [_by_value(map_a), _by_value(map_b), ctypes.c_uint64(0), *scalars]
+        function = self.kernel.kernel.ptr
+        grid, block, smem = self.grid, self.block, self.shared_mem
+        return PackedLaunch(function, grid, block, smem, values, [2], owner=self.kernel)
+
+    def _cupy(self, map_a: np.ndarray, map_b: np.ndarray) -> Callable[..., None]:
+        import cupy
+
+        def launch(c: int, stream: int = 0) -> None:
+            args = (map_a, map_b, np.uint64(c), *self.scalars)
+            current = cupy.cuda.get_current_stream().ptr == stream
+            with contextlib.nullcontext() if current else cupy.cuda.ExternalStream(stream):
+                self.kernel(self.grid, self.block, args, shared_mem=self.shared_mem)
+
+        return launch
