@@ -271,6 +271,24 @@ def test_numba_launch_goes_raw_after_its_first_call():
 
 
 @gpu_only
+def test_numba_launch_with_scalars_goes_raw():
+    @cuda.jit
+    def scale(x, out, factor, negate):
+        i = cuda.grid(1)
+        if i < x.shape[0]:
+            out[i] = -factor * x[i] if negate else factor * x[i]
+
+    x = cuda.to_device(np.arange(8, dtype=np.float32))
+    outs = [cuda.device_array(8, np.float32) for _ in range(2)]
+    launch = fastcall.NumbaLaunch(scale, 1, 32, scalars=(np.float32(1.5), True))
+    for out in outs:  # the first through the dispatcher, the second raw
+        launch(intake(x, "x"), intake(out, "out"))
+    assert launch.mode == "raw"
+    for out in outs:
+        assert np.array_equal(out.copy_to_host(), -1.5 * np.arange(8, dtype=np.float32))
+
+
+@gpu_only
 def test_fast_readers_agree_with_the_interface():
     """Torch, CuPy and Numba arrays read through their attributes give what their
     ``__cuda_array_interface__`` gives, for views too."""
@@ -293,15 +311,17 @@ def test_fast_readers_agree_with_the_interface():
 
 
 class _FakeDriver:
-    """Stands in for libcuda: records each launch's function, grid and parameter values."""
+    """Stands in for libcuda: records each launch's function, grid and parameter values (read
+    as 8-byte integers; ``addresses`` keeps where each parameter was read from)."""
 
     def __init__(self, count):
-        self.count, self.launches = count, []
+        self.count, self.launches, self.addresses = count, [], []
 
     def launch(self, function, gx, gy, gz, bx, by, bz, smem, stream, params, extra):
-        addresses = (ctypes.c_void_p * self.count).from_address(params)
+        addresses = list((ctypes.c_void_p * self.count).from_address(params))
         values = [ctypes.c_int64.from_address(a).value for a in addresses]
         self.launches.append((function, (gx, gy, gz), (bx, by, bz), smem, stream, values))
+        self.addresses.append(addresses)
         return 0
 
 
@@ -322,6 +342,9 @@ class _FakeKernel:
         self._codelibrary = type("L", (), {"get_cufunc": lambda self: cufunc})()
 
     def _prepare_args(self, ty, arr, stream, retr, values):
+        if ty[0] == "scalar":  # as Numba packs a float32 and a bool
+            values.append(ctypes.c_float(arr) if ty[1] == "float32" else arr)
+            return
         op = arr.op
         values += [0, 0, op.size, op.itemsize, op.ptr, *op.shape]
         values += [s * op.itemsize for s in op.strides]
@@ -333,14 +356,16 @@ class _FakeDispatcher:
     def __init__(self):
         self.overloads, self.calls = {}, []
 
-    def typeof_pyval(self, arr):
-        return ("array", arr.op.dtype, len(arr.op.shape))
+    def typeof_pyval(self, arg):
+        if not hasattr(arg, "op"):
+            return ("scalar", type(arg).__name__)
+        return ("array", arg.op.dtype, len(arg.op.shape))
 
     def __getitem__(self, config):
-        def launch(*arrays):
-            types = tuple(self.typeof_pyval(a) for a in arrays)
+        def launch(*args):
+            types = tuple(self.typeof_pyval(a) for a in args)
             self.overloads.setdefault(types, _FakeKernel(types))
-            self.calls.append([a.op.ptr for a in arrays])
+            self.calls.append([a.op.ptr if hasattr(a, "op") else a for a in args])
 
         return launch
 
@@ -371,6 +396,24 @@ def test_numba_launch_packs_numbas_arguments_and_rewrites_only_the_pointers(monk
     assert last[4] == 9 and last[5][4] == 0x7000 and last[5][13] == 0x8000
     launch(*ops(0x9000, 0xA000, rows=5))  # another shape: never the packed launch
     assert dispatcher.calls[-1] == [0x9000, 0xA000] and len(fake.launches) == 2
+
+
+def test_numba_launch_packs_its_scalars_once_after_the_operands(monkeypatch):
+    """A plan's fixed scalars (attention's scale and causal flag) go to the dispatcher after
+    the arrays, and into the raw launch as Numba packs them; a call writes only pointers."""
+    fake = _FakeDriver(count=9 + 2)  # one 2-D array, then a float32 and a bool
+    monkeypatch.setattr(fastcall.device, "simulator", lambda: False)
+    monkeypatch.setattr(fastcall, "driver", lambda: fake)
+    monkeypatch.setattr(fastcall, "numba_array", lambda op: type("A", (), {"op": op})())
+    dispatcher = _FakeDispatcher()
+    launch = fastcall.NumbaLaunch(dispatcher, 2, 64, scalars=(np.float32(0.25), True))
+    launch(intake(FakeArray((4, 6), ptr=0x1000), "x"))
+    assert launch.mode == "raw" and dispatcher.calls == [[0x1000, np.float32(0.25), True]]
+    launch(intake(FakeArray((4, 6), ptr=0x3000), "x"))
+    assert len(dispatcher.calls) == 1
+    values, addresses = fake.launches[0][5], fake.addresses[0]
+    assert values[4] == 0x3000 and values[10] == 1  # the pointer; True, 8 bytes (cuda.core)
+    assert ctypes.c_float.from_address(addresses[9]).value == 0.25
 
 
 def test_numba_launch_keeps_the_dispatcher_when_numbas_layout_differs(monkeypatch):
