@@ -16,6 +16,8 @@ from ladder.core import device, fastcall
 from ladder.core.dtypes import resolve, to_device, to_host
 from ladder.core.fastcall import PlanCache, intake
 from ladder.core.rung import get_problem
+from ladder.fused import problem as fused_problem
+from ladder.fused.elementwise import r01_three_kernels as elementwise1
 from ladder.fused.softmax import r05_rows_in_registers as softmax5
 from ladder.gemm import r10_tuned
 from ladder.gemm.r09_double_buffered import make_kernel
@@ -433,3 +435,72 @@ def test_numba_launch_keeps_the_dispatcher_when_numbas_layout_differs(monkeypatc
 def test_plan_cache_keeps_a_plan_of_none():
     cache = PlanCache(lambda n: None)  # "nothing to launch" is a plan too (an empty C)
     assert cache(0) is None and cache(0) is None and cache.misses == 1
+
+
+def _variant(change, shape, wider_axis, dtype="float32"):
+    """A device array of ``shape`` (the first call's x or q), or one that differs from it only
+    in ``change``: its shape, its strides (the second half of an array twice as long along
+    ``wider_axis``, C-contiguous all the same as a length-1 dimension's stride is free), its
+    alignment (one element into its allocation) or its dtype. Returns the device array and the
+    host values it holds."""
+    rng = np.random.default_rng(0)
+    dtype = "float16" if change == "dtype" else dtype
+    if change == "shape":
+        shape = (*shape[:-2], shape[-2] + 1, shape[-1])
+    if change == "stride":
+        wider = list(shape)
+        wider[wider_axis] *= 2
+        host = rng.uniform(-1, 1, wider).astype(dtype)
+        half = [slice(None)] * len(shape)
+        half[wider_axis] = slice(shape[wider_axis], None)
+        return to_device(host)[tuple(half)], host[tuple(half)]
+    host = rng.uniform(-1, 1, shape).astype(dtype)
+    if change == "alignment":
+        flat = to_device(np.concatenate([np.zeros(1, dtype), host.ravel()]))
+        return flat[1:].reshape(shape), host
+    return to_device(host), host
+
+
+SIGNATURE_CHANGES = ["shape", "stride", "alignment", "dtype"]
+
+
+@pytest.mark.parametrize("change", SIGNATURE_CHANGES)
+def test_three_kernel_rung_replans_for_another_signature(change):
+    """Elementwise rung 1 keeps its three launches and its t and u per plan: a call whose x
+    differs from the first call's in shape, strides, alignment or dtype gets a plan (and
+    buffers) of its own and the right answer; a call like the first finds the first's plan."""
+    problem = get_problem("elementwise")
+    plans = elementwise1.PLANS
+    plans.clear()  # it keeps WORKSPACE_PLANS, oldest out first: the first call's must stay
+
+    def call(x, host):
+        _, a, b = problem.make_inputs(host.shape, host.dtype.name, seed=1)
+        da, db = to_device(a), to_device(b)
+        out = to_device(np.full(host.shape, np.nan, host.dtype))
+        assert elementwise1.launch(x, da, db, out) is out
+        ref = problem.reference((host, a, b))
+        assert np.allclose(to_host(out), ref, rtol=problem.tolerance(host.dtype.name))
+        ops = [intake(arr, name) for arr, name in ((x, "x"), (da, "a"), (db, "b"), (out, "out"))]
+        return ops[0], plans(*ops)
+
+    first_x, first_plan = call(*_variant(None, (1, 8), 1))
+    misses = plans.misses
+    x, plan = call(*_variant(change, (1, 8), 1))
+    assert x.contiguous and x.key != first_x.key
+    assert plan is not first_plan and plans.misses == misses + 1
+    assert isinstance(plan, fastcall.Steps) and len(plan.launches) == 3
+    _, again = call(*_variant(None, (1, 8), 1))
+    assert again is first_plan and plans.misses == misses + 1
+
+
+def test_flat_is_the_same_memory_in_one_dimension(monkeypatch):
+    """``fused.problem.flat``: a C-contiguous operand as the 1-D array of its elements (rung 2
+    of elementwise casts through it), read by Numba's dispatcher as that on a GPU too."""
+    x = intake(to_device(np.arange(6, dtype=np.float16).reshape(2, 3)), "x")
+    one = fused_problem.flat(x)
+    assert (one.shape, one.strides, one.ptr, one.dtype) == ((6,), (1,), x.ptr, "float16")
+    assert one.contiguous and one.obj is x.obj
+    assert to_host(fastcall.numba_array(one)).tolist() == list(range(6))
+    monkeypatch.setattr(fused_problem.device, "simulator", lambda: False)
+    cai = fused_problem.flat(x).base.__cuda_array_interface__
+    assert (cai["shape"], cai["data"][0], cai["typestr"]) == ((6,), x.ptr, "<f2")
