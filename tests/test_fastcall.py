@@ -12,6 +12,8 @@ import pytest
 from conftest import ON_GPU, gpu_only
 from numba import cuda
 
+from ladder.attention import r01_naive as naive
+from ladder.attention.problem import attention_numpy
 from ladder.core import device, fastcall
 from ladder.core.dtypes import resolve, to_device, to_host
 from ladder.core.fastcall import PlanCache, intake
@@ -418,6 +420,63 @@ def test_numba_launch_packs_its_scalars_once_after_the_operands(monkeypatch):
     assert ctypes.c_float.from_address(addresses[9]).value == 0.25
 
 
+class _FakeSource:
+    """Stands in for the CUDA C++ source of attention rung 5: kernels by name, never compiled."""
+
+    def __init__(self):
+        self.names = []
+
+    def kernel(self, name):
+        self.names.append(name)
+        function = type("Function", (), {"ptr": 0xC0DE})()
+        return type("RawKernel", (), {"kernel": function, "max_dynamic_shared_size_bytes": 0})()
+
+
+@pytest.mark.parametrize("packed", [False, True], ids=["rung 5", "rung 6"])
+def test_tensor_core_attention_plan_packs_the_kernels_arguments(monkeypatch, packed):
+    """Attention rungs 5 and 6 without a GPU: the plan's raw launch on CuPy's current stream,
+    with the .cu entry point's arguments (Q, K, V, O, N, H, HKV, scale_log2, causal) in order;
+    operands the kernel cannot take (d = 80, a misaligned pointer) go through padded copies."""
+    import cupy
+
+    from ladder.attention import r05_tensor_core_flash as r05
+    from ladder.attention import r06_gqa_packed as r06
+
+    def ops(d=64, q_ptr=0x10000):
+        shapes = [(1, 4, 130, d), (1, 2, 130, d), (1, 2, 130, d), (1, 4, 130, d)]
+        ptrs = [q_ptr, 0x20000, 0x30000, 0x40000]
+        return [
+            intake(FakeArray(shape, "<f2", ptr=ptr), name)
+            for shape, ptr, name in zip(shapes, ptrs, ("q", "k", "v", "out"), strict=True)
+        ]
+
+    ops()  # intake learns to read FakeArray while the simulator is still the backend
+    fake, source = _FakeDriver(count=9), _FakeSource()
+    monkeypatch.setattr(fastcall.device, "simulator", lambda: False)
+    monkeypatch.setattr(fastcall, "driver", lambda: fake)
+    monkeypatch.setattr(r05, "SOURCE", source)
+    monkeypatch.setattr(cupy.cuda, "get_current_stream", lambda: type("S", (), {"ptr": 7})())
+    rung = r06 if packed else r05
+    plan = rung.plan(*ops())
+    plan[True](*ops())
+    (function, grid, block, smem, stream, _), addresses = fake.launches[0], fake.addresses[0]
+    warps, mi = r05.TUNED[64]
+    assert source.names == [r05.kernel_name(64, warps, mi, packed)]
+    rows = 130 * 2 if packed else 130  # packed: the two query heads of a group in one block
+    blocks = -(-rows // (16 * mi * warps))
+    assert grid == (blocks, 2 if packed else 4, 1) and block == (32 * warps, 1, 1)
+    assert (function, smem, stream) == (0xC0DE, r05.shared_bytes(64, warps, mi), 7)
+    pointers = [ctypes.c_uint64.from_address(a).value for a in addresses[:4]]
+    assert pointers == [0x10000, 0x20000, 0x30000, 0x40000]
+    ints = [ctypes.c_int32.from_address(addresses[i]).value for i in (4, 5, 6, 8)]
+    assert ints == [130, 4, 2, 1]  # N, H, HKV, causal
+    scale = ctypes.c_float.from_address(addresses[7]).value
+    assert scale == pytest.approx(1.4426950408889634 / 8)
+    assert plan.plain.run.__name__ == "direct"
+    assert rung.plan(*ops(d=80)).plain.run.__name__ == "padded"  # d padded to 128
+    assert rung.plan(*ops(q_ptr=0x10008)).plain.run.__name__ == "padded"  # q 8-byte aligned
+
+
 def test_numba_launch_keeps_the_dispatcher_when_numbas_layout_differs(monkeypatch):
     monkeypatch.setattr(fastcall.device, "simulator", lambda: False)
     monkeypatch.setattr(fastcall, "driver", lambda: _FakeDriver(count=0))
@@ -490,6 +549,35 @@ def test_three_kernel_rung_replans_for_another_signature(change):
     assert plan is not first_plan and plans.misses == misses + 1
     assert isinstance(plan, fastcall.Steps) and len(plan.launches) == 3
     _, again = call(*_variant(None, (1, 8), 1))
+    assert again is first_plan and plans.misses == misses + 1
+
+
+@pytest.mark.parametrize("change", SIGNATURE_CHANGES)
+def test_attention_rung_replans_for_another_signature(change):
+    """Attention rung 1 (three kernels, the scores allocated per call): a q that differs from
+    the first call's in shape, strides, alignment or dtype gets a plan of its own; a causal
+    call finds the same plan as a plain one (``Masks``: both launches built together)."""
+    plans = naive.PLANS
+    plans.clear()
+
+    def call(q, host, causal=False):
+        shape, dtype = host.shape, host.dtype
+        k, v = (np.random.default_rng(i).uniform(-1, 1, shape).astype(dtype) for i in (1, 2))
+        out = to_device(np.full(shape, np.nan, dtype))
+        dk, dv = to_device(k), to_device(v)
+        assert naive.launch(q, dk, dv, out, causal=causal) is out
+        ref = attention_numpy(host, k, v, causal=causal)
+        assert np.allclose(to_host(out), ref, rtol=2e-3, atol=2e-3)
+        ops = [intake(arr, name) for arr, name in ((q, "q"), (dk, "k"), (dv, "v"), (out, "out"))]
+        return ops[0], plans(*ops)
+
+    shape = (1, 1, 4, 16)
+    first_q, first_plan = call(*_variant(None, shape, 1))
+    misses = plans.misses
+    q, plan = call(*_variant(change, shape, 1))
+    assert q.contiguous and q.key != first_q.key
+    assert plan is not first_plan and plans.misses == misses + 1
+    _, again = call(*_variant(None, shape, 1), causal=True)
     assert again is first_plan and plans.misses == misses + 1
 
 
