@@ -266,7 +266,7 @@ def check_arrays(
     problem: Any, arrays: tuple[Any, ...], out: Any, dtypes: tuple[str, ...]
 ) -> tuple[tuple[Any, ...], Any, str]:
     """``operands``, returning Numba device arrays (the caller's own when they are): for the
-    launchers that hand their arrays to a Numba dispatcher."""
+    library rows, which hand their arrays to CuPy or PyTorch."""
     found, result, dtype = operands(problem, arrays, out, dtypes)
     return tuple(numba_array(op) for op in found), numba_array(result), dtype
 
