@@ -15,10 +15,14 @@ import pytest
 from conftest import ON_GPU, gpu_only
 from numba import cuda
 
+from ladder.attention import r01_naive as naive
+from ladder.attention.problem import attention_numpy
 from ladder.core import device, fastcall
 from ladder.core.dtypes import resolve, to_device, to_host
 from ladder.core.fastcall import PlanCache, intake
 from ladder.core.rung import get_problem, rungs
+from ladder.fused import problem as fused_problem
+from ladder.fused.elementwise import r01_three_kernels as elementwise1
 from ladder.fused.softmax import r05_rows_in_registers as softmax5
 from ladder.gemm import r07_wide_loads, r10_tuned, tensor_core
 from ladder.gemm import r16_wgmma as r16
@@ -276,6 +280,24 @@ def test_numba_launch_goes_raw_after_its_first_call():
 
 
 @gpu_only
+def test_numba_launch_with_scalars_goes_raw():
+    @cuda.jit
+    def scale(x, out, factor, negate):
+        i = cuda.grid(1)
+        if i < x.shape[0]:
+            out[i] = -factor * x[i] if negate else factor * x[i]
+
+    x = cuda.to_device(np.arange(8, dtype=np.float32))
+    outs = [cuda.device_array(8, np.float32) for _ in range(2)]
+    launch = fastcall.NumbaLaunch(scale, 1, 32, scalars=(np.float32(1.5), True))
+    for out in outs:  # the first through the dispatcher, the second raw
+        launch(intake(x, "x"), intake(out, "out"))
+    assert launch.mode == "raw"
+    for out in outs:
+        assert np.array_equal(out.copy_to_host(), -1.5 * np.arange(8, dtype=np.float32))
+
+
+@gpu_only
 def test_fast_readers_agree_with_the_interface():
     """Torch, CuPy and Numba arrays read through their attributes give what their
     ``__cuda_array_interface__`` gives, for views too."""
@@ -298,15 +320,17 @@ def test_fast_readers_agree_with_the_interface():
 
 
 class _FakeDriver:
-    """Stands in for libcuda: records each launch's function, grid and parameter values."""
+    """Stands in for libcuda: records each launch's function, grid and parameter values (read
+    as 8-byte integers; ``addresses`` keeps where each parameter was read from)."""
 
     def __init__(self, count):
-        self.count, self.launches = count, []
+        self.count, self.launches, self.addresses = count, [], []
 
     def launch(self, function, gx, gy, gz, bx, by, bz, smem, stream, params, extra):
-        addresses = (ctypes.c_void_p * self.count).from_address(params)
+        addresses = list((ctypes.c_void_p * self.count).from_address(params))
         values = [ctypes.c_int64.from_address(a).value for a in addresses]
         self.launches.append((function, (gx, gy, gz), (bx, by, bz), smem, stream, values))
+        self.addresses.append(addresses)
         return 0
 
 
@@ -327,6 +351,9 @@ class _FakeKernel:
         self._codelibrary = type("L", (), {"get_cufunc": lambda self: cufunc})()
 
     def _prepare_args(self, ty, arr, stream, retr, values):
+        if ty[0] == "scalar":  # as Numba packs a float32 and a bool
+            values.append(ctypes.c_float(arr) if ty[1] == "float32" else arr)
+            return
         op = arr.op
         values += [0, 0, op.size, op.itemsize, op.ptr, *op.shape]
         values += [s * op.itemsize for s in op.strides]
@@ -338,14 +365,16 @@ class _FakeDispatcher:
     def __init__(self):
         self.overloads, self.calls = {}, []
 
-    def typeof_pyval(self, arr):
-        return ("array", arr.op.dtype, len(arr.op.shape))
+    def typeof_pyval(self, arg):
+        if not hasattr(arg, "op"):
+            return ("scalar", type(arg).__name__)
+        return ("array", arg.op.dtype, len(arg.op.shape))
 
     def __getitem__(self, config):
-        def launch(*arrays):
-            types = tuple(self.typeof_pyval(a) for a in arrays)
+        def launch(*args):
+            types = tuple(self.typeof_pyval(a) for a in args)
             self.overloads.setdefault(types, _FakeKernel(types))
-            self.calls.append([a.op.ptr for a in arrays])
+            self.calls.append([a.op.ptr if hasattr(a, "op") else a for a in args])
 
         return launch
 
@@ -376,6 +405,81 @@ def test_numba_launch_packs_numbas_arguments_and_rewrites_only_the_pointers(monk
     assert last[4] == 9 and last[5][4] == 0x7000 and last[5][13] == 0x8000
     launch(*ops(0x9000, 0xA000, rows=5))  # another shape: never the packed launch
     assert dispatcher.calls[-1] == [0x9000, 0xA000] and len(fake.launches) == 2
+
+
+def test_numba_launch_packs_its_scalars_once_after_the_operands(monkeypatch):
+    """A plan's fixed scalars (attention's scale and causal flag) go to the dispatcher after
+    the arrays, and into the raw launch as Numba packs them; a call writes only pointers."""
+    fake = _FakeDriver(count=9 + 2)  # one 2-D array, then a float32 and a bool
+    monkeypatch.setattr(fastcall.device, "simulator", lambda: False)
+    monkeypatch.setattr(fastcall, "driver", lambda: fake)
+    monkeypatch.setattr(fastcall, "numba_array", lambda op: type("A", (), {"op": op})())
+    dispatcher = _FakeDispatcher()
+    launch = fastcall.NumbaLaunch(dispatcher, 2, 64, scalars=(np.float32(0.25), True))
+    launch(intake(FakeArray((4, 6), ptr=0x1000), "x"))
+    assert launch.mode == "raw" and dispatcher.calls == [[0x1000, np.float32(0.25), True]]
+    launch(intake(FakeArray((4, 6), ptr=0x3000), "x"))
+    assert len(dispatcher.calls) == 1
+    values, addresses = fake.launches[0][5], fake.addresses[0]
+    assert values[4] == 0x3000 and values[10] == 1  # the pointer; True, 8 bytes (cuda.core)
+    assert ctypes.c_float.from_address(addresses[9]).value == 0.25
+
+
+class _FakeSource:
+    """Stands in for the CUDA C++ source of attention rung 5: kernels by name, never compiled."""
+
+    def __init__(self):
+        self.names = []
+
+    def kernel(self, name):
+        self.names.append(name)
+        function = type("Function", (), {"ptr": 0xC0DE})()
+        return type("RawKernel", (), {"kernel": function, "max_dynamic_shared_size_bytes": 0})()
+
+
+@pytest.mark.parametrize("packed", [False, True], ids=["rung 5", "rung 6"])
+def test_tensor_core_attention_plan_packs_the_kernels_arguments(monkeypatch, packed):
+    """Attention rungs 5 and 6 without a GPU: the plan's raw launch on CuPy's current stream,
+    with the .cu entry point's arguments (Q, K, V, O, N, H, HKV, scale_log2, causal) in order;
+    operands the kernel cannot take (d = 80, a misaligned pointer) go through padded copies."""
+    import cupy
+
+    from ladder.attention import r05_tensor_core_flash as r05
+    from ladder.attention import r06_gqa_packed as r06
+
+    def ops(d=64, q_ptr=0x10000):
+        shapes = [(1, 4, 130, d), (1, 2, 130, d), (1, 2, 130, d), (1, 4, 130, d)]
+        ptrs = [q_ptr, 0x20000, 0x30000, 0x40000]
+        return [
+            intake(FakeArray(shape, "<f2", ptr=ptr), name)
+            for shape, ptr, name in zip(shapes, ptrs, ("q", "k", "v", "out"), strict=True)
+        ]
+
+    ops()  # intake learns to read FakeArray while the simulator is still the backend
+    fake, source = _FakeDriver(count=9), _FakeSource()
+    monkeypatch.setattr(fastcall.device, "simulator", lambda: False)
+    monkeypatch.setattr(fastcall, "driver", lambda: fake)
+    monkeypatch.setattr(r05, "SOURCE", source)
+    monkeypatch.setattr(cupy.cuda, "get_current_stream", lambda: type("S", (), {"ptr": 7})())
+    rung = r06 if packed else r05
+    plan = rung.plan(*ops())
+    plan[True](*ops())
+    (function, grid, block, smem, stream, _), addresses = fake.launches[0], fake.addresses[0]
+    warps, mi = r05.TUNED[64]
+    assert source.names == [r05.kernel_name(64, warps, mi, packed)]
+    rows = 130 * 2 if packed else 130  # packed: the two query heads of a group in one block
+    blocks = -(-rows // (16 * mi * warps))
+    assert grid == (blocks, 2 if packed else 4, 1) and block == (32 * warps, 1, 1)
+    assert (function, smem, stream) == (0xC0DE, r05.shared_bytes(64, warps, mi), 7)
+    pointers = [ctypes.c_uint64.from_address(a).value for a in addresses[:4]]
+    assert pointers == [0x10000, 0x20000, 0x30000, 0x40000]
+    ints = [ctypes.c_int32.from_address(addresses[i]).value for i in (4, 5, 6, 8)]
+    assert ints == [130, 4, 2, 1]  # N, H, HKV, causal
+    scale = ctypes.c_float.from_address(addresses[7]).value
+    assert scale == pytest.approx(1.4426950408889634 / 8)
+    assert plan.plain.run.__name__ == "direct"
+    assert rung.plan(*ops(d=80)).plain.run.__name__ == "padded"  # d padded to 128
+    assert rung.plan(*ops(q_ptr=0x10008)).plain.run.__name__ == "padded"  # q 8-byte aligned
 
 
 def test_numba_launch_keeps_the_dispatcher_when_numbas_layout_differs(monkeypatch):
@@ -647,3 +751,101 @@ def test_tensor_maps_through_cupy_when_raw_launches_are_off(monkeypatch):
         assert args[0].tobytes() == _map(a, 128, 64).tobytes()
         assert args[1].tobytes() == _map(0xB000, 64, 256).tobytes()
         assert args[2] == np.uint64(c) and [int(x) for x in args[3:]] == [128, 256, 64]
+
+
+def _variant(change, shape, wider_axis, dtype="float32"):
+    """A device array of ``shape`` (the first call's x or q), or one that differs from it only
+    in ``change``: its shape, its strides (the second half of an array twice as long along
+    ``wider_axis``, C-contiguous all the same as a length-1 dimension's stride is free), its
+    alignment (one element into its allocation) or its dtype. Returns the device array and the
+    host values it holds."""
+    rng = np.random.default_rng(0)
+    dtype = "float16" if change == "dtype" else dtype
+    if change == "shape":
+        shape = (*shape[:-2], shape[-2] + 1, shape[-1])
+    if change == "stride":
+        wider = list(shape)
+        wider[wider_axis] *= 2
+        host = rng.uniform(-1, 1, wider).astype(dtype)
+        half = [slice(None)] * len(shape)
+        half[wider_axis] = slice(shape[wider_axis], None)
+        return to_device(host)[tuple(half)], host[tuple(half)]
+    host = rng.uniform(-1, 1, shape).astype(dtype)
+    if change == "alignment":
+        flat = to_device(np.concatenate([np.zeros(1, dtype), host.ravel()]))
+        return flat[1:].reshape(shape), host
+    return to_device(host), host
+
+
+SIGNATURE_CHANGES = ["shape", "stride", "alignment", "dtype"]
+
+
+@pytest.mark.parametrize("change", SIGNATURE_CHANGES)
+def test_three_kernel_rung_replans_for_another_signature(change):
+    """Elementwise rung 1 keeps its three launches and its t and u per plan: a call whose x
+    differs from the first call's in shape, strides, alignment or dtype gets a plan (and
+    buffers) of its own and the right answer; a call like the first finds the first's plan."""
+    problem = get_problem("elementwise")
+    plans = elementwise1.PLANS
+    plans.clear()  # it keeps WORKSPACE_PLANS, oldest out first: the first call's must stay
+
+    def call(x, host):
+        _, a, b = problem.make_inputs(host.shape, host.dtype.name, seed=1)
+        da, db = to_device(a), to_device(b)
+        out = to_device(np.full(host.shape, np.nan, host.dtype))
+        assert elementwise1.launch(x, da, db, out) is out
+        ref = problem.reference((host, a, b))
+        assert np.allclose(to_host(out), ref, rtol=problem.tolerance(host.dtype.name))
+        ops = [intake(arr, name) for arr, name in ((x, "x"), (da, "a"), (db, "b"), (out, "out"))]
+        return ops[0], plans(*ops)
+
+    first_x, first_plan = call(*_variant(None, (1, 8), 1))
+    misses = plans.misses
+    x, plan = call(*_variant(change, (1, 8), 1))
+    assert x.contiguous and x.key != first_x.key
+    assert plan is not first_plan and plans.misses == misses + 1
+    assert isinstance(plan, fastcall.Steps) and len(plan.launches) == 3
+    _, again = call(*_variant(None, (1, 8), 1))
+    assert again is first_plan and plans.misses == misses + 1
+
+
+@pytest.mark.parametrize("change", SIGNATURE_CHANGES)
+def test_attention_rung_replans_for_another_signature(change):
+    """Attention rung 1 (three kernels, the scores allocated per call): a q that differs from
+    the first call's in shape, strides, alignment or dtype gets a plan of its own; a causal
+    call finds the same plan as a plain one (``Masks``: both launches built together)."""
+    plans = naive.PLANS
+    plans.clear()
+
+    def call(q, host, causal=False):
+        shape, dtype = host.shape, host.dtype
+        k, v = (np.random.default_rng(i).uniform(-1, 1, shape).astype(dtype) for i in (1, 2))
+        out = to_device(np.full(shape, np.nan, dtype))
+        dk, dv = to_device(k), to_device(v)
+        assert naive.launch(q, dk, dv, out, causal=causal) is out
+        ref = attention_numpy(host, k, v, causal=causal)
+        assert np.allclose(to_host(out), ref, rtol=2e-3, atol=2e-3)
+        ops = [intake(arr, name) for arr, name in ((q, "q"), (dk, "k"), (dv, "v"), (out, "out"))]
+        return ops[0], plans(*ops)
+
+    shape = (1, 1, 4, 16)
+    first_q, first_plan = call(*_variant(None, shape, 1))
+    misses = plans.misses
+    q, plan = call(*_variant(change, shape, 1))
+    assert q.contiguous and q.key != first_q.key
+    assert plan is not first_plan and plans.misses == misses + 1
+    _, again = call(*_variant(None, shape, 1), causal=True)
+    assert again is first_plan and plans.misses == misses + 1
+
+
+def test_flat_is_the_same_memory_in_one_dimension(monkeypatch):
+    """``fused.problem.flat``: a C-contiguous operand as the 1-D array of its elements (rung 2
+    of elementwise casts through it), read by Numba's dispatcher as that on a GPU too."""
+    x = intake(to_device(np.arange(6, dtype=np.float16).reshape(2, 3)), "x")
+    one = fused_problem.flat(x)
+    assert (one.shape, one.strides, one.ptr, one.dtype) == ((6,), (1,), x.ptr, "float16")
+    assert one.contiguous and one.obj is x.obj
+    assert to_host(fastcall.numba_array(one)).tolist() == list(range(6))
+    monkeypatch.setattr(fused_problem.device, "simulator", lambda: False)
+    cai = fused_problem.flat(x).base.__cuda_array_interface__
+    assert (cai["shape"], cai["data"][0], cai["typestr"]) == ((6,), x.ptr, "<f2")

@@ -21,7 +21,9 @@ Fewest bytes: read q, k and v once and write the output once. At the SDPA shape 
 H = 16, N = 4096, d = 64, float16) that is 275 GFLOP over 134 MB, 2048 FLOP per byte: bound
 by arithmetic, and the figure that leads is TFLOP/s.
 
-``check_arrays`` validates a launcher's arrays the same way for every rung.
+``operands`` validates a launcher's arrays the same way for every rung. Launchers keep what they
+decide per signature of their arrays (``ladder.core.fastcall``: a plan), as ``Masks``: the
+launch without the causal mask and the one with it.
 """
 
 from __future__ import annotations
@@ -34,8 +36,9 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from ladder.attention import memory
-from ladder.core import derived, device
-from ladder.core.dtypes import name_of, resolve
+from ladder.core import derived
+from ladder.core.dtypes import resolve
+from ladder.core.fastcall import Operand, intake, numba_array
 from ladder.core.rung import Launcher, Problem, Units, register_problem, rung
 
 LOG2E = math.log2(math.e)
@@ -273,38 +276,33 @@ def attention_rung(
 _NAMES = ("q", "k", "v")
 
 
-def check_arrays(
+def operands(
     q: Any, k: Any, v: Any, out: Any, dtypes: tuple[str, ...]
-) -> tuple[Any, Any, Any, Any, Shape]:
+) -> tuple[Operand, Operand, Operand, Operand, Shape]:
     """Validate a launcher's arrays; allocate the output if it is None.
 
-    Returns q, k, v and the output as Numba device arrays, and the shape. Every rung calls
-    this, so every rung refuses bad input with the same messages.
+    Returns q, k, v and the output as ``Operand`` records (``ladder.core.fastcall``), and the
+    shape. Every rung calls this, so every rung refuses bad input with the same messages.
     """
-    found = tuple(device.device_array(a, name) for a, name in zip((q, k, v), _NAMES, strict=True))
-    dtype = name_of(found[0].dtype)
+    found = (intake(q, "q"), intake(k, "k"), intake(v, "v"))
+    dtype = found[0].dtype
     if dtype not in dtypes:
         raise TypeError(f"q must be {' or '.join(dtypes)} for this rung, got {dtype}")
     for arr, name in zip(found, _NAMES, strict=True):
-        if name_of(arr.dtype) != dtype:
-            raise TypeError(f"{name} must be {dtype} like q, got {name_of(arr.dtype)}")
+        if arr.dtype != dtype:
+            raise TypeError(f"{name} must be {dtype} like q, got {arr.dtype}")
         if arr.ndim != 4:
             what = "heads" if name == "q" else "kv_heads"
-            raise ValueError(
-                f"{name} must be 4-D (batch, {what}, N, d), got shape {tuple(arr.shape)}"
-            )
-        if not device.is_c_contiguous(arr):
+            raise ValueError(f"{name} must be 4-D (batch, {what}, N, d), got shape {arr.shape}")
+        if not arr.contiguous:
             raise ValueError(f"{name} must be C-contiguous; copy it first")
     q, k, v = found
-    batch, heads, n, d = (int(x) for x in q.shape)
-    if tuple(k.shape) != tuple(v.shape):
-        raise ValueError(f"k and v must have the same shape, got {tuple(k.shape)} and "
-                         f"{tuple(v.shape)}")  # fmt: skip
-    kv_batch, kv_heads, kv_n, kv_d = (int(x) for x in k.shape)
+    batch, heads, n, d = q.shape
+    if k.shape != v.shape:
+        raise ValueError(f"k and v must have the same shape, got {k.shape} and {v.shape}")
+    kv_batch, kv_heads, kv_n, kv_d = k.shape
     if (kv_batch, kv_n, kv_d) != (batch, n, d):
-        raise ValueError(
-            f"k and v must have q's batch, N and d: q is {tuple(q.shape)}, k is {tuple(k.shape)}"
-        )
+        raise ValueError(f"k and v must have q's batch, N and d: q is {q.shape}, k is {k.shape}")
     if kv_heads == 0 or heads % kv_heads != 0:
         raise ValueError(
             f"the query heads ({heads}) must be a multiple of the key/value heads ({kv_heads})"
@@ -313,13 +311,39 @@ def check_arrays(
         raise ValueError(f"at most {MAX_GRID_YZ} batches and heads (grid limit), got "
                          f"{batch} x {heads}")  # fmt: skip
     if out is None:
-        out = memory.empty(q.shape, resolve(dtype), "the output")
+        result = intake(memory.empty(q.shape, resolve(dtype), "the output"), "out")
     else:
-        out = device.device_array(out, "out")
-        if tuple(out.shape) != tuple(q.shape):
-            raise ValueError(f"out must have q's shape {tuple(q.shape)}, got {tuple(out.shape)}")
-        if name_of(out.dtype) != dtype:
-            raise TypeError(f"out must be {dtype}, got {name_of(out.dtype)}")
-        if not device.is_c_contiguous(out):
+        result = intake(out, "out")
+        if result.shape != q.shape:
+            raise ValueError(f"out must have q's shape {q.shape}, got {result.shape}")
+        if result.dtype != dtype:
+            raise TypeError(f"out must be {dtype}, got {result.dtype}")
+        if not result.contiguous:
             raise ValueError("out must be C-contiguous")
-    return q, k, v, out, Shape(batch, heads, kv_heads, n, d)
+    return q, k, v, result, Shape(batch, heads, kv_heads, n, d)
+
+
+def check_arrays(
+    q: Any, k: Any, v: Any, out: Any, dtypes: tuple[str, ...]
+) -> tuple[Any, Any, Any, Any, Shape]:
+    """``operands``, returning Numba device arrays (the caller's own when they are): for the
+    launchers that hand their arrays to a library."""
+    q, k, v, out, shape = operands(q, k, v, out, dtypes)
+    return numba_array(q), numba_array(k), numba_array(v), numba_array(out), shape
+
+
+class Masks(NamedTuple):
+    """A plan of an attention rung, for one signature of q, k, v and out: its launch without
+    the causal mask and its launch with it, built together and picked per call by
+    ``plan[causal]`` (``causal`` is a kernel argument: one compiled kernel serves both)."""
+
+    plain: Callable[..., None]
+    causal: Callable[..., None]
+
+    @property
+    def mode(self) -> str:
+        """The launch path of each (``NumbaLaunch.mode``, ``Steps.mode``), for reports."""
+        plain, causal = (getattr(x, "mode", type(x).__name__) for x in self)
+        if causal in ("new", plain):  # "new": not launched yet
+            return plain
+        return f"causal: {causal}" if plain == "new" else f"{plain}; causal: {causal}"

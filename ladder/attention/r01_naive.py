@@ -47,8 +47,9 @@ import numpy as np
 from numba import cuda, float32
 
 from ladder.attention import memory
-from ladder.attention.problem import attention_rung, check_arrays
+from ladder.attention.problem import Masks, attention_rung, operands
 from ladder.core.dtypes import resolve
+from ladder.core.fastcall import NumbaLaunch, Operand, PlanCache, Steps, intake
 
 TILE = 16  # kernels 1 and 3: 16 x 16 threads per block
 ROW_THREADS = 128  # kernel 2: one thread per row of S
@@ -130,22 +131,44 @@ def scores_buffer(batch: int, heads: int, n: int, rung: str) -> Any:
     return memory.empty((batch, heads, n, n), np.float32, what)
 
 
+def plan(q: Operand, k: Operand, v: Operand, out: Operand) -> Masks:
+    """The three launches and their grids, without and with the causal mask: built once per
+    signature of q, k, v and out (``PLANS``). The score buffer is not the plan's: each call
+    allocates its own, so that the memory table counts it and a kept plan holds no N x N."""
+    batch, heads, n, d = q.shape
+    tiles = (n + TILE - 1) // TILE
+    rows = batch * heads * n
+    scale = np.float32(1.0 / math.sqrt(d))
+    softmax = NumbaLaunch(softmax_kernel, (rows + ROW_THREADS - 1) // ROW_THREADS, ROW_THREADS)
+    pv = NumbaLaunch(pv_kernel, (tiles * ((d + TILE - 1) // TILE), heads, batch), (TILE, TILE))
+
+    def steps(causal: bool) -> Steps:
+        scores = NumbaLaunch(
+            scores_kernel, (tiles * tiles, heads, batch), (TILE, TILE), scalars=(scale, causal)
+        )
+
+        def run(q: Operand, k: Operand, v: Operand, out: Operand) -> None:
+            s = intake(scores_buffer(batch, heads, n, "rung 1"), "scores")
+            scores(q, k, s)
+            softmax(s)
+            pv(s, v, out)
+
+        return Steps(run, scores, softmax, pv)
+
+    return Masks(steps(False), steps(True))
+
+
+PLANS = PlanCache(plan)
+
+
 @attention_rung(
     name="naive",
     title="Three kernels: scores, softmax, P·V (N x N in global memory)",
     bytes_moved=_bytes_moved,
 )
 def launch(q: Any, k: Any, v: Any, out: Any = None, causal: bool = False) -> Any:
-    q, k, v, out, shape = check_arrays(q, k, v, out, ("float32", "float16"))
-    batch, heads, _, n, d = shape
-    if out.size == 0:
-        return out
-    scores = scores_buffer(batch, heads, n, "rung 1")
-    tiles = (n + TILE - 1) // TILE
-    scores_kernel[(tiles * tiles, heads, batch), (TILE, TILE)](
-        q, k, scores, np.float32(shape.scale), bool(causal)
-    )
-    rows = batch * heads * n
-    softmax_kernel[(rows + ROW_THREADS - 1) // ROW_THREADS, ROW_THREADS](scores)
-    pv_kernel[(tiles * ((d + TILE - 1) // TILE), heads, batch), (TILE, TILE)](scores, v, out)
-    return out
+    q, k, v, out, _ = operands(q, k, v, out, ("float32", "float16"))
+    if 0 in out.shape:
+        return out.obj
+    PLANS(q, k, v, out)[bool(causal)](q, k, v, out)
+    return out.obj

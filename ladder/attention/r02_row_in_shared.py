@@ -46,7 +46,8 @@ import numpy as np
 from numba import cuda, float32
 
 from ladder.attention.memory import AttentionMemoryError
-from ladder.attention.problem import attention_rung, check_arrays
+from ladder.attention.problem import Masks, attention_rung, operands
+from ladder.core.fastcall import NumbaLaunch, Operand, PlanCache
 
 THREADS = 128  # one block per query row
 WARPS = THREADS // 32
@@ -116,20 +117,32 @@ def row_kernel(q, k, v, out, scale, causal):
 KERNEL_ARGS = {"row_kernel": lambda q, k, v, out: (q, k, v, out, np.float32(1), False)}
 
 
+def plan(q: Operand, k: Operand, v: Operand, out: Operand) -> Masks:
+    """One block per query row and head with N floats of dynamic shared memory, without and
+    with the causal mask: built once per signature of q, k, v and out (``PLANS``)."""
+    batch, heads, n, d = q.shape
+    grid, scale = (n, heads, batch), np.float32(1.0 / math.sqrt(d))
+    return Masks(
+        NumbaLaunch(row_kernel, grid, THREADS, n * 4, scalars=(scale, False)),
+        NumbaLaunch(row_kernel, grid, THREADS, n * 4, scalars=(scale, True)),
+    )
+
+
+PLANS = PlanCache(plan)
+
+
 @attention_rung(
     name="row-in-shared",
     title="One block per query row, the scores in shared memory",
 )
 def launch(q: Any, k: Any, v: Any, out: Any = None, causal: bool = False) -> Any:
-    q, k, v, out, shape = check_arrays(q, k, v, out, ("float32", "float16"))
-    batch, heads, _, n, _ = shape
+    q, k, v, out, shape = operands(q, k, v, out, ("float32", "float16"))
+    n = shape.n
     if n > MAX_N:
         raise AttentionMemoryError(
             f"rung 2's row of {n} float32 scores", n * 4 + STATIC_SHARED,
             BLOCK_SHARED, "shared memory per block",
         )  # fmt: skip
-    if out.size:
-        row_kernel[(n, heads, batch), THREADS, 0, n * 4](
-            q, k, v, out, np.float32(shape.scale), bool(causal)
-        )
-    return out
+    if 0 not in out.shape:
+        PLANS(q, k, v, out)[bool(causal)](q, k, v, out)
+    return out.obj

@@ -48,7 +48,8 @@ from typing import Any
 import numpy as np
 from numba import cuda, float32
 
-from ladder.attention.problem import LOG2E, attention_rung, check_arrays
+from ladder.attention.problem import LOG2E, Masks, attention_rung, operands
+from ladder.core.fastcall import NumbaLaunch, Operand, PlanCache
 from ladder.core.intrinsics import FULL_MASK, shfl_xor_sync, syncwarp
 
 SIDE = 16  # threads per block: SIDE x SIDE, a query row per half-warp of SIDE lanes
@@ -202,13 +203,26 @@ def check_d(d: int, rung: str) -> None:
         )
 
 
-def launch_flash(
-    kernel: Any, q: Any, k: Any, v: Any, out: Any, queries: int, scale: float, causal: bool
-) -> None:
-    """Launch a flash kernel whose tile holds ``queries`` rows: one block per tile and head."""
-    batch, heads, n, _ = q.shape
-    tiles = (n + queries - 1) // queries
-    kernel[(tiles, heads, batch), THREADS](q, k, v, out, np.float32(scale * LOG2E), bool(causal))
+def flash_plan(kernel: Any, q: Operand, queries: int) -> Masks:
+    """A flash kernel whose tile holds ``queries`` rows, one block per tile and head: its
+    launch without and with the causal mask."""
+    batch, heads, n, d = q.shape
+    grid = ((n + queries - 1) // queries, heads, batch)
+    scale_log2 = np.float32(1.0 / math.sqrt(d) * LOG2E)
+    return Masks(
+        NumbaLaunch(kernel, grid, THREADS, scalars=(scale_log2, False)),
+        NumbaLaunch(kernel, grid, THREADS, scalars=(scale_log2, True)),
+    )
+
+
+def plan(q: Operand, k: Operand, v: Operand, out: Operand) -> Masks:
+    """The kernel for this head dimension and its tile of queries: built once per signature
+    of q, k, v and out (``PLANS``)."""
+    d = q.shape[3]
+    return flash_plan(kernel_for(d), q, SIDE * tile_shape(padded(d))[0])
+
+
+PLANS = PlanCache(plan)
 
 
 @attention_rung(
@@ -216,9 +230,8 @@ def launch_flash(
     title="Flash attention: K/V tiles in shared memory, online softmax (FP32)",
 )
 def launch(q: Any, k: Any, v: Any, out: Any = None, causal: bool = False) -> Any:
-    q, k, v, out, shape = check_arrays(q, k, v, out, ("float32", "float16"))
+    q, k, v, out, shape = operands(q, k, v, out, ("float32", "float16"))
     check_d(shape.d, "rung 3")
-    if out.size:
-        rows = SIDE * tile_shape(padded(shape.d))[0]
-        launch_flash(kernel_for(shape.d), q, k, v, out, rows, shape.scale, causal)
-    return out
+    if 0 not in out.shape:
+        PLANS(q, k, v, out)[bool(causal)](q, k, v, out)
+    return out.obj

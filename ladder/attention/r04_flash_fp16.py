@@ -32,8 +32,9 @@ from typing import Any
 import numpy as np
 from numba.types import float16
 
-from ladder.attention.problem import attention_rung, check_arrays
-from ladder.attention.r03_flash import SIDE, check_d, launch_flash, make_kernel, padded
+from ladder.attention.problem import Masks, attention_rung, operands
+from ladder.attention.r03_flash import SIDE, check_d, flash_plan, make_kernel, padded
+from ladder.core.fastcall import Operand, PlanCache
 
 
 def tile_shape(padded_d: int) -> tuple[int, int]:
@@ -56,15 +57,24 @@ KERNELS = {f"flash_fp16_d{d}": kernel_for(d) for d in (16, 64, 128)}
 KERNEL_ARGS = {name: lambda q, k, v, out: (q, k, v, out, np.float32(1), False) for name in KERNELS}
 
 
+def plan(q: Operand, k: Operand, v: Operand, out: Operand) -> Masks:
+    """The kernel for this head dimension and its tile of queries: built once per signature
+    of q, k, v and out (``PLANS``)."""
+    d = q.shape[3]
+    return flash_plan(kernel_for(d), q, SIDE * tile_shape(padded(d))[0])
+
+
+PLANS = PlanCache(plan)
+
+
 @attention_rung(
     name="flash-fp16",
     title="Flash attention, FP16 tiles in shared memory, FP32 accumulation",
     dtypes=("float16",),
 )
 def launch(q: Any, k: Any, v: Any, out: Any = None, causal: bool = False) -> Any:
-    q, k, v, out, shape = check_arrays(q, k, v, out, ("float16",))
+    q, k, v, out, shape = operands(q, k, v, out, ("float16",))
     check_d(shape.d, "rung 4")
-    if out.size:
-        rows = SIDE * tile_shape(padded(shape.d))[0]
-        launch_flash(kernel_for(shape.d), q, k, v, out, rows, shape.scale, causal)
-    return out
+    if 0 not in out.shape:
+        PLANS(q, k, v, out)[bool(causal)](q, k, v, out)
+    return out.obj

@@ -52,8 +52,9 @@ from typing import Any
 import numpy as np
 
 from ladder.attention import memory
-from ladder.attention.problem import LOG2E, Shape, attention_rung, check_arrays, get_problem_for
+from ladder.attention.problem import LOG2E, Masks, attention_rung, get_problem_for, operands
 from ladder.core import cuda_cpp, timing, tuning
+from ladder.core.fastcall import POINTER, Operand, PlanCache, Steps, cupy_launch
 from ladder.core.rung import get_rung
 
 SOURCE = cuda_cpp.source(__file__, "r05_tensor_core_flash.cu", archs=("sm_80", "sm_90"))
@@ -81,56 +82,70 @@ def kernel_d(d: int, rung: str) -> int:
     return next(size for size in HEAD_DIMS if size >= d)
 
 
-def _aligned(*arrays: Any) -> bool:
-    return all(int(cuda_cpp.pointer(x)) % ALIGN == 0 for x in arrays)
-
-
-def _padded_copy(x: Any, kd: int, what: str) -> Any:
+def _padded_copy(x: Operand, kd: int, what: str) -> Any:
     """x (..., d) copied into a zeroed (..., kd) workspace."""
     import cupy
 
     buffer = memory.empty((*x.shape[:-1], kd), np.float16, what)
     view = cupy.asarray(buffer)
     view.fill(0)
-    view[..., : x.shape[-1]] = cupy.asarray(x)
+    view[..., : x.shape[-1]] = cupy.asarray(x.base)
     return buffer
 
 
-def run_flash(
-    q: Any, k: Any, v: Any, out: Any, shape: Shape, causal: bool, packed: bool,
+def flash_plan(
+    q: Operand, k: Operand, v: Operand, out: Operand, packed: bool,
     config: tuple[int, int] | None = None, rung: str = "rung 5",
-) -> Any:  # fmt: skip
-    """Launch the kernel (``packed``: rung 6's layout) on checked float16 arrays."""
+) -> Masks:  # fmt: skip
+    """The kernel (``packed``: rung 6's layout) for these float16 operands, its grid and shared
+    memory, and its launch without and with the causal mask."""
     import cupy
 
-    batch, heads, kv_heads, n, d = shape
+    batch, heads, n, d = q.shape
+    kv_heads = k.shape[1]
     kd = kernel_d(d, rung)
     warps, mi = config or TUNED[kd]
     kernel = SOURCE.kernel(kernel_name(kd, warps, mi, packed))
     smem = shared_bytes(kd, warps, mi)
     if kernel.max_dynamic_shared_size_bytes < smem:
         kernel.max_dynamic_shared_size_bytes = smem  # above the 48 KB default at d = 128
-
-    copy = kd != d or not _aligned(q, k, v, out)
-    if copy:  # workspaces the kernel can take: d padded with zeros, 16-byte aligned
-        q_in = _padded_copy(q, kd, f"{rung}'s padded copy of q")
-        k_in = _padded_copy(k, kd, f"{rung}'s padded copy of k")
-        v_in = _padded_copy(v, kd, f"{rung}'s padded copy of v")
-        o_in = memory.empty((batch, heads, n, kd), np.float16, f"{rung}'s padded output")
-    else:
-        q_in, k_in, v_in, o_in = q, k, v, out
     rows = n * (heads // kv_heads) if packed else n
     block_rows = 16 * mi * warps
     grid = ((rows + block_rows - 1) // block_rows, kv_heads if packed else heads, batch)
-    args = (
-        *(cuda_cpp.pointer(x) for x in (q_in, k_in, v_in, o_in)),
-        np.int32(n), np.int32(heads), np.int32(kv_heads),
-        np.float32(LOG2E / math.sqrt(d)), np.int32(bool(causal)),
-    )  # fmt: skip
-    kernel(grid, (32 * warps,), args, shared_mem=smem)
-    if copy:
-        cupy.asarray(out)[...] = cupy.asarray(o_in)[..., :d]
-    return out
+    sizes = (np.int32(n), np.int32(heads), np.int32(kv_heads), np.float32(LOG2E / math.sqrt(d)))
+    copy = kd != d or any(x.align < ALIGN for x in (q, k, v, out))
+    current = cupy.cuda.get_current_stream  # where CuPy's own launch would go
+
+    def masked(causal: bool) -> Steps:
+        args = (POINTER, POINTER, POINTER, POINTER, *sizes, np.int32(causal))
+        launch = cupy_launch(kernel, grid, (32 * warps,), smem, args)
+
+        def direct(q: Operand, k: Operand, v: Operand, out: Operand) -> None:
+            launch(q.ptr, k.ptr, v.ptr, out.ptr, stream=current().ptr)
+
+        def padded(q: Operand, k: Operand, v: Operand, out: Operand) -> None:
+            # workspaces the kernel can take (d padded with zeros, 16-byte aligned), allocated
+            # per call: the memory table counts them as this call's
+            q_in = _padded_copy(q, kd, f"{rung}'s padded copy of q")
+            k_in = _padded_copy(k, kd, f"{rung}'s padded copy of k")
+            v_in = _padded_copy(v, kd, f"{rung}'s padded copy of v")
+            o_in = memory.empty((batch, heads, n, kd), np.float16, f"{rung}'s padded output")
+            pointers = [int(cuda_cpp.pointer(x)) for x in (q_in, k_in, v_in, o_in)]
+            launch(*pointers, stream=current().ptr)
+            cupy.asarray(out.base)[...] = cupy.asarray(o_in)[..., :d]
+
+        return Steps(padded if copy else direct, launch)
+
+    return Masks(masked(False), masked(True))
+
+
+def plan(q: Operand, k: Operand, v: Operand, out: Operand) -> Masks:
+    """TUNED's kernel for this head dimension, its grid, and its launch without and with the
+    causal mask: built once per signature of q, k, v and out (``PLANS``)."""
+    return flash_plan(q, k, v, out, packed=False)
+
+
+PLANS = PlanCache(plan)
 
 
 def launch_config(
@@ -138,10 +153,10 @@ def launch_config(
     packed: bool = False,
 ) -> Any:  # fmt: skip
     """The kernel with ``config`` = (warps, m16 tiles per warp) instead of ``TUNED``."""
-    q, k, v, out, shape = check_arrays(q, k, v, out, ("float16",))
-    if out.size:
-        run_flash(q, k, v, out, shape, causal, packed, config)
-    return out
+    q, k, v, out, _ = operands(q, k, v, out, ("float16",))
+    if 0 not in out.shape:
+        flash_plan(q, k, v, out, packed, config)[bool(causal)](q, k, v, out)
+    return out.obj
 
 
 def sweep(
@@ -167,7 +182,7 @@ def sweep(
     cc_needs="cp.async and mma.sync m16n8k16",
 )
 def launch(q: Any, k: Any, v: Any, out: Any = None, causal: bool = False) -> Any:
-    q, k, v, out, shape = check_arrays(q, k, v, out, ("float16",))
-    if out.size:
-        run_flash(q, k, v, out, shape, causal, packed=False)
-    return out
+    q, k, v, out, _ = operands(q, k, v, out, ("float16",))
+    if 0 not in out.shape:
+        PLANS(q, k, v, out)[bool(causal)](q, k, v, out)
+    return out.obj

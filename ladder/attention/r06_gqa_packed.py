@@ -39,10 +39,21 @@ from __future__ import annotations
 
 from typing import Any
 
-from ladder.attention.problem import attention_rung, check_arrays
-from ladder.attention.r05_tensor_core_flash import SOURCE, run_flash
+from ladder.attention.problem import Masks, attention_rung, operands
+from ladder.attention.r05_tensor_core_flash import SOURCE, flash_plan
+from ladder.core.fastcall import Operand, PlanCache
 
 __all__ = ["SOURCE", "launch"]  # SOURCE: `ladder check` compiles the .cu this rung launches
+
+
+def plan(q: Operand, k: Operand, v: Operand, out: Operand) -> Masks:
+    """The packed kernel for this head dimension, its grid over the groups' rows, and its
+    launch without and with the causal mask: built once per signature of q, k, v and out
+    (``PLANS``)."""
+    return flash_plan(q, k, v, out, packed=True, rung="rung 6")
+
+
+PLANS = PlanCache(plan)
 
 
 @attention_rung(
@@ -55,7 +66,7 @@ __all__ = ["SOURCE", "launch"]  # SOURCE: `ladder check` compiles the .cu this r
     cc_needs="cp.async and mma.sync m16n8k16",
 )
 def launch(q: Any, k: Any, v: Any, out: Any = None, causal: bool = False) -> Any:
-    q, k, v, out, shape = check_arrays(q, k, v, out, ("float16",))
-    if out.size:
-        run_flash(q, k, v, out, shape, causal, packed=True, rung="rung 6")
-    return out
+    q, k, v, out, _ = operands(q, k, v, out, ("float16",))
+    if 0 not in out.shape:
+        PLANS(q, k, v, out)[bool(causal)](q, k, v, out)
+    return out.obj

@@ -14,7 +14,7 @@ path:
 - ``PlanCache`` keeps what a launcher decides for one signature of its operands (shapes,
   strides, dtypes and pointer alignment up to ``ALIGN_CAP`` bytes: ``Operand.key``): the
   kernel, the grid and the packed arguments. A call whose operands differ in any of these gets
-  a plan of its own, never a stale one.
+  a plan of its own, never a stale one. A launcher of several kernels keeps them as ``Steps``.
 - ``PackedLaunch`` calls the driver's ``cuLaunchKernel`` through ctypes with a parameter buffer
   built once; a call only writes the new pointers into it. ``NumbaLaunch`` builds one for a
   Numba ``@cuda.jit`` kernel after its first ordinary launch (which compiles it), from the
@@ -411,6 +411,27 @@ class PlanCache:
         self._plans.clear()
 
 
+class Steps:
+    """A plan of several launches (a launcher that runs more than one kernel): ``steps(*args)``
+    calls ``run(*args)``, which makes them in order; ``launches`` lists them, so that ``mode``
+    can say which path each takes (``NumbaLaunch.mode``), for reports."""
+
+    __slots__ = ("launches", "run")
+
+    def __init__(self, run: Callable[..., None], *launches: Any) -> None:
+        self.run = run
+        self.launches = launches
+
+    def __call__(self, *args: Any) -> None:
+        self.run(*args)
+
+    @property
+    def mode(self) -> str:
+        modes = dict.fromkeys(getattr(x, "mode", type(x).__name__) for x in self.launches)
+        ran = [mode for mode in modes if mode != "new"]  # "new": not launched yet
+        return ", ".join(ran or modes)
+
+
 class _Driver:
     """The few libcuda entry points a raw launch needs, through ctypes."""
 
@@ -540,8 +561,9 @@ def _function_handle(handle: Any) -> int:
 class NumbaLaunch:
     """A Numba ``@cuda.jit`` kernel at one grid and block, for one signature of its operands.
 
-    ``launch(*operands, stream=0)`` takes ``Operand``s only (scalars would have to be part of
-    the signature). The first call goes through the dispatcher, which compiles the kernel
+    ``launch(*operands, stream=0)`` takes ``Operand``s only; ``scalars``, the kernel's
+    arguments after them (NumPy or Python scalars), are fixed when the launch is built, as a
+    plan's grid is. The first call goes through the dispatcher, which compiles the kernel
     for these types and loads it; then, on a GPU, the launch is rebuilt as a ``PackedLaunch``
     from the arguments Numba packs for the same arrays, and later calls cost a ctypes call.
     ``mode`` says which path calls take: "new" (before the first), "raw", or "dispatcher: why".
@@ -555,9 +577,11 @@ class NumbaLaunch:
         grid: int | Sequence[int],
         block: int | Sequence[int],
         shared_mem: int = 0,
+        scalars: Sequence[Any] = (),
     ) -> None:
         self.kernel = kernel
         self.grid, self.block, self.shared_mem = _dim3(grid), _dim3(block), int(shared_mem)
+        self.scalars = tuple(scalars)
         self.mode = "new"
         self._raw: PackedLaunch | None = None
         self._keys: list[tuple[Any, ...]] = []  # the operands' signature the raw launch packs
@@ -578,7 +602,7 @@ class NumbaLaunch:
 
             handle = cuda.external_stream(stream) if stream else 0
             configured = self.kernel[self.grid, self.block, handle, self.shared_mem]
-        configured(*arrays)
+        configured(*arrays, *self.scalars)
         if self.mode == "new":
             self._raw, self.mode = self._build(operands, arrays)
 
@@ -601,13 +625,14 @@ class NumbaLaunch:
             raise ValueError("the kernel is specialized by its launch configuration")
         if dispatcher.extensions:
             raise ValueError("the dispatcher has argument extensions")
-        types = tuple(dispatcher.typeof_pyval(a) for a in arrays)
+        types = tuple(dispatcher.typeof_pyval(a) for a in (*arrays, *self.scalars))
         kernel = dispatcher.overloads[types]
         if kernel.debug or kernel.cooperative or getattr(kernel, "launch_config_sensitive", 0):
             raise ValueError("debug, cooperative or launch-config-sensitive kernel")
         values: list[Any] = []
         slots = []
-        for ty, arr, op in zip(kernel.argument_types, arrays, operands, strict=True):
+        array_types = kernel.argument_types[: len(arrays)]
+        for ty, arr, op in zip(array_types, arrays, operands, strict=True):
             start = len(values)
             kernel._prepare_args(ty, arr, 0, [], values)
             ndim = len(op.shape)
@@ -617,6 +642,8 @@ class NumbaLaunch:
                     "shape..., strides...): the raw launch does not know this numba-cuda"
                 )
             slots.append(start + 4)
+        for ty, value in zip(kernel.argument_types[len(arrays) :], self.scalars, strict=True):
+            kernel._prepare_args(ty, value, 0, [], values)
         function = _function_handle(kernel._codelibrary.get_cufunc().handle)
         packed = [_as_ctypes(v) for v in values]
         grid, block, smem = self.grid, self.block, self.shared_mem

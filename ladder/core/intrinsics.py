@@ -38,6 +38,7 @@ from typing import Any
 from numba import cuda
 
 from ladder.core import device
+from ladder.core.fastcall import Operand
 
 VEC = 4  # elements per vector access
 VECTOR_ALIGN = None if device.simulator() else 16
@@ -46,12 +47,19 @@ FULL_MASK = 0xFFFFFFFF  # all 32 lanes take part in every shuffle
 
 def vector_aligned(*arrays: Any) -> bool:
     """True when 4-element vector accesses are allowed: every row length a multiple of 4 and
-    every array starting on a boundary of 4 elements (16 bytes in float32, 8 in float16)."""
+    every array starting on a boundary of 4 elements (16 bytes in float32, 8 in float16).
+
+    Takes ``Operand`` records (``ladder.core.fastcall``) or device arrays (whose pointer counts
+    as 0 in the simulator)."""
     for arr in arrays:
         if arr.shape[arr.ndim - 1] % VEC != 0:  # (the simulator's shapes take no [-1])
             return False
-        pointer = 0 if device.simulator() else arr.__cuda_array_interface__["data"][0]
-        if pointer % (VEC * arr.dtype.itemsize) != 0:
+        if isinstance(arr, Operand):
+            pointer, itemsize = arr.ptr, arr.itemsize
+        else:
+            pointer = 0 if device.simulator() else arr.__cuda_array_interface__["data"][0]
+            itemsize = arr.dtype.itemsize
+        if pointer % (VEC * itemsize) != 0:
             return False
     return True
 

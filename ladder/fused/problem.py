@@ -8,7 +8,9 @@ runs several kernels moves more than the minimum: its launcher declares the byte
 moves (``bytes_moved``), and reports show both.
 
 Every launcher takes device arrays (inputs first, then an optional output) and returns the
-output; ``check_arrays`` validates them the same way for every rung.
+output; ``operands`` validates them the same way for every rung. Launchers keep what they decide
+per signature of their operands (``ladder.core.fastcall``: a plan); a rung of several kernels
+keeps the buffers between them in its plans (``workspace``).
 """
 
 from __future__ import annotations
@@ -18,11 +20,15 @@ from typing import Any
 
 import numpy as np
 
+from ladder.core import device
 from ladder.core.dtypes import resolve
 from ladder.core.fastcall import Operand, intake, numba_array
 from ladder.core.rung import Problem, register_problem
 
 LAYERNORM_EPS = 1e-5
+# plans kept by a rung whose plans hold buffers the size of x (each plan its own): a few
+# shapes' worth of device memory, not fastcall's PLANS_PER_CACHE
+WORKSPACE_PLANS = 4
 TEST_SHAPES = [(1, 1), (1, 257), (257, 1), (1000, 33), (3, 50000), (65, 1030)]
 
 
@@ -216,8 +222,9 @@ def operands(
     names = _NAMES[problem.name]
     if len(arrays) != len(names):
         raise TypeError(f"{problem.name} takes {', '.join(names)} (and an optional output)")
-    found = tuple(intake(arr, name) for arr, name in zip(arrays, names, strict=True))
-    dtype = found[0].dtype
+    found = tuple(map(intake, arrays, names))  # (the fewest steps: this runs on every call)
+    first = found[0]
+    dtype = first.dtype
     if dtype not in dtypes:
         raise TypeError(f"{names[0]} must be {' or '.join(dtypes)}, got {dtype}")
     for arr, name in zip(found, names, strict=True):
@@ -225,7 +232,6 @@ def operands(
             raise TypeError(f"{name} must be {dtype} like {names[0]}, got {arr.dtype}")
         if not arr.contiguous:
             raise ValueError(f"{name} must be C-contiguous (row-major); copy it first")
-    first = found[0]
     if first.ndim != 2:
         raise ValueError(f"{names[0]} must be 2-D, got shape {first.shape}")
     if problem.name == "gemm-epilogue":
@@ -233,12 +239,13 @@ def operands(
         if b.ndim != 2 or a.shape[1] != b.shape[0]:
             raise ValueError(f"inner dimensions differ: A is {a.shape}, B is {b.shape}")
         shape = (a.shape[0], b.shape[1])
-        vectors = [(bias, "bias")]
+        vectors = ((bias, "bias"),)
     else:
         shape = first.shape
-        vectors = list(zip(found[1:], names[1:], strict=True))
+        vectors = zip(found[1:], names[1:], strict=True)
+    cols = (shape[1],)
     for vec, name in vectors:
-        if vec.shape != (shape[1],):
+        if vec.shape != cols:
             raise ValueError(f"{name} must have shape ({shape[1]},), got {vec.shape}")
     if out is None:
         from numba import cuda
@@ -259,6 +266,50 @@ def check_arrays(
     problem: Any, arrays: tuple[Any, ...], out: Any, dtypes: tuple[str, ...]
 ) -> tuple[tuple[Any, ...], Any, str]:
     """``operands``, returning Numba device arrays (the caller's own when they are): for the
-    launchers that hand their arrays to a Numba dispatcher."""
+    library rows, which hand their arrays to CuPy or PyTorch."""
     found, result, dtype = operands(problem, arrays, out, dtypes)
     return tuple(numba_array(op) for op in found), numba_array(result), dtype
+
+
+def workspace(shape: tuple[int, ...], dtype: str, name: str) -> Operand:
+    """A device buffer of a plan's own, between two of its kernels, as an ``Operand``.
+
+    A plan allocates its buffers once and every call with its signature reuses them. A call
+    made while the GPU still runs the one before is safe: a plan launches all its kernels on
+    the same stream, so the second call's kernels run after the first call's are done with the
+    buffers. (Two host threads calling at once could interleave their launches, as with any
+    buffer two calls share.)
+    """
+    from numba import cuda
+
+    return intake(cuda.device_array(shape, dtype=resolve(dtype)), name)
+
+
+class _Flat:
+    """The memory of a C-contiguous device array seen as 1-D, for Numba's dispatcher (which
+    ``fastcall.numba_array`` reads it through); keeps the array alive."""
+
+    def __init__(self, op: Operand, size: int) -> None:
+        self.op, self.size = op, size
+
+    @property
+    def __cuda_array_interface__(self) -> dict[str, Any]:
+        op = self.op
+        return {
+            "shape": (self.size,),
+            "strides": None,
+            "typestr": resolve(op.dtype).str,
+            "data": (op.ptr, op.readonly),
+            "version": 3,
+        }
+
+
+def flat(op: Operand) -> Operand:
+    """A C-contiguous ``op`` as the 1-D array of its elements (the same memory), for kernels
+    over flattened elements. Only a launch through Numba's dispatcher (a plan's first, or any
+    in the simulator) makes a Numba array of it."""
+    size = math.prod(op.shape)
+    base = numba_array(op).reshape(size) if device.simulator() else _Flat(op, size)
+    return Operand(
+        op.name, op.obj, base, op.ptr, (size,), (1,), op.dtype, op.itemsize, op.readonly, op.stream
+    )

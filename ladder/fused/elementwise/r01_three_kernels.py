@@ -40,8 +40,9 @@ from typing import Any
 import numpy as np
 from numba import cuda, float32, uint32
 
+from ladder.core.fastcall import NumbaLaunch, Operand, PlanCache, Steps
 from ladder.core.rung import rung
-from ladder.fused.problem import ELEMENTWISE, check_arrays
+from ladder.fused.problem import ELEMENTWISE, WORKSPACE_PLANS, operands, workspace
 
 DTYPES = ("float32", "float16")
 BLOCK_X, BLOCK_Y = 32, 8  # threads along a row, rows per block
@@ -77,16 +78,29 @@ scale_kernel = make_step(SCALE)  # t = a * x
 shift_kernel = make_step(SHIFT)  # u = t + b
 relu_kernel = make_step(RELU)  # y = relu(u)
 
-_scratch: dict[str, Any] = {}
+
+def plan(x: Operand, a: Operand, b: Operand, out: Operand) -> Steps:
+    """The grid, the three launches, and t and u, the plan's own buffers: built once per
+    signature of x, a, b and out (``PLANS``)."""
+    rows, cols = x.shape
+    grid = ((rows + BLOCK_Y - 1) // BLOCK_Y, (cols + BLOCK_X - 1) // BLOCK_X)
+    if grid[1] > MAX_GRID_Y:
+        raise ValueError(f"{cols} columns need {grid[1]} blocks along y; at most {MAX_GRID_Y}")
+    t, u = workspace(x.shape, x.dtype, "t"), workspace(x.shape, x.dtype, "u")
+    block = (BLOCK_X, BLOCK_Y)
+    scale = NumbaLaunch(scale_kernel, grid, block)
+    shift = NumbaLaunch(shift_kernel, grid, block)
+    relu = NumbaLaunch(relu_kernel, grid, block)
+
+    def run(x: Operand, a: Operand, b: Operand, out: Operand) -> None:
+        scale(x, a, b, t)
+        shift(t, a, b, u)
+        relu(u, a, b, out)
+
+    return Steps(run, scale, shift, relu)
 
 
-def scratch(name: str, shape: tuple[int, ...], dtype: Any) -> Any:
-    """A device buffer kept between calls (one per name), reallocated when the shape changes."""
-    buf = _scratch.get(name)
-    if buf is None or tuple(buf.shape) != tuple(shape) or buf.dtype != dtype:
-        _scratch.pop(name, None)  # release the old buffer before allocating the new one
-        buf = _scratch[name] = cuda.device_array(shape, dtype=dtype)
-    return buf
+PLANS = PlanCache(plan, size=WORKSPACE_PLANS)  # each plan holds t and u, two copies of x
 
 
 def _bytes(size: tuple[int, ...], dtype: str) -> float:
@@ -102,16 +116,8 @@ def _bytes(size: tuple[int, ...], dtype: str) -> float:
     bytes_moved=_bytes,
 )
 def launch(x: Any, a: Any, b: Any, out: Any = None) -> Any:
-    (x, a, b), out, _ = check_arrays(ELEMENTWISE, (x, a, b), out, DTYPES)
+    (x, a, b), out, _ = operands(ELEMENTWISE, (x, a, b), out, DTYPES)
     rows, cols = x.shape
     if rows and cols:
-        grid = ((rows + BLOCK_Y - 1) // BLOCK_Y, (cols + BLOCK_X - 1) // BLOCK_X)
-        if grid[1] > MAX_GRID_Y:
-            raise ValueError(f"{cols} columns need {grid[1]} blocks along y; at most {MAX_GRID_Y}")
-        t = scratch("t", x.shape, x.dtype)
-        u = scratch("u", x.shape, x.dtype)
-        block = (BLOCK_X, BLOCK_Y)
-        scale_kernel[grid, block](x, a, b, t)
-        shift_kernel[grid, block](t, a, b, u)
-        relu_kernel[grid, block](u, a, b, out)
-    return out
+        PLANS(x, a, b, out)(x, a, b, out)
+    return out.obj

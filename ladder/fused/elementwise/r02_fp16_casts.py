@@ -42,9 +42,10 @@ from typing import Any
 import numpy as np
 from numba import cuda, float32, uint32, uint64
 
+from ladder.core.fastcall import NumbaLaunch, Operand, PlanCache, Steps
 from ladder.core.rung import rung
 from ladder.fused.elementwise import r03_fused as fused
-from ladder.fused.problem import ELEMENTWISE, check_arrays
+from ladder.fused.problem import ELEMENTWISE, WORKSPACE_PLANS, flat, operands, workspace
 
 DTYPES = ("float16",)
 THREADS = 256
@@ -86,21 +87,34 @@ KERNEL_ARGS = {
     "to_float16_kernel": lambda x, a, b, out: (x.ravel().astype(np.float32), out.ravel()),
 }
 
-_scratch: dict[str, Any] = {}
 
-
-def scratch(name: str, shape: tuple[int, ...], dtype: Any) -> Any:
-    """A device buffer kept between calls (one per name), reallocated when the shape changes."""
-    buf = _scratch.get(name)
-    if buf is None or tuple(buf.shape) != tuple(shape) or buf.dtype != dtype:
-        _scratch.pop(name, None)  # release the old buffer before allocating the new one
-        buf = _scratch[name] = cuda.device_array(shape, dtype=dtype)
-    return buf
-
-
-def cast(kernel: Any, src: Any, dst: Any) -> None:
+def cast(kernel: Any, size: int) -> NumbaLaunch:
+    """A cast kernel's launch over ``size`` elements."""
     per_block = THREADS * UNROLL
-    kernel[min((src.size + per_block - 1) // per_block, MAX_BLOCKS), THREADS](src, dst)
+    return NumbaLaunch(kernel, min((size + per_block - 1) // per_block, MAX_BLOCKS), THREADS)
+
+
+def plan(x: Operand, a: Operand, b: Operand, out: Operand) -> Steps:
+    """Five launches and the float32 buffers between them, the plan's own: built once per
+    signature of x, a, b and out (``PLANS``). The float32 kernel is rung 3's, from its plan."""
+    x32, y32 = workspace(x.shape, "float32", "x32"), workspace(x.shape, "float32", "y32")
+    a32, b32 = workspace(a.shape, "float32", "a32"), workspace(b.shape, "float32", "b32")
+    x32_flat, y32_flat = flat(x32), flat(y32)
+    cast_x, cast_y = cast(to_float32_kernel, x.size), cast(to_float16_kernel, x.size)
+    cast_a, cast_b = cast(to_float32_kernel, a.size), cast(to_float32_kernel, b.size)
+    kernel = fused.plan(x32, a32, b32, y32)
+
+    def run(x: Operand, a: Operand, b: Operand, out: Operand) -> None:
+        cast_x(flat(x), x32_flat)
+        cast_a(a, a32)
+        cast_b(b, b32)
+        kernel(x32, a32, b32, y32)
+        cast_y(y32_flat, flat(out))
+
+    return Steps(run, cast_x, cast_a, cast_b, kernel, cast_y)
+
+
+PLANS = PlanCache(plan, size=WORKSPACE_PLANS)  # each plan holds two float32 copies of x
 
 
 def _bytes(size: tuple[int, ...], dtype: str) -> float:
@@ -117,15 +131,8 @@ def _bytes(size: tuple[int, ...], dtype: str) -> float:
     bytes_moved=_bytes,
 )
 def launch(x: Any, a: Any, b: Any, out: Any = None) -> Any:
-    (x, a, b), out, _ = check_arrays(ELEMENTWISE, (x, a, b), out, DTYPES)
+    (x, a, b), out, _ = operands(ELEMENTWISE, (x, a, b), out, DTYPES)
     rows, cols = x.shape
     if rows and cols:
-        f32 = np.dtype("float32")
-        x32, y32 = scratch("x", x.shape, f32), scratch("y", x.shape, f32)
-        a32, b32 = scratch("a", a.shape, f32), scratch("b", b.shape, f32)
-        cast(to_float32_kernel, x.reshape(rows * cols), x32.reshape(rows * cols))
-        cast(to_float32_kernel, a, a32)
-        cast(to_float32_kernel, b, b32)
-        fused.launch(x32, a32, b32, y32)
-        cast(to_float16_kernel, y32.reshape(rows * cols), out.reshape(rows * cols))
-    return out
+        PLANS(x, a, b, out)(x, a, b, out)
+    return out.obj

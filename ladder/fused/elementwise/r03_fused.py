@@ -46,9 +46,10 @@ from typing import Any
 import numpy as np
 from numba import cuda, float32, uint32
 
+from ladder.core.fastcall import NumbaLaunch, Operand, PlanCache
 from ladder.core.intrinsics import load4, load4_1d, store4, vector_aligned
 from ladder.core.rung import rung
-from ladder.fused.problem import ELEMENTWISE, check_arrays
+from ladder.fused.problem import ELEMENTWISE, operands
 
 DTYPES = ("float32", "float16")
 BLOCK_X, BLOCK_Y = 64, 4  # threads along a row (one 4-wide vector each), threads down
@@ -134,6 +135,17 @@ def tiles(rows: int, cols: int) -> int:
     return count
 
 
+def plan(x: Operand, a: Operand, b: Operand, out: Operand) -> NumbaLaunch:
+    """The wide kernel where every array allows 4-wide accesses (else the scalar one) and its
+    grid of tiles: built once per signature of x, a, b and out (``PLANS``)."""
+    rows, cols = x.shape
+    kernel = wide_kernel if vector_aligned(x, a, b, out) else scalar_kernel
+    return NumbaLaunch(kernel, tiles(rows, cols), (BLOCK_X, BLOCK_Y))
+
+
+PLANS = PlanCache(plan)
+
+
 def _bytes(size: tuple[int, ...], dtype: str) -> float:
     rows, cols = size
     return float((2 * rows * cols + 2 * cols) * np.dtype(dtype).itemsize)  # the minimum
@@ -146,9 +158,8 @@ def _bytes(size: tuple[int, ...], dtype: str) -> float:
     bytes_moved=_bytes,
 )
 def launch(x: Any, a: Any, b: Any, out: Any = None) -> Any:
-    (x, a, b), out, _ = check_arrays(ELEMENTWISE, (x, a, b), out, DTYPES)
+    (x, a, b), out, _ = operands(ELEMENTWISE, (x, a, b), out, DTYPES)
     rows, cols = x.shape
     if rows and cols:
-        kernel = wide_kernel if vector_aligned(x, a, b, out) else scalar_kernel
-        kernel[tiles(rows, cols), (BLOCK_X, BLOCK_Y)](x, a, b, out)
-    return out
+        PLANS(x, a, b, out)(x, a, b, out)
+    return out.obj

@@ -27,8 +27,9 @@ from typing import Any
 import numpy as np
 from numba import cuda, float32, uint32
 
+from ladder.core.fastcall import NumbaLaunch, Operand, PlanCache, Steps
 from ladder.core.rung import rung
-from ladder.fused.problem import GEMM_EPILOGUE, check_arrays
+from ladder.fused.problem import GEMM_EPILOGUE, operands
 from ladder.gemm.problem import aligned_for_float4, grid_2d
 from ladder.gemm.r08_warp_tiling import DEFAULT
 from ladder.gemm.r09_double_buffered import make_kernel
@@ -67,6 +68,24 @@ KERNELS = {"bias_gelu_kernel": bias_gelu_kernel}  # the GEMM kernels are rung 9'
 KERNEL_ARGS = {"bias_gelu_kernel": lambda A, B, bias, out: (out, bias)}
 
 
+def plan(a: Operand, b: Operand, bias: Operand, out: Operand) -> Steps:
+    """Rung 9's GEMM (16-byte accesses where every row allows them), then the bias + GELU
+    kernel over C, and their grids: built once per signature of A, B, bias and out (``PLANS``)."""
+    m, n = out.shape
+    kernel = wide_gemm if aligned_for_float4(a, b, out) else scalar_gemm
+    gemm = NumbaLaunch(kernel, grid_2d(n, DEFAULT.bn, m, DEFAULT.bm), DEFAULT.threads)
+    epilogue = NumbaLaunch(bias_gelu_kernel, (m * n + THREADS - 1) // THREADS, THREADS)
+
+    def run(a: Operand, b: Operand, bias: Operand, out: Operand) -> None:
+        gemm(a, b, out)
+        epilogue(out, bias)
+
+    return Steps(run, gemm, epilogue)
+
+
+PLANS = PlanCache(plan)
+
+
 def _bytes(size: tuple[int, ...], dtype: str) -> float:
     m, n, k = size
     return float((m * k + k * n + 3 * m * n + n) * 4)  # GEMM, then read and write C again
@@ -78,10 +97,8 @@ def _bytes(size: tuple[int, ...], dtype: str) -> float:
     bytes_moved=_bytes,
 )
 def launch(A: Any, B: Any, bias: Any, out: Any = None) -> Any:
-    (A, B, bias), out, _ = check_arrays(GEMM_EPILOGUE, (A, B, bias), out, ("float32",))
+    (a, b, bias), out, _ = operands(GEMM_EPILOGUE, (A, B, bias), out, ("float32",))
     m, n = out.shape
     if m and n:
-        gemm = wide_gemm if aligned_for_float4(A, B, out) else scalar_gemm
-        gemm[grid_2d(n, DEFAULT.bn, m, DEFAULT.bm), DEFAULT.threads](A, B, out)
-        bias_gelu_kernel[(m * n + THREADS - 1) // THREADS, THREADS](out, bias)
-    return out
+        PLANS(a, b, bias, out)(a, b, bias, out)
+    return out.obj

@@ -41,10 +41,11 @@ from typing import Any
 
 from numba import cuda, float32, uint32
 
+from ladder.core.fastcall import NumbaLaunch, Operand, PlanCache
 from ladder.core.intrinsics import store4
 from ladder.core.rung import rung
 from ladder.fused.gemm_epilogue.r01_separate import gelu
-from ladder.fused.problem import GEMM_EPILOGUE, check_arrays
+from ladder.fused.problem import GEMM_EPILOGUE, operands
 from ladder.gemm.problem import aligned_for_float4, grid_2d
 from ladder.gemm.r08_warp_tiling import DEFAULT, Config
 from ladder.gemm.r09_double_buffered import make_mainloop
@@ -117,14 +118,26 @@ KERNEL_ARGS = {
 }
 
 
+def plan(
+    a: Operand, b: Operand, bias: Operand, out: Operand, activation: Any = gelu
+) -> NumbaLaunch:
+    """The fused kernel with ``activation`` (16-byte accesses where every row allows them) and
+    its grid: built once per signature of A, B, bias and out, and activation (``PLANS``)."""
+    m, n = out.shape
+    kernel = make_fused_kernel(DEFAULT, aligned_for_float4(a, b, out), activation)
+    return NumbaLaunch(kernel, grid_2d(n, DEFAULT.bn, m, DEFAULT.bm), DEFAULT.threads)
+
+
+PLANS = PlanCache(plan)
+
+
 def launch_activation(activation: Any, A: Any, B: Any, bias: Any, out: Any = None) -> Any:
     """C = activation(A @ B + bias) with the fused kernel (any activation device function)."""
-    (A, B, bias), out, _ = check_arrays(GEMM_EPILOGUE, (A, B, bias), out, ("float32",))
+    (a, b, bias), out, _ = operands(GEMM_EPILOGUE, (A, B, bias), out, ("float32",))
     m, n = out.shape
     if m and n:
-        kernel = make_fused_kernel(DEFAULT, aligned_for_float4(A, B, out), activation)
-        kernel[grid_2d(n, DEFAULT.bn, m, DEFAULT.bm), DEFAULT.threads](A, B, out, bias)
-    return out
+        PLANS(a, b, bias, out, activation)(a, b, out, bias)  # the kernel takes C, then bias
+    return out.obj
 
 
 @rung(
@@ -132,4 +145,8 @@ def launch_activation(activation: Any, A: Any, B: Any, bias: Any, out: Any = Non
     title="Bias + GELU fused into rung 9's store",
 )
 def launch(A: Any, B: Any, bias: Any, out: Any = None) -> Any:
-    return launch_activation(gelu, A, B, bias, out)
+    (a, b, bias), out, _ = operands(GEMM_EPILOGUE, (A, B, bias), out, ("float32",))
+    m, n = out.shape
+    if m and n:
+        PLANS(a, b, bias, out)(a, b, out, bias)  # GELU, the plan's default activation
+    return out.obj

@@ -47,8 +47,9 @@ from typing import Any
 import numpy as np
 from numba import cuda, float32, uint32
 
+from ladder.core.fastcall import NumbaLaunch, Operand, PlanCache, Steps
 from ladder.core.rung import rung
-from ladder.fused.problem import LAYERNORM, LAYERNORM_EPS, check_arrays
+from ladder.fused.problem import LAYERNORM, LAYERNORM_EPS, operands, workspace
 
 DTYPES = ("float32",)
 STATS_THREADS = 256  # one block per row (fewer threads for rows shorter than 256)
@@ -120,16 +121,27 @@ KERNEL_ARGS = {
     ),
 }  # fmt: skip
 
-_scratch: dict[str, Any] = {}
+
+def plan(x: Operand, gamma: Operand, beta: Operand, out: Operand) -> Steps:
+    """The two launches, their grids, and mean and rstd, the plan's own buffers: built once
+    per signature of x, gamma, beta and out (``PLANS``)."""
+    rows, cols = x.shape
+    grid = ((rows + BLOCK_Y - 1) // BLOCK_Y, (cols + BLOCK_X - 1) // BLOCK_X)
+    if grid[1] > MAX_GRID_Y:
+        raise ValueError(f"{cols} columns need {grid[1]} blocks along y; at most {MAX_GRID_Y}")
+    mean, rstd = workspace((rows,), "float32", "mean"), workspace((rows,), "float32", "rstd")
+    threads = min(STATS_THREADS, max(MIN_STATS_THREADS, 1 << (cols - 1).bit_length()))
+    stats = NumbaLaunch(row_stats_kernel, rows, threads)
+    normalize = NumbaLaunch(normalize_kernel, grid, (BLOCK_X, BLOCK_Y))
+
+    def run(x: Operand, gamma: Operand, beta: Operand, out: Operand) -> None:
+        stats(x, mean, rstd)
+        normalize(x, gamma, beta, mean, rstd, out)
+
+    return Steps(run, stats, normalize)
 
 
-def scratch(name: str, shape: tuple[int, ...], dtype: Any) -> Any:
-    """A device buffer kept between calls (one per name), reallocated when the shape changes."""
-    buf = _scratch.get(name)
-    if buf is None or tuple(buf.shape) != tuple(shape) or buf.dtype != dtype:
-        _scratch.pop(name, None)  # release the old buffer before allocating the new one
-        buf = _scratch[name] = cuda.device_array(shape, dtype=dtype)
-    return buf
+PLANS = PlanCache(plan)
 
 
 def _bytes(size: tuple[int, ...], dtype: str) -> float:
@@ -145,15 +157,8 @@ def _bytes(size: tuple[int, ...], dtype: str) -> float:
     bytes_moved=_bytes,
 )
 def launch(x: Any, gamma: Any, beta: Any, out: Any = None) -> Any:
-    (x, gamma, beta), out, _ = check_arrays(LAYERNORM, (x, gamma, beta), out, DTYPES)
+    (x, gamma, beta), out, _ = operands(LAYERNORM, (x, gamma, beta), out, DTYPES)
     rows, cols = x.shape
     if rows and cols:
-        grid = ((rows + BLOCK_Y - 1) // BLOCK_Y, (cols + BLOCK_X - 1) // BLOCK_X)
-        if grid[1] > MAX_GRID_Y:
-            raise ValueError(f"{cols} columns need {grid[1]} blocks along y; at most {MAX_GRID_Y}")
-        f32 = np.dtype("float32")
-        mean, rstd = scratch("mean", (rows,), f32), scratch("rstd", (rows,), f32)
-        threads = min(STATS_THREADS, max(MIN_STATS_THREADS, 1 << (cols - 1).bit_length()))
-        row_stats_kernel[rows, threads](x, mean, rstd)
-        normalize_kernel[grid, (BLOCK_X, BLOCK_Y)](x, gamma, beta, mean, rstd, out)
-    return out
+        PLANS(x, gamma, beta, out)(x, gamma, beta, out)
+    return out.obj

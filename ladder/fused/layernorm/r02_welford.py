@@ -50,9 +50,10 @@ import numpy as np
 from numba import cuda, float32, uint32
 
 from ladder.core import device
+from ladder.core.fastcall import NumbaLaunch, Operand, PlanCache
 from ladder.core.intrinsics import FULL_MASK, load4, load4_1d, store4, vector_aligned
 from ladder.core.rung import rung
-from ladder.fused.problem import LAYERNORM, LAYERNORM_EPS, check_arrays
+from ladder.fused.problem import LAYERNORM, LAYERNORM_EPS, operands
 
 DTYPES = ("float32",)
 WARP = 32
@@ -292,6 +293,25 @@ def row_threads(cols: int) -> int:
     return min(MAX_ROW_THREADS, max(WARP, 1 << (need - 1).bit_length()))
 
 
+def plan(x: Operand, gamma: Operand, beta: Operand, out: Operand) -> NumbaLaunch:
+    """The one-read kernel (rows that fit in registers) or the two-read one, 16-byte accesses
+    where every array allows them, and the block shape: built once per signature of x, gamma,
+    beta and out (``PLANS``)."""
+    rows, cols = x.shape
+    wide = vector_aligned(x, gamma, beta, out)
+    if cols <= RESIDENT_COLS:
+        kernel = wide_kernel if wide else scalar_kernel
+        threads = row_threads(cols)
+        rows_per_block = SHARED_BLOCK // threads
+    else:  # too long for the registers: read twice, one row per block
+        kernel = wide_two_read_kernel if wide else scalar_two_read_kernel
+        threads, rows_per_block = TWO_READ_THREADS, 1
+    return NumbaLaunch(kernel, -(-rows // rows_per_block), (threads, rows_per_block))
+
+
+PLANS = PlanCache(plan)
+
+
 def _bytes(size: tuple[int, ...], dtype: str) -> float:
     rows, cols = size
     reads = 1 if cols <= RESIDENT_COLS else 2  # a row too long for registers is read twice
@@ -305,17 +325,8 @@ def _bytes(size: tuple[int, ...], dtype: str) -> float:
     bytes_moved=_bytes,
 )
 def launch(x: Any, gamma: Any, beta: Any, out: Any = None) -> Any:
-    (x, gamma, beta), out, _ = check_arrays(LAYERNORM, (x, gamma, beta), out, DTYPES)
+    (x, gamma, beta), out, _ = operands(LAYERNORM, (x, gamma, beta), out, DTYPES)
     rows, cols = x.shape
     if rows and cols:
-        wide = vector_aligned(x, gamma, beta, out)
-        if cols <= RESIDENT_COLS:
-            kernel = wide_kernel if wide else scalar_kernel
-            threads = row_threads(cols)
-            rows_per_block = SHARED_BLOCK // threads
-        else:  # too long for the registers: read twice, one row per block
-            kernel = wide_two_read_kernel if wide else scalar_two_read_kernel
-            threads, rows_per_block = TWO_READ_THREADS, 1
-        blocks = -(-rows // rows_per_block)
-        kernel[blocks, (threads, rows_per_block)](x, gamma, beta, out)
-    return out
+        PLANS(x, gamma, beta, out)(x, gamma, beta, out)
+    return out.obj

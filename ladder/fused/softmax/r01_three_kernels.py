@@ -14,9 +14,9 @@ the obvious loop, already with the shift by the row max that keeps ``exp`` from 
 Bytes: three reads of the row and one write, plus the scratch (4 bytes of max written once and
 read twice, 4 of sum written once and read once): ``4 * rows * cols * itemsize + 20 * rows``,
 1074 MB at 8192 x 8192 float32 against the problem's 537 MB minimum. All arithmetic is float32;
-float16 is converted on load and rounded on the store. The scratch is kept between calls
-(``_stats``), as a caching allocator would, so no allocation is timed. ptxas (sm_90, float32):
-32, 29 and 31 registers for the three kernels (LLVM unrolls the max loop); no spills.
+float16 is converted on load and rounded on the store. The scratch belongs to the launcher's
+plan (one per shape), kept as a caching allocator would, so no allocation is timed. ptxas (sm_90,
+float32): 32, 29 and 31 registers for the three kernels (LLVM unrolls the max loop); no spills.
 Why: the baseline, and what is wrong with it besides twice the bytes: in kernels 1 and 2 a
 warp's 32 threads read 32 rows 32 KB apart, so each load touches 32 sectors and L1 must hold
 them until the next 7 loads use the rest; and 8192 rows are 8192 threads, 64 blocks of 128, on
@@ -44,8 +44,9 @@ import numpy as np
 from numba import cuda, float32, uint32
 
 from ladder.core.dtypes import resolve
+from ladder.core.fastcall import NumbaLaunch, Operand, PlanCache, Steps
 from ladder.core.rung import rung
-from ladder.fused.problem import SOFTMAX, check_arrays
+from ladder.fused.problem import SOFTMAX, operands, workspace
 
 ROW_THREADS = 128  # kernels 1 and 2: threads per block, one row each
 NORM_THREADS = 256  # kernel 3: threads per block, one block per row
@@ -101,16 +102,26 @@ KERNEL_ARGS = {
     "normalize_kernel": lambda x, out: (x, _example_stats(x), out),
 }
 
-_stats_cache: dict[int, Any] = {}
+
+def plan(x: Operand, out: Operand) -> Steps:
+    """The three launches and the scratch (rows x 2: max, sum), the plan's own: built once
+    per signature of x and out (``PLANS``)."""
+    rows = x.shape[0]
+    stats = workspace((rows, 2), "float32", "stats")
+    blocks = (rows + ROW_THREADS - 1) // ROW_THREADS
+    row_max = NumbaLaunch(row_max_kernel, blocks, ROW_THREADS)
+    row_sum = NumbaLaunch(row_sum_kernel, blocks, ROW_THREADS)
+    normalize = NumbaLaunch(normalize_kernel, rows, NORM_THREADS)
+
+    def run(x: Operand, out: Operand) -> None:
+        row_max(x, stats)
+        row_sum(x, stats)
+        normalize(x, stats, out)
+
+    return Steps(run, row_max, row_sum, normalize)
 
 
-def _stats(rows: int) -> Any:
-    """The float32 scratch (rows x 2: max, sum), kept for the next call with as many rows."""
-    stats = _stats_cache.get(rows)
-    if stats is None:
-        _stats_cache.clear()
-        stats = _stats_cache[rows] = cuda.device_array((rows, 2), dtype=np.float32)
-    return stats
+PLANS = PlanCache(plan)
 
 
 def _bytes_moved(size: tuple[int, ...], dtype: str) -> float:
@@ -126,13 +137,9 @@ def _bytes_moved(size: tuple[int, ...], dtype: str) -> float:
     bytes_moved=_bytes_moved,
 )
 def launch(x: Any, out: Any = None) -> Any:
-    (x,), out, _ = check_arrays(SOFTMAX, (x,), out, ("float32", "float16"))
+    (x,), out, _ = operands(SOFTMAX, (x,), out, ("float32", "float16"))
     rows, cols = x.shape
     if rows == 0 or cols == 0:
-        return out
-    stats = _stats(rows)
-    blocks = (rows + ROW_THREADS - 1) // ROW_THREADS
-    row_max_kernel[blocks, ROW_THREADS](x, stats)
-    row_sum_kernel[blocks, ROW_THREADS](x, stats)
-    normalize_kernel[rows, NORM_THREADS](x, stats, out)
-    return out
+        return out.obj
+    PLANS(x, out)(x, out)
+    return out.obj

@@ -42,8 +42,9 @@ import numpy as np
 from numba import cuda, float32, uint32
 
 from ladder.core.dtypes import resolve
+from ladder.core.fastcall import NumbaLaunch, Operand, PlanCache
 from ladder.core.rung import rung
-from ladder.fused.problem import SOFTMAX, check_arrays
+from ladder.fused.problem import SOFTMAX, operands
 
 THREADS = 256  # one block per row (a power of two: the tree halves it)
 
@@ -94,6 +95,14 @@ def block_per_row_kernel(x, out):
         out[row, c] = math.exp(float32(x[row, c]) - m) * inv
 
 
+def plan(x: Operand, out: Operand) -> NumbaLaunch:
+    """One block of THREADS per row: built once per signature of x and out (``PLANS``)."""
+    return NumbaLaunch(block_per_row_kernel, x.shape[0], THREADS)
+
+
+PLANS = PlanCache(plan)
+
+
 @rung(
     name="block-per-row",
     title="One kernel, a block per row, shared-memory tree reductions",
@@ -101,8 +110,8 @@ def block_per_row_kernel(x, out):
     bytes_moved=lambda size, dtype: float(4 * size[0] * size[1] * resolve(dtype).itemsize),
 )
 def launch(x: Any, out: Any = None) -> Any:
-    (x,), out, _ = check_arrays(SOFTMAX, (x,), out, ("float32", "float16"))
+    (x,), out, _ = operands(SOFTMAX, (x,), out, ("float32", "float16"))
     rows, cols = x.shape
     if rows and cols:
-        block_per_row_kernel[rows, THREADS](x, out)
-    return out
+        PLANS(x, out)(x, out)
+    return out.obj

@@ -45,9 +45,10 @@ import numpy as np
 from numba import cuda, float32, uint32
 
 from ladder.core.dtypes import resolve
+from ladder.core.fastcall import NumbaLaunch, Operand, PlanCache
 from ladder.core.intrinsics import FULL_MASK, shfl_xor_sync
 from ladder.core.rung import rung
-from ladder.fused.problem import SOFTMAX, check_arrays
+from ladder.fused.problem import SOFTMAX, operands
 
 THREADS = 256  # one block per row
 WARPS = THREADS // 32
@@ -107,6 +108,14 @@ def online_kernel(x, out):
         out[row, c] = math.exp(float32(x[row, c]) - m) * inv
 
 
+def plan(x: Operand, out: Operand) -> NumbaLaunch:
+    """One block of THREADS per row: built once per signature of x and out (``PLANS``)."""
+    return NumbaLaunch(online_kernel, x.shape[0], THREADS)
+
+
+PLANS = PlanCache(plan)
+
+
 @rung(
     name="online",
     title="Online softmax: max and sum in one pass (2 reads, 1 write)",
@@ -114,8 +123,8 @@ def online_kernel(x, out):
     bytes_moved=lambda size, dtype: float(3 * size[0] * size[1] * resolve(dtype).itemsize),
 )
 def launch(x: Any, out: Any = None) -> Any:
-    (x,), out, _ = check_arrays(SOFTMAX, (x,), out, ("float32", "float16"))
+    (x,), out, _ = operands(SOFTMAX, (x,), out, ("float32", "float16"))
     rows, cols = x.shape
     if rows and cols:
-        online_kernel[rows, THREADS](x, out)
-    return out
+        PLANS(x, out)(x, out)
+    return out.obj
