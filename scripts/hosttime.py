@@ -540,12 +540,16 @@ def print_rows(rows: list[Row]) -> None:
 
 
 def _git_commit() -> str | None:
+    """HEAD, with ``+changes`` when the tree differs from it (a copy of a working tree whose
+    ``.git`` is older than its files, as on the GPU machine, says so instead of passing for
+    that commit)."""
     try:
-        return subprocess.run(
-            ["git", "rev-parse", "HEAD"], capture_output=True, text=True, check=True
-        ).stdout.strip()
+        run = functools.partial(subprocess.run, capture_output=True, text=True, check=True)
+        head = run(["git", "rev-parse", "HEAD"]).stdout.strip()
+        changed = run(["git", "status", "--porcelain", "--untracked-files=no"]).stdout.strip()
     except (OSError, subprocess.CalledProcessError):
         return None
+    return f"{head}+changes" if changed else head
 
 
 def main(argv: list[str] | None = None) -> int:
