@@ -1,13 +1,13 @@
 """What the CUDA C++ (tensor-core) GEMM rungs share: operand checks and edge handling.
 
 Each C++ kernel assumes M, N and K are multiples of its tiles and that every row starts on a
-16-byte boundary, which keeps its inner loop free of bounds checks. ``launch_tiled`` makes any
-input fit: when a size is not a multiple of the tiles (or a pointer is misaligned) it copies
+16-byte boundary, which keeps its inner loop free of bounds checks. ``TiledLauncher`` makes
+any input fit: when a size is not a multiple of the tiles (or a pointer is misaligned) it copies
 the operands into zero-padded buffers, runs the kernel there and copies C's valid part back.
 Zero rows and columns add nothing to the product, so the result is exact; the copies cost
 time only at such sizes, never at the benchmark sizes, which are multiples of every tile.
-``TiledLauncher`` does the same with its decisions and the kernel's packed launch kept per
-operand signature (``ladder.core.fastcall``), for a host time per call of a few µs.
+It keeps its decisions and the kernel's packed launch per operand signature
+(``ladder.core.fastcall``), so a repeated call only validates, finds its plan and launches.
 ``TensorMapLaunch`` is that launch for a kernel that takes tensor maps of A and B (Hopper's
 bulk tensor copies), which embed the matrices' addresses and so are kept per pair of addresses.
 """
@@ -23,10 +23,9 @@ from typing import Any
 import numpy as np
 
 from ladder.core.dtypes import name_of
-from ladder.core.fastcall import Operand, PackedLaunch, PlanCache, numba_array, raw_launches
+from ladder.core.fastcall import Operand, PackedLaunch, PlanCache, raw_launches
 from ladder.gemm.problem import operands
 
-Body = Callable[[np.uint64, np.uint64, np.uint64, int, int, int], None]
 ALIGN = 16  # bytes: 16-byte vector loads, cp.async and the bulk tensor copy need it
 MAPS_PER_LAUNCH = 16  # pairs of A and B addresses a TensorMapLaunch keeps tensor maps for
 
@@ -75,29 +74,6 @@ def _padded_sizes(m: int, n: int, k: int, tiles: tuple[int, int, int]) -> tuple[
     return _round_up(m, tm), _round_up(n, tn), _round_up(k, tk)
 
 
-def launch_tiled(
-    A: Any, B: Any, C: Any, tiles: tuple[int, int, int], body: Body, dtype: str = "float16"
-) -> Any:
-    """Validate A, B, C and run ``body(a, b, c, M, N, K)`` on tile-multiple operands."""
-    a, b, c, m, n, k = operands(A, B, C, dtype)
-    out = numba_array(c)
-    if m == 0 or n == 0:
-        return out
-    if k == 0:
-        _view(c).fill(0)
-        return out
-
-    def run(pa: int, pb: int, pc: int, mm: int, nn: int, kk: int) -> None:
-        body(np.uint64(pa), np.uint64(pb), np.uint64(pc), mm, nn, kk)
-
-    padded = _padded_sizes(m, n, k, tiles)
-    if padded == (m, n, k) and all(x.ptr % ALIGN == 0 for x in (a, b, c)):
-        run(a.ptr, b.ptr, c.ptr, m, n, k)
-    else:
-        _padded(run, a, b, c, padded)
-    return out
-
-
 KernelFor = Callable[[int, int, int, str], Callable[..., None]]
 
 
@@ -110,7 +86,8 @@ def _zeros(a: Operand, b: Operand, c: Operand) -> None:
 
 
 class TiledLauncher:
-    """``launch_tiled`` with what it decides kept per operand signature (``fastcall``).
+    """Validate A, B, C and run a tile-multiple kernel on them, padded where they are not;
+    what it decides is kept per operand signature (``fastcall``).
 
     ``kernel_for(M, N, K, dtype)`` returns the kernel's launch for tile-multiple sizes,
     ``launch(a, b, c, stream=...)`` with device pointers (``fastcall.cupy_launch``, or a
