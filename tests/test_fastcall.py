@@ -384,6 +384,7 @@ def test_numba_launch_packs_numbas_arguments_and_rewrites_only_the_pointers(monk
     fake = _FakeDriver(count=2 * 9)  # two 2-D arrays: 5 + 2 * 2 values each
     monkeypatch.setattr(fastcall.device, "simulator", lambda: False)
     monkeypatch.setattr(fastcall, "driver", lambda: fake)
+    monkeypatch.setattr(fastcall, "_bindings", lambda: None)  # ctypes: the fake
     monkeypatch.setattr(fastcall, "numba_array", lambda op: type("A", (), {"op": op})())
     dispatcher = _FakeDispatcher()
     launch = fastcall.NumbaLaunch(dispatcher, (3, 2), 128)
@@ -413,6 +414,7 @@ def test_numba_launch_packs_its_scalars_once_after_the_operands(monkeypatch):
     fake = _FakeDriver(count=9 + 2)  # one 2-D array, then a float32 and a bool
     monkeypatch.setattr(fastcall.device, "simulator", lambda: False)
     monkeypatch.setattr(fastcall, "driver", lambda: fake)
+    monkeypatch.setattr(fastcall, "_bindings", lambda: None)  # ctypes: the fake
     monkeypatch.setattr(fastcall, "numba_array", lambda op: type("A", (), {"op": op})())
     dispatcher = _FakeDispatcher()
     launch = fastcall.NumbaLaunch(dispatcher, 2, 64, scalars=(np.float32(0.25), True))
@@ -442,7 +444,6 @@ def test_tensor_core_attention_plan_packs_the_kernels_arguments(monkeypatch, pac
     """Attention rungs 5 and 6 without a GPU: the plan's raw launch on CuPy's current stream,
     with the .cu entry point's arguments (Q, K, V, O, N, H, HKV, scale_log2, causal) in order;
     operands the kernel cannot take (d = 80, a misaligned pointer) go through padded copies."""
-    import cupy
 
     from ladder.attention import r05_tensor_core_flash as r05
     from ladder.attention import r06_gqa_packed as r06
@@ -459,8 +460,9 @@ def test_tensor_core_attention_plan_packs_the_kernels_arguments(monkeypatch, pac
     fake, source = _FakeDriver(count=9), _FakeSource()
     monkeypatch.setattr(fastcall.device, "simulator", lambda: False)
     monkeypatch.setattr(fastcall, "driver", lambda: fake)
+    monkeypatch.setattr(fastcall, "_bindings", lambda: None)  # ctypes: the fake
     monkeypatch.setattr(r05, "SOURCE", source)
-    monkeypatch.setattr(cupy.cuda, "get_current_stream", lambda: type("S", (), {"ptr": 7})())
+    monkeypatch.setattr(fastcall._CURRENT, "handle", 7)  # as inside on_stream(7)
     rung = r06 if packed else r05
     plan = rung.plan(*ops())
     plan[True](*ops())
@@ -485,6 +487,7 @@ def test_tensor_core_attention_plan_packs_the_kernels_arguments(monkeypatch, pac
 def test_numba_launch_keeps_the_dispatcher_when_numbas_layout_differs(monkeypatch):
     monkeypatch.setattr(fastcall.device, "simulator", lambda: False)
     monkeypatch.setattr(fastcall, "driver", lambda: _FakeDriver(count=0))
+    monkeypatch.setattr(fastcall, "_bindings", lambda: None)  # ctypes: the fake
     monkeypatch.setattr(fastcall, "numba_array", lambda op: type("A", (), {"op": op})())
     monkeypatch.setattr(_FakeKernel, "_prepare_args", lambda *a: a[-1].extend([0, 0, 0]))
     dispatcher = _FakeDispatcher()
@@ -494,6 +497,54 @@ def test_numba_launch_keeps_the_dispatcher_when_numbas_layout_differs(monkeypatc
     launch(x)
     assert launch.mode.startswith("dispatcher: ValueError: Numba's array arguments")
     assert len(dispatcher.calls) == 2
+
+
+class _FakeBindings:
+    """Stands in for ``cuda.bindings.driver``: its launch takes a CUfunction and a CUstream
+    object and returns a tuple, the status first."""
+
+    class CUresult:
+        CUDA_SUCCESS = 0
+
+    class CUfunction(int):
+        pass
+
+    class CUstream(int):
+        pass
+
+    def __init__(self):
+        self.launches = []
+
+    def cuLaunchKernel(self, f, gx, gy, gz, bx, by, bz, smem, stream, params, extra):
+        value = ctypes.c_uint64.from_address(ctypes.c_void_p.from_address(params).value).value
+        self.launches.append(
+            (type(f).__name__, int(f), (gx, gy, gz), type(stream).__name__, int(stream), value)
+        )
+        return (0,)
+
+
+def test_packed_launch_goes_through_cuda_bindings_on_the_current_stream(monkeypatch):
+    """The default path calls cuda.bindings' cuLaunchKernel with its own handle types; a call
+    that names no stream goes to ``current_stream()``, which ``on_stream`` sets."""
+    fake = _FakeBindings()
+    monkeypatch.setattr(fastcall, "_bindings", lambda: fake)
+    monkeypatch.setattr(fastcall, "driver", lambda: _FakeDriver(count=0))
+    launch = fastcall.PackedLaunch(0xF00D, (4, 2), 64, 0, [ctypes.c_uint64(0)], [0])
+    assert launch.via == "bindings"
+    launch(0x1000)
+    monkeypatch.setattr(fastcall.device, "simulator", lambda: True)  # on_stream leaves CuPy be
+    with fastcall.on_stream(11) as handle:
+        assert handle == 11 and fastcall.current_stream() == 11
+        launch(0x2000)
+        launch(0x3000, stream=5)  # a stream named by the caller wins
+    assert fastcall.current_stream() == 0
+    assert fake.launches == [
+        ("CUfunction", 0xF00D, (4, 2, 1), "CUstream", 0, 0x1000),
+        ("CUfunction", 0xF00D, (4, 2, 1), "CUstream", 11, 0x2000),
+        ("CUfunction", 0xF00D, (4, 2, 1), "CUstream", 5, 0x3000),
+    ]
+    with pytest.raises(ValueError, match="via must be one of"):
+        fastcall.PackedLaunch(0xF00D, 1, 32, 0, [], [], via="cuLaunch")
 
 
 def test_plan_cache_keeps_a_plan_of_none():
@@ -700,6 +751,7 @@ def test_tensor_maps_are_kept_per_pair_of_addresses(monkeypatch):
     fake = _TensorMapDriver()
     monkeypatch.setattr(tensor_core, "raw_launches", lambda: True)
     monkeypatch.setattr(fastcall, "driver", lambda: fake)
+    monkeypatch.setattr(fastcall, "_bindings", lambda: None)  # ctypes: the fake
     launch = r16.kernel_for(256, 512, 128, "bfloat16")
     assert set(kernels) == {"wgmma_tma_bf16"} and launch.mode == "raw"
     assert kernels["wgmma_tma_bf16"].max_dynamic_shared_size_bytes == r16.SMEM_BYTES

@@ -114,14 +114,13 @@ def flash_plan(
     grid = ((rows + block_rows - 1) // block_rows, kv_heads if packed else heads, batch)
     sizes = (np.int32(n), np.int32(heads), np.int32(kv_heads), np.float32(LOG2E / math.sqrt(d)))
     copy = kd != d or any(x.align < ALIGN for x in (q, k, v, out))
-    current = cupy.cuda.get_current_stream  # where CuPy's own launch would go
 
     def masked(causal: bool) -> Steps:
         args = (POINTER, POINTER, POINTER, POINTER, *sizes, np.int32(causal))
         launch = cupy_launch(kernel, grid, (32 * warps,), smem, args)
 
         def direct(q: Operand, k: Operand, v: Operand, out: Operand) -> None:
-            launch(q.ptr, k.ptr, v.ptr, out.ptr, stream=current().ptr)
+            launch(q.ptr, k.ptr, v.ptr, out.ptr)
 
         def padded(q: Operand, k: Operand, v: Operand, out: Operand) -> None:
             # workspaces the kernel can take (d padded with zeros, 16-byte aligned), allocated
@@ -131,7 +130,7 @@ def flash_plan(
             v_in = _padded_copy(v, kd, f"{rung}'s padded copy of v")
             o_in = memory.empty((batch, heads, n, kd), np.float16, f"{rung}'s padded output")
             pointers = [int(cuda_cpp.pointer(x)) for x in (q_in, k_in, v_in, o_in)]
-            launch(*pointers, stream=current().ptr)
+            launch(*pointers)
             cupy.asarray(out.base)[...] = cupy.asarray(o_in)[..., :d]
 
         return Steps(padded if copy else direct, launch)

@@ -15,11 +15,11 @@ path:
   strides, dtypes and pointer alignment up to ``ALIGN_CAP`` bytes: ``Operand.key``): the
   kernel, the grid and the packed arguments. A call whose operands differ in any of these gets
   a plan of its own, never a stale one. A launcher of several kernels keeps them as ``Steps``.
-- ``PackedLaunch`` calls the driver's ``cuLaunchKernel`` through ctypes with a parameter buffer
-  built once; a call only writes the new pointers into it. ``NumbaLaunch`` builds one for a
-  Numba ``@cuda.jit`` kernel after its first ordinary launch (which compiles it), from the
-  arguments Numba itself packs for that launch (``_Kernel._prepare_args``), and
-  ``cupy_launch`` for a CUDA C++ kernel loaded by CuPy.
+- ``PackedLaunch`` calls the driver's ``cuLaunchKernel`` (through ``cuda.bindings``, or ctypes)
+  with a parameter buffer built once; a call only writes the new pointers into it.
+  ``NumbaLaunch`` builds one for a Numba ``@cuda.jit`` kernel after its first ordinary launch
+  (which compiles it), from the arguments Numba itself packs for that launch
+  (``_Kernel._prepare_args``), and ``cupy_launch`` for a CUDA C++ kernel loaded by CuPy.
 
 ``NumbaLaunch`` leans on numba-cuda internals, each checked when a launch is built; where a
 check fails, the launch stays on the dispatcher and ``NumbaLaunch.mode`` says why:
@@ -28,8 +28,10 @@ check fails, the launch stays on the dispatcher and ``NumbaLaunch.mode`` says wh
 (meminfo, parent, nitems, itemsize, data, shape..., strides... in bytes: the data pointer is the
 fifth value), and Python ints passed as 8-byte values (cuda.core's rule).
 
-In the CUDA simulator every launch goes through the dispatcher (there is no driver); so does
-everything inside ``dispatcher_launches()``, for comparing the two paths.
+Every launch goes to ``current_stream()``, the default stream unless ``on_stream(stream)``
+names another (per thread), unless its caller names a stream. In the CUDA simulator every launch
+goes through the dispatcher (there is no driver); so does everything inside
+``dispatcher_launches()``, for comparing the two paths.
 """
 
 from __future__ import annotations
@@ -53,6 +55,13 @@ POINTER = "pointer"  # in ``cupy_launch``'s argument list: a device pointer give
 CUDA_ERROR_INVALID_CONTEXT = 201
 
 _RAW = [True]  # False inside ``dispatcher_launches()``
+
+
+class _Current(threading.local):
+    handle = 0  # the stream launches go to when none is named: ``on_stream`` sets it
+
+
+_CURRENT = _Current()
 
 
 class Operand:
@@ -354,6 +363,37 @@ def stream_handle(stream: Any) -> int:
     raise TypeError(f"stream must be a CUDA stream or its handle, got {type(stream).__name__}")
 
 
+def current_stream() -> int:
+    """The stream (its CUstream handle) every launch built here goes to when its caller names
+    none: 0, the default stream, unless ``on_stream`` says otherwise in this thread."""
+    return _CURRENT.handle
+
+
+@contextlib.contextmanager
+def on_stream(stream: Any) -> Iterator[int]:
+    """Inside, every rung launches on ``stream`` (a Numba, CuPy, PyTorch or cuda.core stream,
+    or a handle): what graph capture needs (``ladder.core.graphs``), and a way to run a rung on
+    a stream of one's own. CuPy's current stream is set to it too, so that the copies and fills
+    some launchers make through CuPy stay in order with their kernels. Per thread; yields the
+    handle."""
+    saved = _CURRENT.handle
+    _CURRENT.handle = handle = stream_handle(stream)
+    try:
+        cupy = sys.modules.get("cupy")
+        if cupy is None or device.simulator():
+            yield handle
+        else:
+            with cupy.cuda.ExternalStream(handle):
+                yield handle
+    finally:
+        _CURRENT.handle = saved
+
+
+def launch_stream(stream: Any = None) -> int:
+    """The handle a launch goes to: ``stream``'s, or the current stream when it is None or 0."""
+    return stream_handle(stream) if stream else _CURRENT.handle
+
+
 @contextlib.contextmanager
 def dispatcher_launches() -> Iterator[None]:
     """Inside, launches built here go through Numba's dispatcher or CuPy's ``RawKernel``, not
@@ -480,13 +520,28 @@ def _dim3(dims: int | Sequence[int]) -> tuple[int, int, int]:
     return (*found, 1, 1)[:3]  # type: ignore[return-value]
 
 
+@functools.cache
+def _bindings() -> Any:
+    """``cuda.bindings.driver`` (numba-cuda's own driver layer), or None without it."""
+    try:
+        from cuda.bindings import driver as cu
+    except ImportError:
+        return None
+    return cu
+
+
+VIAS = ("bindings", "ctypes")  # the two ways a PackedLaunch calls cuLaunchKernel
+
+
 class PackedLaunch:
     """``cuLaunchKernel`` of one function with a parameter buffer built once.
 
     ``values`` are the kernel's parameters as ctypes scalars, in order (each kept, its address
     passed in ``kernelParams``); ``pointer_slots`` the indices of those a call supplies:
-    ``launch(*pointers, stream=0)`` writes them and launches. A lock keeps two threads from
-    interleaving the write and the launch (ctypes lets go of the GIL during the call).
+    ``launch(*pointers, stream=None)`` writes them and launches on ``stream`` (a handle; None:
+    ``current_stream()``). ``via`` is how the driver is called: "bindings" (``cuda.bindings``'
+    Cython wrapper, the default where it is installed) or "ctypes". A lock keeps two threads
+    from interleaving the write and the launch (both let go of the GIL during the call).
     ``owner`` is kept alive with the launch: whatever holds the module ``function`` lives in.
     """
 
@@ -499,6 +554,7 @@ class PackedLaunch:
         values: Sequence[Any],
         pointer_slots: Sequence[int],
         owner: Any = None,
+        via: str | None = None,
     ) -> None:
         self.owner = owner
         self.function = int(function)
@@ -507,23 +563,59 @@ class PackedLaunch:
         self._slots = [self._values[i] for i in pointer_slots]
         addresses = [ctypes.addressof(v) for v in self._values]
         self._params = (ctypes.c_void_p * max(len(addresses), 1))(*addresses)
-        self._head = (self.function, *self.grid, *self.block, self.shared_mem)
-        self._params_address = ctypes.addressof(self._params) if addresses else None
+        self._params_address = ctypes.addressof(self._params) if addresses else 0
         self._driver = driver()
         self._lock = threading.Lock()
+        cu = _bindings()
+        if via is None:
+            via = "ctypes" if cu is None else "bindings"
+        if via not in VIAS or (via == "bindings" and cu is None):
+            raise ValueError(f"via must be one of {VIAS} (bindings needs cuda.bindings): {via!r}")
+        self.via = via
+        if via == "bindings":
+            self._launch = cu.cuLaunchKernel
+            self._success = cu.CUresult.CUDA_SUCCESS
+            self._streams: dict[int, Any] = {}
+            self._stream_type = cu.CUstream
+            head = (cu.CUfunction(self.function), *self.grid, *self.block, self.shared_mem)
+        else:
+            self._launch = self._driver.launch
+            self._success = 0
+            head = (self.function, *self.grid, *self.block, self.shared_mem)
+        self._head = head
 
-    def __call__(self, *pointers: int, stream: int = 0) -> None:
+    def _stream(self, handle: int) -> Any:
+        if self.via == "ctypes":
+            return handle
+        found = self._streams.get(handle)
+        if found is None:
+            if len(self._streams) > 64:
+                self._streams.clear()
+            found = self._streams[handle] = self._stream_type(handle)
+        return found
+
+    def _status(self, result: Any) -> int:
+        return int(result[0]) if self.via == "bindings" else int(result)
+
+    def __call__(self, *pointers: int, stream: int | None = None) -> None:
         if len(pointers) != len(self._slots):
             raise TypeError(f"this launch takes {len(self._slots)} pointers, got {len(pointers)}")
+        on = self._stream(_CURRENT.handle if stream is None else stream)
         with self._lock:
             for slot, value in zip(self._slots, pointers):  # noqa: B905 (lengths checked)
                 slot.value = value
-            status = self._driver.launch(*self._head, stream, self._params_address, None)
+            result = self._launch(*self._head, on, self._params_address, 0)
+            if self.via == "bindings":
+                if result[0] == self._success:
+                    return
+            elif not result:
+                return
+            status = self._status(result)
             if status == CUDA_ERROR_INVALID_CONTEXT:  # a thread that never made it current
                 from numba import cuda
 
                 cuda.current_context()
-                status = self._driver.launch(*self._head, stream, self._params_address, None)
+                status = self._status(self._launch(*self._head, on, self._params_address, 0))
         if status:
             raise RuntimeError(
                 f"cuLaunchKernel failed: {self._driver.describe(status)} (grid {self.grid}, "
@@ -561,7 +653,7 @@ def _function_handle(handle: Any) -> int:
 class NumbaLaunch:
     """A Numba ``@cuda.jit`` kernel at one grid and block, for one signature of its operands.
 
-    ``launch(*operands, stream=0)`` takes ``Operand``s only; ``scalars``, the kernel's
+    ``launch(*operands, stream=None)`` takes ``Operand``s only; ``scalars``, the kernel's
     arguments after them (NumPy or Python scalars), are fixed when the launch is built, as a
     plan's grid is. The first call goes through the dispatcher, which compiles the kernel
     for these types and loads it; then, on a GPU, the launch is rebuilt as a ``PackedLaunch``
@@ -590,11 +682,13 @@ class NumbaLaunch:
             None if device.simulator() else kernel[self.grid, self.block, 0, self.shared_mem]
         )
 
-    def __call__(self, *operands: Operand, stream: int = 0) -> None:
+    def __call__(self, *operands: Operand, stream: int | None = None) -> None:
         raw = self._raw
         if raw is not None and [op.key for op in operands] == self._keys:
             raw(*[op.ptr for op in operands], stream=stream)
             return
+        if stream is None:
+            stream = _CURRENT.handle
         arrays = [numba_array(op) for op in operands]
         configured = self._configured
         if stream or configured is None:
@@ -668,7 +762,7 @@ def cupy_launch(
     args: Sequence[Any],
 ) -> Callable[..., None]:
     """A launch of a CuPy ``RawKernel`` with fixed grid, block and scalars: ``launch(*pointers,
-    stream=0)``. ``args`` lists the kernel's parameters in order, ``POINTER`` for each device
+    stream=None)``. ``args`` lists the kernel's parameters in order, ``POINTER`` for each device
     pointer given per call and NumPy scalars (int32, uint32, int64, uint64, float32, float64)
     for the rest. A ``PackedLaunch`` of the kernel's CUfunction when raw launches are on;
     otherwise the ``RawKernel`` call itself."""
@@ -682,9 +776,11 @@ def cupy_launch(
     grid3, block3 = _dim3(grid), _dim3(block)
     template = list(args)
 
-    def launch(*pointers: int, stream: int = 0) -> None:
+    def launch(*pointers: int, stream: int | None = None) -> None:
         import cupy
 
+        if stream is None:
+            stream = _CURRENT.handle
         filled = list(template)
         for i, p in zip(slots, pointers, strict=True):
             filled[i] = np.uint64(p)

@@ -23,7 +23,7 @@ from typing import Any
 import numpy as np
 
 from ladder.core.dtypes import name_of
-from ladder.core.fastcall import Operand, PackedLaunch, PlanCache, raw_launches
+from ladder.core.fastcall import Operand, PackedLaunch, PlanCache, current_stream, raw_launches
 from ladder.gemm.problem import operands
 
 ALIGN = 16  # bytes: 16-byte vector loads, cp.async and the bulk tensor copy need it
@@ -108,7 +108,6 @@ class TiledLauncher:
         return c.obj
 
     def _plan(self, a: Operand, b: Operand, c: Operand) -> Callable[..., None]:
-        import cupy
 
         (m, k), n = a.shape, b.shape[1]
         if m == 0 or n == 0:
@@ -117,17 +116,15 @@ class TiledLauncher:
             return _zeros
         padded = _padded_sizes(m, n, k, self.tiles)
         kernel = self.kernels(*padded, a.dtype)
-        current = cupy.cuda.get_current_stream  # where CuPy's own launch would go
-
         if padded == (m, n, k) and all(x.align >= ALIGN for x in (a, b, c)):
 
             def direct(a: Operand, b: Operand, c: Operand) -> None:
-                kernel(a.ptr, b.ptr, c.ptr, stream=current().ptr)
+                kernel(a.ptr, b.ptr, c.ptr)
 
             return direct
 
         def run(pa: int, pb: int, pc: int, mm: int, nn: int, kk: int) -> None:
-            kernel(pa, pb, pc, stream=current().ptr)
+            kernel(pa, pb, pc)
 
         return functools.partial(_padded, run, padded=padded)
 
@@ -147,7 +144,7 @@ def _by_value(record: np.ndarray) -> ctypes.Array:
 
 class TensorMapLaunch:
     """A launch of a kernel whose parameters are (tensor map of A, tensor map of B, C,
-    scalars...): ``launch(a, b, c, stream=0)`` with device pointers, like ``cupy_launch``'s.
+    scalars...): ``launch(a, b, c, stream=None)`` with device pointers, like ``cupy_launch``'s.
 
     A tensor map holds its matrix's global address, so it cannot be part of a plan, whose key
     (shapes, strides, dtypes, alignment) leaves addresses out: a plan that kept the maps of the
@@ -175,7 +172,7 @@ class TensorMapLaunch:
         self.mode = "raw" if self.raw else "cupy RawKernel"
         self._launches: dict[tuple[int, int], Callable[..., None]] = {}
 
-    def __call__(self, a: int, b: int, c: int, stream: int = 0) -> None:
+    def __call__(self, a: int, b: int, c: int, stream: int | None = None) -> None:
         launch = self._launches.get((a, b))
         if launch is None:
             launch = self._add(a, b)
@@ -202,7 +199,9 @@ class TensorMapLaunch:
     def _cupy(self, map_a: np.ndarray, map_b: np.ndarray) -> Callable[..., None]:
         import cupy
 
-        def launch(c: int, stream: int = 0) -> None:
+        def launch(c: int, stream: int | None = None) -> None:
+            if stream is None:
+                stream = current_stream()
             args = (map_a, map_b, np.uint64(c), *self.scalars)
             current = cupy.cuda.get_current_stream().ptr == stream
             with contextlib.nullcontext() if current else cupy.cuda.ExternalStream(stream):
