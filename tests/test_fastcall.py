@@ -6,7 +6,6 @@ run on the GPU machine only.
 """
 
 import ctypes
-import functools
 import sys
 import types
 
@@ -441,9 +440,11 @@ class _FakeSource:
 
 @pytest.mark.parametrize("packed", [False, True], ids=["rung 5", "rung 6"])
 def test_tensor_core_attention_plan_packs_the_kernels_arguments(monkeypatch, packed):
-    """Attention rungs 5 and 6 without a GPU: the plan's raw launch on CuPy's current stream,
+    """Attention rungs 5 and 6 without a GPU: the plan's raw launch on the current stream,
     with the .cu entry point's arguments (Q, K, V, O, N, H, HKV, scale_log2, causal) in order;
-    operands the kernel cannot take (d = 80, a misaligned pointer) go through padded copies."""
+    operands the kernel cannot take (d = 80, a misaligned pointer) go through padded copies,
+    workspaces the plan allocates once."""
+    import cupy
 
     from ladder.attention import r05_tensor_core_flash as r05
     from ladder.attention import r06_gqa_packed as r06
@@ -463,6 +464,14 @@ def test_tensor_core_attention_plan_packs_the_kernels_arguments(monkeypatch, pac
     monkeypatch.setattr(fastcall, "_bindings", lambda: None)  # ctypes: the fake
     monkeypatch.setattr(r05, "SOURCE", source)
     monkeypatch.setattr(fastcall._CURRENT, "handle", 7)  # as inside on_stream(7)
+    made = []
+
+    def workspace(x, kd, what):
+        made.append((x.name, (*x.shape[:-1], kd), what))
+        return FakeArray((*x.shape[:-1], kd), "<f2", ptr=0x90000 + 0x10000 * len(made))
+
+    monkeypatch.setattr(r05, "_padded_workspace", workspace)
+    monkeypatch.setattr(cupy, "asarray", lambda x: x)  # no GPU: the plan keeps its views
     rung = r06 if packed else r05
     plan = rung.plan(*ops())
     plan[True](*ops())
@@ -479,8 +488,10 @@ def test_tensor_core_attention_plan_packs_the_kernels_arguments(monkeypatch, pac
     assert ints == [130, 4, 2, 1]  # N, H, HKV, causal
     scale = ctypes.c_float.from_address(addresses[7]).value
     assert scale == pytest.approx(1.4426950408889634 / 8)
-    assert plan.plain.run.__name__ == "direct"
+    assert plan.plain.run.__name__ == "direct" and not made
     assert rung.plan(*ops(d=80)).plain.run.__name__ == "padded"  # d padded to 128
+    assert [shape for _, shape, _ in made] == [(1, 4, 130, 128), *[(1, 2, 130, 128)] * 2,
+                                               (1, 4, 130, 128)]  # fmt: skip
     assert rung.plan(*ops(q_ptr=0x10008)).plain.run.__name__ == "padded"  # q 8-byte aligned
 
 
@@ -675,7 +686,7 @@ def test_tiled_launcher_plans_per_signature(monkeypatch):
         return found[:3]
 
     direct = launcher.plans(*ops(256, 512, 128))
-    assert not isinstance(direct, functools.partial)
+    assert not isinstance(direct, tensor_core._Padded)
     assert launcher.plans(*ops(256, 512, 128, ptr=0x900000)) is direct
     direct(*ops(256, 512, 128, ptr=0x900000))
     assert built[0].sizes == (256, 512, 128) and built[0].dtype == "float16"
@@ -683,10 +694,10 @@ def test_tiled_launcher_plans_per_signature(monkeypatch):
     bf16 = launcher.plans(*ops(256, 512, 128, dtype="bfloat16"))
     assert bf16 is not direct and built[1].dtype == "bfloat16"
     shifted = launcher.plans(*ops(256, 512, 128, ptr=0x100008))  # 8-byte aligned
-    assert isinstance(shifted, functools.partial) and shifted.keywords["padded"] == (256, 512, 128)
+    assert isinstance(shifted, tensor_core._Padded) and shifted.padded == (256, 512, 128)
     assert len(built) == 2  # the padded run is on the float16 kernel of the same size
     odd = launcher.plans(*ops(130, 500, 70))
-    assert isinstance(odd, functools.partial) and odd.keywords["padded"] == (256, 512, 128)
+    assert isinstance(odd, tensor_core._Padded) and odd.padded == (256, 512, 128)
     assert launcher.plans(*ops(0, 512, 128)) is tensor_core._nothing
     assert launcher.plans(*ops(128, 256, 0)) is tensor_core._zeros
     assert launcher.plans.misses == 6 and len(built) == 2
@@ -863,9 +874,10 @@ def test_three_kernel_rung_replans_for_another_signature(change):
 
 @pytest.mark.parametrize("change", SIGNATURE_CHANGES)
 def test_attention_rung_replans_for_another_signature(change):
-    """Attention rung 1 (three kernels, the scores allocated per call): a q that differs from
-    the first call's in shape, strides, alignment or dtype gets a plan of its own; a causal
-    call finds the same plan as a plain one (``Masks``: both launches built together)."""
+    """Attention rung 1 (three kernels, the scores the plan's, one plan kept): a q that differs
+    from the first call's in shape, strides, alignment or dtype gets a plan of its own, which
+    replaces the first; a causal call finds the same plan as a plain one (``Masks``: both
+    launches built together)."""
     plans = naive.PLANS
     plans.clear()
 
@@ -885,9 +897,11 @@ def test_attention_rung_replans_for_another_signature(change):
     misses = plans.misses
     q, plan = call(*_variant(change, shape, 1))
     assert q.contiguous and q.key != first_q.key
-    assert plan is not first_plan and plans.misses == misses + 1
-    _, again = call(*_variant(None, shape, 1), causal=True)
-    assert again is first_plan and plans.misses == misses + 1
+    assert plan is not first_plan and plans.misses == misses + 1 and len(plans) == 1
+    _, again = call(*_variant(change, shape, 1), causal=True)
+    assert again is plan and plans.misses == misses + 1
+    call(*_variant(None, shape, 1))  # the first signature again: planned anew
+    assert plans.misses == misses + 2 and len(plans) == 1
 
 
 def test_flat_is_the_same_memory_in_one_dimension(monkeypatch):

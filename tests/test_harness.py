@@ -286,9 +286,32 @@ def test_bfloat16_inputs_are_rounded_and_checked_in_float64():
 @pytest.mark.parametrize(("gpu_ms", "in_a_row"), [(1.0, 50), (1e-6, 1000), (100.0, 10)])
 def test_call_costs_time_each_call_and_a_bounded_run_in_a_row(gpu_ms, in_a_row):
     calls = []
-    host_us, back_to_back_us = timing.time_calls(lambda: calls.append(1), gpu_ms)
+    costs = timing.time_calls(lambda: calls.append(1), gpu_ms, graph=False)
     assert len(calls) == timing.HOST_CALLS + in_a_row  # about BACK_TO_BACK_S of GPU work
-    assert 0 < host_us < 1e5 and 0 < back_to_back_us < 1e5
+    assert 0 < costs.host_us < 1e5 and 0 < costs.back_to_back_us < 1e5
+    assert costs.graph_us is None and costs.graph_error is None
+
+
+def test_call_costs_replay_a_captured_call_as_many_times_in_a_row():
+    """With graphs: one warm-up call before capture, then as many replays as calls in a row
+    (the simulator's graph replays the call itself)."""
+    calls = []
+    costs = timing.time_calls(lambda: calls.append(1), 1.0)
+    assert len(calls) == timing.HOST_CALLS + 50 + 1 + 50
+    assert costs.graph_error is None and 0 < costs.graph_us < 1e5
+
+
+def test_a_call_that_cannot_be_captured_says_why_and_keeps_its_other_costs():
+    calls = []
+
+    def call():
+        calls.append(1)
+        if len(calls) > timing.HOST_CALLS + 50:  # the capture's warm-up call
+            raise RuntimeError("allocated during capture")
+
+    costs = timing.time_calls(call, 1.0)
+    assert costs.graph_us is None and costs.host_us > 0 and costs.back_to_back_us > 0
+    assert costs.graph_error == "RuntimeError: allocated during capture"
 
 
 @gpu_only
@@ -297,4 +320,5 @@ def test_a_measurement_carries_its_call_costs():
     m = timing.measure(case, get_rung("gemm", "tuned"), repeats=3)
     assert m.ok, m.error
     assert m.host_us > 0 and m.back_to_back_us > 0
-    assert m.to_dict()["host_us"] == m.host_us
+    assert m.graph_us > 0 and m.graph_error is None, m.graph_error
+    assert m.to_dict()["host_us"] == m.host_us and m.to_dict()["graph_us"] == m.graph_us

@@ -14,9 +14,10 @@ from conftest import ON_GPU, gpu_only
 from numba import cuda
 
 from ladder.conv.problem import CONV, conv_numpy
+from ladder.core import graphs
 from ladder.core.rung import get_rung
 from ladder.core.timing import relative_error
-from ladder.transfer import bench, graphs, launch, pipeline, plot, transfers
+from ladder.transfer import bench, launch, pipeline, plot, transfers
 
 NAIVE = get_rung("conv", "naive")
 # the simulator runs every thread as a Python thread: three tiny images there

@@ -216,6 +216,7 @@ def memory_vs_n(
             row["error"] = f"inputs: {err}"
             continue
         io_bytes = sum(x.nbytes for x in inputs) + out.nbytes
+        _drop_plans(rung)  # a plan's workspaces (rung 1's scores) are this N's, made anew
         base = TRACKER.current
         TRACKER.reset_peak()
         start = time.perf_counter()
@@ -236,6 +237,14 @@ def memory_vs_n(
         row["workspace_bytes"] = workspace
         row["peak_bytes"] = io_bytes + workspace
     return rows
+
+
+def _drop_plans(rung: Any) -> None:
+    """Forget the plans of ``rung``'s launcher (``PLANS``), and the memory they hold."""
+    plans = getattr(sys.modules.get(rung.launch.__module__), "PLANS", None)
+    if plans is not None:
+        plans.clear()
+    _synchronize()
 
 
 def _synchronize() -> None:

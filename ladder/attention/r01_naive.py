@@ -14,7 +14,7 @@ one kernel per step, each the obvious loop:
 Memory: one float32 score buffer for every head of every batch, B·H·N²·4 bytes: 4.3 GB at the
 SDPA shape (B = 4, H = 16, N = 4096), 69 GB at N = 16384, 275 GB at N = 32768. The rung asks
 for it first (``memory.empty``), so a buffer that cannot fit raises ``AttentionMemoryError``
-naming the bytes needed and free, rather than failing inside the driver.
+naming the bytes needed and free, rather than failing inside the driver; its plan keeps it.
 Why: the baseline. Kernel 1 writes S, the softmax reads it three times and writes it, kernel 3
 reads it: six passes over B·H·N² floats, 26 GB at the SDPA shape against the problem's 134 MB
 (float16). Worse is how kernels 1 and 3 fetch operands: a warp of kernel 1 holds 16
@@ -132,15 +132,17 @@ def scores_buffer(batch: int, heads: int, n: int, rung: str) -> Any:
 
 
 def plan(q: Operand, k: Operand, v: Operand, out: Operand) -> Masks:
-    """The three launches and their grids, without and with the causal mask: built once per
-    signature of q, k, v and out (``PLANS``). The score buffer is not the plan's: each call
-    allocates its own, so that the memory table counts it and a kept plan holds no N x N."""
+    """The three launches, their grids and the score buffer, without and with the causal mask:
+    built once per signature of q, k, v and out (``PLANS``). The plan owns the N x N buffer, so
+    that a captured call replays on memory that lives on; ``PLANS`` keeps one plan only, so no
+    more than one such buffer is held (``memory.memory_vs_n`` drops it before each N)."""
     batch, heads, n, d = q.shape
     tiles = (n + TILE - 1) // TILE
     rows = batch * heads * n
     scale = np.float32(1.0 / math.sqrt(d))
     softmax = NumbaLaunch(softmax_kernel, (rows + ROW_THREADS - 1) // ROW_THREADS, ROW_THREADS)
     pv = NumbaLaunch(pv_kernel, (tiles * ((d + TILE - 1) // TILE), heads, batch), (TILE, TILE))
+    s = intake(scores_buffer(batch, heads, n, "rung 1"), "scores")
 
     def steps(causal: bool) -> Steps:
         scores = NumbaLaunch(
@@ -148,7 +150,6 @@ def plan(q: Operand, k: Operand, v: Operand, out: Operand) -> Masks:
         )
 
         def run(q: Operand, k: Operand, v: Operand, out: Operand) -> None:
-            s = intake(scores_buffer(batch, heads, n, "rung 1"), "scores")
             scores(q, k, s)
             softmax(s)
             pv(s, v, out)
@@ -158,7 +159,7 @@ def plan(q: Operand, k: Operand, v: Operand, out: Operand) -> Masks:
     return Masks(steps(False), steps(True))
 
 
-PLANS = PlanCache(plan)
+PLANS = PlanCache(plan, size=1)  # each plan holds a B x H x N x N buffer: keep one
 
 
 @attention_rung(

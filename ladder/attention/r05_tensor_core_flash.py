@@ -82,14 +82,13 @@ def kernel_d(d: int, rung: str) -> int:
     return next(size for size in HEAD_DIMS if size >= d)
 
 
-def _padded_copy(x: Operand, kd: int, what: str) -> Any:
-    """x (..., d) copied into a zeroed (..., kd) workspace."""
+def _padded_workspace(x: Operand, kd: int, what: str) -> Any:
+    """A zeroed (..., kd) float16 workspace for x (..., d): calls copy x into its first d
+    columns, and the columns past d stay zero."""
     import cupy
 
     buffer = memory.empty((*x.shape[:-1], kd), np.float16, what)
-    view = cupy.asarray(buffer)
-    view.fill(0)
-    view[..., : x.shape[-1]] = cupy.asarray(x.base)
+    cupy.asarray(buffer).fill(0)
     return buffer
 
 
@@ -115,6 +114,11 @@ def flash_plan(
     sizes = (np.int32(n), np.int32(heads), np.int32(kv_heads), np.float32(LOG2E / math.sqrt(d)))
     copy = kd != d or any(x.align < ALIGN for x in (q, k, v, out))
 
+    if copy:  # workspaces the kernel can take (d padded with zeros, 16-byte aligned), the plan's
+        buffers = [_padded_workspace(x, kd, f"{rung}'s padded {x.name}") for x in (q, k, v, out)]
+        views = [cupy.asarray(x) for x in buffers]
+        pointers = [int(cuda_cpp.pointer(x)) for x in buffers]
+
     def masked(causal: bool) -> Steps:
         args = (POINTER, POINTER, POINTER, POINTER, *sizes, np.int32(causal))
         launch = cupy_launch(kernel, grid, (32 * warps,), smem, args)
@@ -123,15 +127,10 @@ def flash_plan(
             launch(q.ptr, k.ptr, v.ptr, out.ptr)
 
         def padded(q: Operand, k: Operand, v: Operand, out: Operand) -> None:
-            # workspaces the kernel can take (d padded with zeros, 16-byte aligned), allocated
-            # per call: the memory table counts them as this call's
-            q_in = _padded_copy(q, kd, f"{rung}'s padded copy of q")
-            k_in = _padded_copy(k, kd, f"{rung}'s padded copy of k")
-            v_in = _padded_copy(v, kd, f"{rung}'s padded copy of v")
-            o_in = memory.empty((batch, heads, n, kd), np.float16, f"{rung}'s padded output")
-            pointers = [int(cuda_cpp.pointer(x)) for x in (q_in, k_in, v_in, o_in)]
+            for x, view in zip((q, k, v), views[:3], strict=True):
+                view[..., :d] = cupy.asarray(x.base)
             launch(*pointers)
-            cupy.asarray(out.base)[...] = cupy.asarray(o_in)[..., :d]
+            cupy.asarray(out.base)[...] = views[3][..., :d]
 
         return Steps(padded if copy else direct, launch)
 

@@ -437,10 +437,10 @@ class PlanCache:
         return plan
 
     def _add(self, key: Hashable, args: tuple[Any, ...]) -> Any:
+        if len(self._plans) >= self.size:  # before building: the old plan's memory goes first
+            del self._plans[next(iter(self._plans))]
         plan = self.build(*args)
         self.misses += 1
-        if len(self._plans) >= self.size:
-            del self._plans[next(iter(self._plans))]
         self._plans[key] = plan
         return plan
 

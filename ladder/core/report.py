@@ -110,7 +110,8 @@ def rich_table(group: list[dict[str, Any]], ceilings: dict[str, Any] | None, tit
         middle = ("GB moved", "TB/s moved", "TB/s eff.", "% of copy")
     else:
         middle = ("TFLOP/s", "TB/s", "% FP32 peak")
-    calls = ("host µs/call", "b2b µs/call")  # what a call costs a program (timing.time_calls)
+    # what a call costs a program (timing.time_calls): host, back-to-back, graph replay
+    calls = ("host µs/call", "b2b µs/call", "graph µs/call")
     for col in ("#", "rung", "median ms (min–max)", *calls, *middle, "× below", "× library"):
         table.add_column(col, justify="left" if col == "rung" else "right")
     table.add_column("rel err", justify="right")
@@ -135,6 +136,7 @@ def rich_table(group: list[dict[str, Any]], ceilings: dict[str, Any] | None, tit
             _time_cell(row),
             _fmt(row.get("host_us"), ".1f"),
             _fmt(row.get("back_to_back_us"), ".1f"),
+            _fmt(row.get("graph_us"), ".1f"),
             *cells,
             _fmt(row.get("speedup"), ".2f"),
             _fmt(row.get("vs_reference"), ".3f"),
@@ -287,7 +289,7 @@ def sanitize_table(results: list[Any], gpu: str):
 def _group_table(group: list[dict[str, Any]], ceilings: dict[str, Any] | None) -> list[str]:
     problem, dtype, shape = group[0]["problem"], group[0]["dtype"], tuple(group[0]["shape"])
     memory = derived.is_memory(group)
-    head = "| # | rung | median ms | host µs/call | b2b µs/call |"
+    head = "| # | rung | median ms | host µs/call | b2b µs/call | graph µs/call |"
     if memory:
         head += " GB moved | TB/s moved | TB/s eff. | % of copy |"
     else:
@@ -296,7 +298,9 @@ def _group_table(group: list[dict[str, Any]], ceilings: dict[str, Any] | None) -
         f"**{problem}** {dtype} {' × '.join(map(str, shape))}",
         "",
         head + " × rung below | × library |",
-        "|---:|---|---:|---:|---:|---:|---:|" + ("---:|---:|" if memory else "") + "---:|---:|",
+        "|---:|---|---:|---:|---:|---:|---:|---:|"
+        + ("---:|---:|" if memory else "")
+        + "---:|---:|",
     ]
     for row in derived.rows(group, ceilings):
         if memory:
@@ -309,7 +313,8 @@ def _group_table(group: list[dict[str, Any]], ceilings: dict[str, Any] | None) -
         lines.append(
             f"| {'ref' if row['reference'] else row['number']} | {row['rung']} | "
             f"{_fmt(row.get('median_ms'), '.3f')} | {_fmt(row.get('host_us'), '.1f')} | "
-            f"{_fmt(row.get('back_to_back_us'), '.1f')} | {figures} | "
+            f"{_fmt(row.get('back_to_back_us'), '.1f')} | {_fmt(row.get('graph_us'), '.1f')} | "
+            f"{figures} | "
             f"{_fmt(row.get('speedup'), '.2f')} | {_fmt(row.get('vs_reference'), '.3f')} |"
         )
     return [*lines, ""]

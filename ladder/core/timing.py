@@ -14,8 +14,9 @@ The recipe (docs/design.md, "Measuring"):
    building the launch) is then done before the start event fires, so the events time the
    GPU's work, not the Python in front of it, for every rung and library alike;
 5. what a call costs the program that makes it, measured apart (``time_calls``): the host
-   time of one call with the GPU idle before it (median of ``HOST_CALLS``), and the time per
-   call of many calls in a row with no wait between them (back-to-back);
+   time of one call with the GPU idle before it (median of ``HOST_CALLS``), the time per
+   call of many calls in a row with no wait between them (back-to-back), and the same for
+   replays of a CUDA graph that captured one call (``graphs.capture_call``);
 6. the output of one more call, poisoned before it, is checked again, so a kernel that is
    only right when it runs slowly (a race) is caught.
 
@@ -39,7 +40,7 @@ import time
 import warnings
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -236,6 +237,8 @@ class Measurement:
     bytes_moved: float | None = None  # what the rung actually reads and writes, if declared
     host_us: float | None = None  # median host time of one call, the GPU idle before it
     back_to_back_us: float | None = None  # time per call of many calls in a row
+    graph_us: float | None = None  # time per replay of many replays of a captured call
+    graph_error: str | None = None  # why the call could not be captured, when it could not
 
     @property
     def ok(self) -> bool:
@@ -297,6 +300,8 @@ class Measurement:
             "samples_ms": self.samples_ms,
             "host_us": self.host_us,
             "back_to_back_us": self.back_to_back_us,
+            "graph_us": self.graph_us,
+            "graph_error": self.graph_error,
             "error": self.error,
         }
 
@@ -455,7 +460,9 @@ def measure(
     else:
         result.samples_ms = _time_gpu(launch, out, repeats, warmup, time_budget_s)
         call = functools.partial(rung.launch, *args, out)
-        result.host_us, result.back_to_back_us = time_calls(call, result.median_ms or 0.0)
+        costs = time_calls(call, result.median_ms or 0.0)
+        result.host_us, result.back_to_back_us = costs.host_us, costs.back_to_back_us
+        result.graph_us, result.graph_error = costs.graph_us, costs.graph_error
         poison(out)  # the check after timing sees one whole call's output
         launch()
     result.rel_err_after = relative_error(_to_host(out), case.ref)
@@ -479,15 +486,41 @@ def _time_host(launch: Any, out: Any, repeats: int) -> list[float]:
     return samples
 
 
-def time_calls(call: Callable[[], Any], gpu_ms: float) -> tuple[float, float]:
-    """What a call costs a program that makes it: (host µs, back-to-back µs) per call.
+class CallCosts(NamedTuple):
+    """What a call costs a program, in µs per call (``time_calls``)."""
+
+    host_us: float
+    back_to_back_us: float
+    graph_us: float | None = None  # None: not measured, or capture failed (graph_error says)
+    graph_error: str | None = None
+
+
+def _in_a_row(run: Callable[[], Any], count: int) -> float:
+    """Seconds per call of ``count`` calls of ``run`` in a row, then one synchronize."""
+    from numba import cuda
+
+    cuda.synchronize()
+    start = time.perf_counter()
+    for _ in range(count):
+        run()
+    cuda.synchronize()
+    return (time.perf_counter() - start) / count
+
+
+def time_calls(call: Callable[[], Any], gpu_ms: float, *, graph: bool = True) -> CallCosts:
+    """What a call costs a program that makes it, in µs per call.
 
     Host: ``time.perf_counter`` around the call alone, the GPU synchronized before each of
     ``HOST_CALLS`` calls (steady state: the launcher's Python work, argument reading, the
     driver's launch; nothing queued waits). Back-to-back: calls in a row with no wait between
     them, then one synchronize, the wall time over the count: what a loop of calls sees, the
-    larger of the host time and the GPU time of a call, about."""
+    larger of the host time and the GPU time of a call, about. Graph (with ``graph``): one call
+    captured into a CUDA graph (``graphs.capture_call``), then replays in a row, timed like
+    the back-to-back calls: what a program that replays a graph pays per call. Where capture
+    fails (a launcher that allocates or synchronizes), ``graph_error`` says why."""
     from numba import cuda
+
+    from ladder.core import graphs
 
     samples = []
     for _ in range(HOST_CALLS):
@@ -497,13 +530,17 @@ def time_calls(call: Callable[[], Any], gpu_ms: float) -> tuple[float, float]:
         samples.append(time.perf_counter() - start)
     lo, hi = BACK_TO_BACK_CALLS
     count = int(min(hi, max(lo, BACK_TO_BACK_S / max(gpu_ms * 1e-3, 1e-9))))
-    cuda.synchronize()
-    start = time.perf_counter()
-    for _ in range(count):
-        call()
-    cuda.synchronize()
-    back_to_back = (time.perf_counter() - start) / count
-    return float(np.median(samples)) * 1e6, back_to_back * 1e6
+    back_to_back = _in_a_row(call, count)
+    costs = CallCosts(float(np.median(samples)) * 1e6, back_to_back * 1e6)
+    if not graph:
+        return costs
+    try:
+        with graphs.capture_call(call) as captured:
+            per_replay = _in_a_row(captured.replay, count)
+    except Exception as err:  # reported beside the figures, never fatal to the measurement
+        cuda.synchronize()
+        return costs._replace(graph_error=f"{type(err).__name__}: {err}"[:300])
+    return costs._replace(graph_us=per_replay * 1e6)
 
 
 def _time_gpu(

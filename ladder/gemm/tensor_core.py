@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
-import functools
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -54,19 +53,29 @@ def _view(op: Operand) -> Any:
 Run = Callable[[int, int, int, int, int, int], None]  # (a, b, c pointers, M, N, K)
 
 
-def _padded(run: Run, a: Operand, b: Operand, c: Operand, padded: tuple[int, int, int]) -> None:
-    """``run`` on zero-padded copies of A and B of the ``padded`` sizes; C's part copied back."""
-    import cupy
+class _Padded:
+    """``run`` on zero-padded copies of A and B of the ``padded`` sizes, C's part copied back.
+    The copies are the plan's, allocated (zeroed) at its first call: later calls write A's and
+    B's values into them (the padding stays zero), and the graph of a captured call replays on
+    them."""
 
-    (m, k), n = a.shape, b.shape[1]
-    mp, np_, kp = padded
-    pa = cupy.zeros((mp, kp), dtype=np.uint16)
-    pb = cupy.zeros((kp, np_), dtype=np.uint16)
-    pc = cupy.empty((mp, np_), dtype=np.uint16)
-    pa[:m, :k] = _view(a)
-    pb[:k, :n] = _view(b)
-    run(pa.data.ptr, pb.data.ptr, pc.data.ptr, mp, np_, kp)
-    _view(c)[...] = pc[:m, :n]
+    def __init__(self, run: Run, padded: tuple[int, int, int]) -> None:
+        self.run, self.padded = run, padded
+        self.pa: Any = None
+
+    def __call__(self, a: Operand, b: Operand, c: Operand) -> None:
+        (m, k), n = a.shape, b.shape[1]
+        if self.pa is None:
+            import cupy
+
+            mp, np_, kp = self.padded
+            self.pa = cupy.zeros((mp, kp), dtype=np.uint16)
+            self.pb = cupy.zeros((kp, np_), dtype=np.uint16)
+            self.pc = cupy.empty((mp, np_), dtype=np.uint16)
+        self.pa[:m, :k] = _view(a)
+        self.pb[:k, :n] = _view(b)
+        self.run(self.pa.data.ptr, self.pb.data.ptr, self.pc.data.ptr, *self.padded)
+        _view(c)[...] = self.pc[:m, :n]
 
 
 def _padded_sizes(m: int, n: int, k: int, tiles: tuple[int, int, int]) -> tuple[int, int, int]:
@@ -126,7 +135,7 @@ class TiledLauncher:
         def run(pa: int, pb: int, pc: int, mm: int, nn: int, kk: int) -> None:
             kernel(pa, pb, pc)
 
-        return functools.partial(_padded, run, padded=padded)
+        return _Padded(run, padded)
 
 
 Maps = Callable[[int, int], tuple[np.ndarray, np.ndarray]]  # A's, B's address -> their maps

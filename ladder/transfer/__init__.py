@@ -7,8 +7,8 @@ Not a ladder of kernels but the costs around them, measured the same way on ever
 - ``pipeline``: a convolution layer from host memory to host memory, sequential against
   chunked over several streams with pinned, double-buffered staging, its overlap efficiency
   and its timeline, from CUDA events (with NVTX ranges for Nsight Systems);
-- ``graphs``: the project's helper that captures Numba launches on a stream into a CUDA graph
-  and replays it;
+- CUDA graphs through ``ladder.core.graphs``, the project's helper that captures launches on
+  a stream into a graph and replays it;
 - ``launch``: what a launch costs on the host, several ways, and what a graph's replay costs;
 - ``plot``: the bandwidth, timeline and launch figures; ``bench``: all of it into
   ``results/<gpu>-transfer.json`` (``python -m ladder.transfer``).

@@ -36,8 +36,7 @@ from typing import Any
 import numpy as np
 from numba import cuda
 
-from ladder.core import device
-from ladder.transfer import graphs
+from ladder.core import device, graphs
 
 THREADS = 32  # one warp: the smallest launch that is still a kernel
 CHAIN = 100

@@ -1,4 +1,5 @@
-"""Capture Numba kernel launches into a CUDA graph, and replay the graph.
+"""Capture kernel launches into a CUDA graph, and replay the graph: a chain of Numba launches
+(``capture``), or one call of any rung or library (``capture_call``).
 
 A Numba launch costs tens of microseconds of Python and driver work on the host (``launch.py``
 measures it), far more than a small kernel takes on the GPU: a chain of small kernels launched
@@ -39,6 +40,11 @@ What capture is sets the rules:
   and the wrapping synchronizes the array's stream, which is illegal during capture; wrap it
   once beforehand with ``cuda.as_cuda_array(array, sync=False)``.
 
+``capture_call(call)`` records one call of a launcher that takes no stream: every rung (each
+launches on ``fastcall.current_stream()``, which ``fastcall.on_stream`` points at the capture
+stream, CuPy's current stream with it) and a library call (PyTorch's current stream is pointed
+there too). The harness times a rung's replay this way (``timing.time_calls``).
+
 On a GPU this is the driver API, through ``cuda.bindings`` (which numba-cuda itself is built
 on): ``cuStreamBeginCapture`` in thread-local mode, ``cuStreamEndCapture``,
 ``cuGraphInstantiate`` and ``cuGraphLaunch``.
@@ -52,11 +58,13 @@ which the rules above ask for anyway.
 
 from __future__ import annotations
 
+import contextlib
+import sys
 import weakref
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
-from ladder.core import device
+from ladder.core import device, fastcall
 
 Issue = Callable[[Any], None]
 
@@ -196,3 +204,35 @@ def capture(issue: Issue, stream: Any = None, *, warm_up: bool = True) -> Graph:
         cu.cuGraphDestroy(graph)
         raise
     return Graph(issue, stream, (graph_exec, graph), int(nodes))
+
+
+@contextlib.contextmanager
+def _torch_on(stream: Any) -> Iterator[None]:
+    """PyTorch's current stream set to ``stream`` (when PyTorch is in use and this is a GPU)."""
+    torch = sys.modules.get("torch")
+    if torch is None or device.simulator() or not torch.cuda.is_available():
+        yield
+        return
+    external = torch.cuda.ExternalStream(fastcall.stream_handle(stream))
+    with torch.cuda.stream(external):
+        yield
+
+
+def capture_call(call: Callable[[], Any], stream: Any = None, *, warm_up: bool = True) -> Graph:
+    """Record what ``call()`` launches into a graph: a rung's or a library's launcher called
+    with its arguments bound, for example ``functools.partial(rung.launch, x, w, out)``.
+
+    During the call every ladder launch goes to the capture stream (``fastcall.on_stream``),
+    and so do CuPy's and PyTorch's. The rules of ``capture`` hold: the call must not allocate
+    or synchronize once warmed up (pass the output; a rung's plan keeps its workspaces), and
+    every replay reads and writes the arrays bound into ``call``.
+    """
+
+    def issue(on: Any) -> None:
+        if device.simulator():  # no streams to point at: the simulator runs launches at once
+            call()
+            return
+        with fastcall.on_stream(on), _torch_on(on):
+            call()
+
+    return capture(issue, stream, warm_up=warm_up)
