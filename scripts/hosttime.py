@@ -2,14 +2,16 @@
 
 For each case (problem, rung, size, dtype) the inputs and the output are built on the GPU, as
 PyTorch tensors, CuPy arrays and Numba device arrays in turn, and the rung's ``launch`` is
-called ``--repeats`` times after ``--warmup`` calls. Two figures per row:
+called ``--repeats`` times after ``--warmup`` calls. Three figures per row, measured by the
+harness's own ``timing.time_calls``:
 
 - host µs per call: ``time.perf_counter`` around the call alone, the GPU synchronized before
   each call (so no queue is full and no earlier work is waited for); the median is reported,
   and every sample is kept in the JSON;
 - back-to-back µs per call: ``--back-to-back`` calls in a row, then one synchronize, wall time
   over the count: what a loop of launches costs when nothing waits in between (the larger of
-  the host time and the GPU time of a call).
+  the host time and the GPU time of a call);
+- graph µs per call: one call captured into a CUDA graph, then as many replays in a row.
 
 Rows per case: the rung's ``launch`` (the registry's launcher), and for the rungs converted to
 ``ladder.core.fastcall`` the same ``launch`` with raw launches off (``dispatcher_launches()``:
@@ -17,17 +19,9 @@ Numba's dispatcher or CuPy's ``RawKernel``, same validation and plans) and, for 
 its old launcher kept for the sweep (``launch_config``). ``torch.matmul`` (with ``out=``) and
 ``torch.softmax`` are measured at the same sizes. The bare launches: an empty kernel through
 Numba's dispatcher, CuPy's ``RawKernel``, ``cuda.core.launch``, ``cuda.bindings``'
-``cuLaunchKernel`` and ``fastcall.PackedLaunch`` (ctypes), with no argument and with three
-pointers; and the cost of reading one array (``fastcall.intake`` against Numba's
-``cuda.as_cuda_array``).
-
-For the launchers as they were before ``fastcall``, run this same script on the base commit:
-
-    git worktree add /tmp/ladder-base bc5cc24
-    cd /tmp/ladder-base && PYTHONPATH=. python /path/to/scripts/hosttime.py --label base \\
-        --out /tmp/hosttime-base.json
-
-(without ``ladder.core.fastcall`` it measures the registry's launchers and the bare launches).
+``cuLaunchKernel`` and ``fastcall.PackedLaunch`` (through cuda.bindings and through ctypes),
+with no argument and with three pointers; and the cost of reading one array
+(``fastcall.intake`` against Numba's ``cuda.as_cuda_array``).
 
 ``--dry-run`` runs in Numba's CUDA simulator without a GPU: it builds each Numba case's plans
 at a small size, checks the answers, and prints each plan's mode; no time is measured.
@@ -43,10 +37,8 @@ import functools
 import gc
 import json
 import os
-import statistics
 import subprocess
 import sys
-import time
 import traceback
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
@@ -115,6 +107,8 @@ class Row:
     host_us_min: float | None = None
     host_us_samples: list[float] = field(default_factory=list)
     back_to_back_us: float | None = None
+    graph_us: float | None = None
+    graph_error: str | None = None
     rel_err: float | None = None
     ok: bool | None = None
     error: str | None = None
@@ -142,28 +136,22 @@ def _sync() -> None:
 
 
 def measure(call: Callable[[], Any], repeats: int, warmup: int, back_to_back: int) -> dict:
-    """Host µs per call (synchronized before each) and back-to-back µs per call."""
+    """Host µs per call (synchronized before each), back-to-back µs per call and graph replay
+    µs per call: ``timing.time_calls``, the harness's own measurement, after ``warmup`` calls."""
+    from ladder.core import timing
+
     for _ in range(warmup):
         call()
         _sync()
     gc.collect()
-    samples = []
-    for _ in range(repeats):
-        _sync()
-        start = time.perf_counter()
-        call()
-        samples.append((time.perf_counter() - start) * 1e6)
-    _sync()
-    start = time.perf_counter()
-    for _ in range(back_to_back):
-        call()
-    _sync()
-    wall = (time.perf_counter() - start) * 1e6
+    costs = timing.time_calls(call, 0.0, host_calls=repeats, in_a_row=back_to_back)
     return {
-        "host_us_median": statistics.median(samples),
-        "host_us_min": min(samples),
-        "host_us_samples": [round(s, 3) for s in samples],
-        "back_to_back_us": wall / back_to_back,
+        "host_us_median": costs.host_us,
+        "host_us_min": min(costs.host_samples_us),
+        "host_us_samples": [round(s, 3) for s in costs.host_samples_us],
+        "back_to_back_us": costs.back_to_back_us,
+        "graph_us": costs.graph_us,
+        "graph_error": costs.graph_error,
     }
 
 
@@ -454,11 +442,13 @@ def bare_rows(args: argparse.Namespace) -> list[Row]:
 
     fastcall = _fastcall()
     if fastcall is not None:
-        p0 = fastcall.PackedLaunch(k0.kernel.ptr, 1, 32, 0, [], [])
-        slots = [ctypes.c_uint64(0) for _ in range(3)]
-        p3 = fastcall.PackedLaunch(k3.kernel.ptr, 1, 32, 0, slots, [0, 1, 2])
-        add("fastcall.PackedLaunch (ctypes cuLaunchKernel): empty0", lambda: p0())
-        add("fastcall.PackedLaunch: empty3(3 pointers)", lambda: p3(*ptrs))
+        for via in getattr(fastcall, "VIAS", ("ctypes",)):
+            extra = {"via": via} if hasattr(fastcall, "VIAS") else {}
+            p0 = fastcall.PackedLaunch(k0.kernel.ptr, 1, 32, 0, [], [], **extra)
+            slots = [ctypes.c_uint64(0) for _ in range(3)]
+            p3 = fastcall.PackedLaunch(k3.kernel.ptr, 1, 32, 0, slots, [0, 1, 2], **extra)
+            add(f"fastcall.PackedLaunch ({via}): empty0", lambda p0=p0: p0())
+            add(f"fastcall.PackedLaunch ({via}): empty3(3 pointers)", lambda p3=p3: p3(*ptrs))
         ops = [fastcall.intake(x, f"a{i}") for i, x in enumerate(nd)]
         raw = fastcall.NumbaLaunch(empty3, 1, 32)
         raw(*ops)  # the first call compiles and packs
@@ -527,7 +517,8 @@ def print_rows(rows: list[Row]) -> None:
     def fmt(value: float | None) -> str:
         return f"{value:9.1f}" if value is not None else "        -"
 
-    print(f"{'what':64s} {'inputs':6s} {'path':12s} {'host µs':>9s} {'b2b µs':>9s}  mode / error")
+    head = f"{'what':64s} {'inputs':6s} {'path':12s} {'host µs':>9s} {'b2b µs':>9s}"
+    print(f"{head} {'graph µs':>9s}  mode / error")
     for row in rows:
         what = row.label if not row.dtype else f"{row.label} {row.dtype} {row.size}"
         tail = row.error or row.mode
@@ -535,7 +526,7 @@ def print_rows(rows: list[Row]) -> None:
             tail = f"WRONG (rel err {row.rel_err:.2e}) {tail}"
         print(
             f"{what[:64]:64s} {row.inputs:6s} {row.path:12s} {fmt(row.host_us_median)} "
-            f"{fmt(row.back_to_back_us)}  {tail}"
+            f"{fmt(row.back_to_back_us)} {fmt(row.graph_us)}  {tail}"
         )
 
 

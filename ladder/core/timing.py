@@ -489,10 +489,11 @@ def _time_host(launch: Any, out: Any, repeats: int) -> list[float]:
 class CallCosts(NamedTuple):
     """What a call costs a program, in µs per call (``time_calls``)."""
 
-    host_us: float
+    host_us: float  # the median of host_samples_us
     back_to_back_us: float
     graph_us: float | None = None  # None: not measured, or capture failed (graph_error says)
     graph_error: str | None = None
+    host_samples_us: tuple[float, ...] = ()
 
 
 def _in_a_row(run: Callable[[], Any], count: int) -> float:
@@ -507,7 +508,14 @@ def _in_a_row(run: Callable[[], Any], count: int) -> float:
     return (time.perf_counter() - start) / count
 
 
-def time_calls(call: Callable[[], Any], gpu_ms: float, *, graph: bool = True) -> CallCosts:
+def time_calls(
+    call: Callable[[], Any],
+    gpu_ms: float,
+    *,
+    graph: bool = True,
+    host_calls: int = HOST_CALLS,
+    in_a_row: int | None = None,
+) -> CallCosts:
     """What a call costs a program that makes it, in µs per call.
 
     Host: ``time.perf_counter`` around the call alone, the GPU synchronized before each of
@@ -517,21 +525,23 @@ def time_calls(call: Callable[[], Any], gpu_ms: float, *, graph: bool = True) ->
     larger of the host time and the GPU time of a call, about. Graph (with ``graph``): one call
     captured into a CUDA graph (``graphs.capture_call``), then replays in a row, timed like
     the back-to-back calls: what a program that replays a graph pays per call. Where capture
-    fails (a launcher that allocates or synchronizes), ``graph_error`` says why."""
+    fails (a launcher that allocates or synchronizes), ``graph_error`` says why. ``host_calls``
+    and ``in_a_row`` set the counts (by default ``HOST_CALLS``, and enough calls in a row for
+    about ``BACK_TO_BACK_S`` of GPU work at ``gpu_ms`` a call)."""
     from numba import cuda
 
     from ladder.core import graphs
 
     samples = []
-    for _ in range(HOST_CALLS):
+    for _ in range(host_calls):
         cuda.synchronize()
         start = time.perf_counter()
         call()
-        samples.append(time.perf_counter() - start)
+        samples.append((time.perf_counter() - start) * 1e6)
     lo, hi = BACK_TO_BACK_CALLS
-    count = int(min(hi, max(lo, BACK_TO_BACK_S / max(gpu_ms * 1e-3, 1e-9))))
+    count = in_a_row or int(min(hi, max(lo, BACK_TO_BACK_S / max(gpu_ms * 1e-3, 1e-9))))
     back_to_back = _in_a_row(call, count)
-    costs = CallCosts(float(np.median(samples)) * 1e6, back_to_back * 1e6)
+    costs = CallCosts(float(np.median(samples)), back_to_back * 1e6, None, None, tuple(samples))
     if not graph:
         return costs
     try:
