@@ -547,6 +547,9 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--out", type=Path, help="write the rows as JSON here")
     parser.add_argument("--label", default="", help="a name for this run in the JSON")
+    parser.add_argument(
+        "--commit", default="", help="the commit the tree is (default: git rev-parse HEAD here)"
+    )
     parser.add_argument("--case", type=parse_case, action="append", help="problem/rung:AxB:dtype")
     parser.add_argument("--inputs", default=",".join(LIBRARIES), help="torch,cupy,numba")
     parser.add_argument("--repeats", type=int, default=50)
@@ -590,7 +593,7 @@ def main(argv: list[str] | None = None) -> int:
             "label": args.label,
             "ladder": str(Path(ladder.__file__).parent),
             "date": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
-            "commit": _git_commit(),
+            "commit": args.commit or _git_commit(),
             "fastcall": _fastcall() is not None,
             "dry_run": args.dry_run,
             "device": device.facts().to_dict(),
