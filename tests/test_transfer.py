@@ -323,3 +323,43 @@ def test_benchmark_writes_results_and_figures(tmp_path):
     (tmp_path / "other.json").write_text(json.dumps({"gpu": "x", "runs": []}))
     with pytest.raises(ValueError, match="not a results file"):
         bench.main(["--from-results", str(tmp_path / "other.json")])
+
+
+def test_call_costs_plot_the_launch_rows_and_the_libraries(tmp_path):
+    """The notebook's figure of a ``scripts/hosttime.py`` run: rung launchers with PyTorch
+    inputs and library calls, not the dispatcher rows, other inputs or bare launches."""
+
+    def row(kind, label, inputs="torch", path="launch", host=15.0, graph=None):
+        return {"kind": kind, "label": label, "inputs": inputs, "path": path, "dtype": "float32",
+                "host_us_median": host, "back_to_back_us": host, "graph_us": graph}  # fmt: skip
+
+    doc = {
+        "label": "test",
+        "device": {"name": "NVIDIA H200"},
+        "rows": [
+            row("rung", "gemm/naive", graph=4000.0),
+            row("rung", "gemm/naive", path="dispatcher"),
+            row("rung", "gemm/naive", inputs="cupy"),
+            row("library", "torch.matmul(a, b, out=c)", inputs="torch", path=""),
+            row("bare launch", "cupy RawKernel: empty0", inputs="", path=""),
+            row("rung", "conv/naive", host=None),  # a failed row
+        ],
+    }
+    chosen = plot.call_cost_rows(doc)
+    assert [(r["label"], r["kind"]) for r in chosen] == [
+        ("gemm/naive", "rung"),
+        ("torch.matmul(a, b, out=c)", "library"),
+    ]
+    path = plot.call_costs(doc, tmp_path / "calls.png")
+    assert path.exists() and path.stat().st_size > 0
+
+
+def test_call_parts_say_they_need_a_gpu_in_the_simulator():
+    if ON_GPU:
+        parts = launch.call_parts(calls=5)
+        assert parts["host_us"] > 0 and parts["graph_us"] > 0 and parts["mode"] == "raw"
+        assert set(parts["parts_us"]) >= {"launch (cuLaunchKernel)", "the whole call"}
+    else:
+        assert launch.call_parts() == {
+            "error": "needs a GPU: the simulator launches every kernel through Numba"
+        }

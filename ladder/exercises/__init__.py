@@ -13,7 +13,7 @@ EXERCISES = {
     "nb01_gemm": ("coalescing", "shared_tiling", "local_array"),
     "nb02_tensor_cores": ("bank_conflicts", "fragment_registers", "mma_count"),
     "nb03_conv": ("conv1_shape_flops", "quads_per_window"),
-    "nb04_streams_and_graphs": ("pipeline_time", "graph_launches"),
+    "nb04_streams_and_graphs": ("pipeline_time", "graph_launches", "call_costs"),
     "nb05_fusion": ("fusion_bytes", "online_softmax"),
     "nb06_attention": ("score_memory", "flash_merge"),
 }

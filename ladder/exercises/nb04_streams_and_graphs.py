@@ -4,6 +4,7 @@
   chunks on streams (each copy engine and the SMs do one chunk at a time).
 - ``check_graph_launches(dict)``: a chain of short kernels, launched one by one from Python
   or replayed as a CUDA graph.
+- ``check_call_costs(dict)``: one rung called in a loop, directly and as a replayed graph.
 """
 
 from __future__ import annotations
@@ -18,6 +19,9 @@ KERNELS = 100
 KERNEL_US = 2.0  # GPU time of each kernel of the chain
 LAUNCH_US = 20.0  # host time to launch one Numba kernel
 REPLAY_US = 1.1  # GPU-side cost per kernel of a replayed graph
+CALL_HOST_US = 15.0  # a rung's host time per call: reading its arrays, its plan, the launch
+CALL_GPU_US = 6.0  # the GPU time of the rung's one kernel
+GRAPH_LAUNCH_US = 3.0  # the host time of one graph replay (cuGraphLaunch)
 
 
 def _pipelined(stages: tuple[float, ...], chunks: int) -> float:
@@ -82,4 +86,29 @@ def check_graph_launches(answer: Any) -> str:
     return (
         f"right: {direct:.0f} us launched one by one, {graph:.0f} us as a graph: "
         "launch-bound becomes GPU-bound"
+    )
+
+
+def check_call_costs(answer: Any) -> str:
+    """A rung called 1000 times in a loop: each call costs the host CALL_HOST_US and its kernel
+    runs CALL_GPU_US on the GPU. Then the same call captured once as a graph and replayed 1000
+    times: each replay costs the host GRAPH_LAUNCH_US. Keys: loop_us, graph_us (per call)."""
+    found = as_dict(answer, ("loop_us", "graph_us"), "check_call_costs")
+    loop = max(CALL_HOST_US, CALL_GPU_US)
+    graph = max(GRAPH_LAUNCH_US, CALL_GPU_US)
+    if close(found["loop_us"], CALL_HOST_US + CALL_GPU_US):
+        raise AssertionError(
+            "loop_us: a call returns once its kernel is queued, not when it has run; the host "
+            "prepares call i + 1 while the GPU runs call i, so the slower of the two sets the pace"
+        )
+    require(close(found["loop_us"], loop), "loop_us: per call, the slower of host and GPU")
+    if close(found["graph_us"], GRAPH_LAUNCH_US):
+        raise AssertionError(
+            "graph_us: a replay is cheap for the host, but the GPU still runs the kernel: the "
+            "slower of the two sets the pace"
+        )
+    require(close(found["graph_us"], graph), "graph_us: per replay, the slower of host and GPU")
+    return (
+        f"right: {loop:.0f} us per call in a loop (host-bound), {graph:.0f} us per replay "
+        "(GPU-bound): the graph takes the launcher's Python out of the loop"
     )

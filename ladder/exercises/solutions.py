@@ -61,6 +61,7 @@ quads_per_window = {"quads": 10 + 4 - 1, "mma": 10 * 4}  # k = i + j in 0 .. T +
 # nb04_streams_and_graphs: 8 chunks of (0.5, 0.375, 0.25) ms; the copy in sets the pace
 pipeline_time = {"sequential_ms": 9.0, "pipelined_ms": 4.0 + 0.375 + 0.25, "efficiency": 4 / 4.625}
 graph_launches = {"direct_us": 100 * 20.0, "graph_us": 100 * 2.0}
+call_costs = {"loop_us": 15.0, "graph_us": 6.0}  # host-bound, then GPU-bound
 
 # nb05_fusion: 6 passes of 2 bytes against 2 (a and b, 2 x 8192 x 2 bytes, once each)
 fusion_bytes = {

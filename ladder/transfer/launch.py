@@ -224,3 +224,64 @@ def _measure(
             "replays_per_repeat": replays,
         },
     }
+
+
+CALL_SIZE = (4096, 1024)  # the rung whose call is taken apart: softmax rung 5, float32
+PART_CALLS = 200
+
+
+def _median_us(step: Callable[[], Any], calls: int, sync: bool) -> float:
+    samples = []
+    for _ in range(calls):
+        if sync:
+            cuda.synchronize()
+        start = time.perf_counter()
+        step()
+        samples.append((time.perf_counter() - start) * 1e6)
+    return float(np.median(samples))
+
+
+def call_parts(calls: int = PART_CALLS) -> dict[str, Any]:
+    """One rung's call taken apart on the host: softmax rung 5 (one kernel) on Numba arrays of
+    ``CALL_SIZE``, each part timed alone (median µs of ``calls``): reading the two arrays
+    (``fastcall.intake``), finding the plan, the raw launch; then the whole call, the same call
+    through Numba's dispatcher (``fastcall.dispatcher_launches``), and the call's costs as the
+    harness reports them (``timing.time_calls``: host, back-to-back, graph replay). On a GPU
+    only (the simulator has no driver to launch through): elsewhere ``{"error": why}``."""
+    if not device.gpu_available():
+        return {"error": "needs a GPU: the simulator launches every kernel through Numba"}
+    from ladder.core import fastcall, timing
+    from ladder.core.rung import get_rung
+    from ladder.fused.softmax import r05_rows_in_registers as rung
+
+    x = cuda.to_device(np.random.default_rng(0).random(CALL_SIZE, dtype=np.float32))
+    out = cuda.device_array_like(x)
+    rung.launch(x, out)  # compiles, plans
+    ops = (fastcall.intake(x, "x"), fastcall.intake(out, "out"))
+    plan = rung.PLANS(*ops)
+    parts = {
+        "read x and out (intake)": _median_us(
+            lambda: (fastcall.intake(x, "x"), fastcall.intake(out, "out")), calls, False
+        ),
+        "find the plan (PlanCache)": _median_us(lambda: rung.PLANS(*ops), calls, False),
+        "launch (cuLaunchKernel)": _median_us(lambda: plan(*ops), calls, True),
+        "the whole call": _median_us(lambda: rung.launch(x, out), calls, True),
+    }
+    with fastcall.dispatcher_launches():
+        rung.launch(x, out)
+        parts["the whole call, Numba's dispatcher"] = _median_us(
+            lambda: rung.launch(x, out), calls, True
+        )
+    registered = get_rung("softmax", "rows-in-registers")
+    gpu_ms = timing.measure(timing.prepare(rung.SOFTMAX, CALL_SIZE), registered).median_ms
+    costs = timing.time_calls(functools.partial(rung.launch, x, out), gpu_ms or 0.0)
+    return {
+        "rung": "softmax/rows-in-registers float32 " + " x ".join(map(str, CALL_SIZE)),
+        "gpu": device.facts().name,
+        "parts_us": parts,
+        "gpu_us": (gpu_ms or 0.0) * 1e3,
+        "host_us": costs.host_us,
+        "back_to_back_us": costs.back_to_back_us,
+        "graph_us": costs.graph_us,
+        "mode": plan.mode,
+    }

@@ -196,3 +196,47 @@ def launch_costs(launch: dict[str, Any], path: str | Path, title: str = "") -> P
     ax.grid(axis="x", alpha=0.3)
     ax.set_xlim(0, max([*values, 1.0]) * 1.3)
     return _save(fig, path, bool(launch.get("simulated")))
+
+
+def call_cost_rows(doc: dict[str, Any], inputs: str = "torch") -> list[dict[str, Any]]:
+    """The rows of a ``scripts/hosttime.py`` results file a reader compares: each rung's
+    launcher (``launch`` path) with ``inputs`` arrays, and each library call, in file order."""
+    rows = []
+    for row in doc["rows"]:
+        rung = row["kind"] == "rung" and row["path"] == "launch" and row["inputs"] == inputs
+        if (rung or row["kind"] == "library") and row.get("host_us_median") is not None:
+            rows.append(row)
+    return rows
+
+
+def call_costs(doc: dict[str, Any], path: str | Path, limit_us: float = 20.0) -> Path:
+    """Host, back-to-back and graph replay µs per call of every rung's launcher and each library
+    call of a ``scripts/hosttime.py`` run, with the ``limit_us`` goal and the GPU named."""
+    from matplotlib.figure import Figure
+
+    rows = call_cost_rows(doc)
+    labels = [f"{r['label']} {r['dtype']}" for r in rows]
+    fig = Figure(figsize=(10, 0.28 * len(rows) + 1.8), layout="constrained")
+    ax = fig.add_subplot()
+    y = list(range(len(rows)))
+    host = [r["host_us_median"] for r in rows]
+    colors = ["#dd8452" if r["kind"] == "library" else "#4c72b0" for r in rows]
+    ax.barh(y, host, color=colors, height=0.7, label="host µs/call (GPU idle before)")
+    b2b = [(i, r["back_to_back_us"]) for i, r in zip(y, rows, strict=True) if r["back_to_back_us"]]
+    graph = [(i, r["graph_us"]) for i, r in zip(y, rows, strict=True) if r.get("graph_us")]
+    if b2b:
+        ax.scatter([v for _, v in b2b], [i for i, _ in b2b], marker="|", s=120, color="black",
+                   label="back-to-back µs/call", zorder=3)  # fmt: skip
+    if graph:
+        ax.scatter([v for _, v in graph], [i for i, _ in graph], marker="x", s=25,
+                   color="#55a868", label="graph replay µs/call", zorder=3)  # fmt: skip
+    ax.axvline(limit_us, color="#c44e52", linestyle="--", linewidth=1, label=f"{limit_us:g} µs")
+    ax.set_yticks(y, labels, fontsize=7)
+    ax.invert_yaxis()
+    ax.set_xscale("log")
+    ax.set_xlabel("µs per call (log scale); orange: a library's call")
+    gpu = doc.get("device", {}).get("name", "GPU")
+    ax.set_title(f"What a call costs from Python, {gpu} ({doc.get('label', '')})", fontsize=10)
+    ax.grid(axis="x", alpha=0.3, which="both")
+    ax.legend(fontsize=7, loc="lower right")
+    return _save(fig, path, False)
