@@ -94,6 +94,7 @@ class Operand:
         itemsize: int,
         readonly: bool = False,
         stream: int | None = None,
+        contiguous: bool | None = None,
     ) -> None:
         self.name = name  # the argument's name, for error messages
         self.obj = obj  # what the caller passed (a launcher returns it as the output)
@@ -105,7 +106,8 @@ class Operand:
         self.itemsize = itemsize
         self.readonly = readonly
         self.stream = stream  # the producer's stream (__cuda_array_interface__), not waited on
-        self.contiguous = c_contiguous(shape, strides)  # C-contiguous (row-major)
+        # C-contiguous (row-major); given by a caller that already knows
+        self.contiguous = c_contiguous(shape, strides) if contiguous is None else contiguous
         low = ptr & (ALIGN_CAP - 1)
         # what a plan may depend on: shape, strides, dtype and alignment (up to ALIGN_CAP)
         self.key = (shape, strides, dtype, low & -low if low else ALIGN_CAP)
@@ -167,6 +169,9 @@ def _dtype_info(dtype: Any) -> tuple[str, int]:
     return found
 
 
+_SIGNATURES: dict[tuple[Any, ...], tuple[str, int, tuple[int, ...], bool]] = {}
+
+
 def _operand(
     name: str,
     obj: Any,
@@ -179,19 +184,40 @@ def _operand(
     stream: int | None = None,
     byte_strides: bool = True,
 ) -> Operand:
+    # what depends only on the signature is worked out once per signature: a launcher's next
+    # call with same-shaped arrays finds it here
+    found = _SIGNATURES.get((dtype, shape, strides, byte_strides))
+    if found is None:
+        found = _signature(name, shape, strides, dtype, byte_strides)
+    dname, itemsize, elements, contiguous = found
+    return Operand(
+        name, obj, base, ptr, shape, elements, dname, itemsize, readonly, stream, contiguous
+    )
+
+
+def _signature(
+    name: str,
+    shape: tuple[int, ...],
+    strides: tuple[int, ...] | None,
+    dtype: Any,
+    byte_strides: bool,
+) -> tuple[str, int, tuple[int, ...], bool]:
     dname, itemsize = _dtype_info(dtype)
     if strides is None:
-        strides = _c_strides(shape)
-    elif byte_strides:
-        if itemsize > 1:
-            if any(s % itemsize for s in strides):
-                raise ValueError(
-                    f"{name}: strides {tuple(strides)} (bytes) are not whole {dname} elements"
-                )
-            strides = tuple([s // itemsize for s in strides])
-        else:
-            strides = tuple(strides)
-    return Operand(name, obj, base, ptr, shape, strides, dname, itemsize, readonly, stream)
+        elements = _c_strides(shape)
+    elif byte_strides and itemsize > 1:
+        if any(s % itemsize for s in strides):
+            raise ValueError(
+                f"{name}: strides {tuple(strides)} (bytes) are not whole {dname} elements"
+            )
+        elements = tuple([s // itemsize for s in strides])
+    else:
+        elements = tuple(strides)
+    found = (dname, itemsize, elements, c_contiguous(shape, elements))
+    if len(_SIGNATURES) >= 4096:
+        _SIGNATURES.clear()
+    _SIGNATURES[(dtype, shape, strides, byte_strides)] = found
+    return found
 
 
 def _host_error(name: str, what: str, hint: str) -> TypeError:
@@ -254,13 +280,14 @@ def _read_interface(obj: Any, name: str) -> Operand:
     if dtype.kind == "V":  # ml_dtypes' bfloat16 and others NumPy cannot name
         dtype = getattr(obj, "dtype", dtype)
     ptr, readonly = cai["data"]
+    strides = cai.get("strides")
     return _operand(
         name,
         obj,
         obj,
         ptr or 0,
         tuple(cai["shape"]),
-        cai.get("strides"),
+        None if strides is None else tuple(strides),
         dtype,
         bool(readonly),
         cai.get("stream"),

@@ -49,6 +49,7 @@ from typing import Any
 import numpy as np
 
 from ladder.core import cuda_cpp
+from ladder.core.fastcall import intake
 from ladder.core.rung import rung
 from ladder.gemm.tensor_core import TensorMapLaunch, TiledLauncher, operand_dtype
 
@@ -130,4 +131,5 @@ LAUNCHER = TiledLauncher((BM, BN, BK), kernel_for)
     cc_needs="wgmma and setmaxnreg, sm_90a-only instructions",
 )
 def launch(A: Any, B: Any, C: Any = None) -> Any:
-    return LAUNCHER(A, B, C, operand_dtype(A, ("float16", "bfloat16")))
+    a = intake(A, "A")  # read once: the launcher takes the Operand as it is
+    return LAUNCHER(a, B, C, operand_dtype(a, ("float16", "bfloat16")))

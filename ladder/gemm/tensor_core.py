@@ -35,7 +35,7 @@ def _round_up(x: int, tile: int) -> int:
 
 def operand_dtype(A: Any, supported: tuple[str, ...]) -> str:
     """The dtype of A if the rung supports it; a clear TypeError otherwise."""
-    found = name_of(getattr(A, "dtype", "unknown"))
+    found = A.dtype if type(A) is Operand else name_of(getattr(A, "dtype", "unknown"))
     if found not in supported:
         raise TypeError(f"A must be {' or '.join(supported)}, got {found}")
     return found
