@@ -113,7 +113,7 @@ def choose(size: tuple[int, ...], table: dict | None = None, staged: int = 4) ->
     bw = min(32, -(-wo // tw))
     th = 2 if ho > 8 else 1
     bh = max(1, min(128 // bw, -(-ho // th), 8))
-    config = Config(bw=bw, bh=bh, tw=tw, th=th, mg=min(m, 8), cc=min(c, 4))
+    config = Config(bw=bw, bh=bh, tw=tw, th=th, mg=min(m, 8), cc=max(1, min(c, 4)))
     for smaller in (
         config,
         dataclasses.replace(config, cc=1),
