@@ -22,7 +22,7 @@ from ladder.conv import r09_wgmma as r09
 from ladder.conv import r10_row_shifts as r10
 from ladder.conv import r11_one_group as r11
 from ladder.conv import r12_bulk as r12
-from ladder.conv.problem import CONV1, CONV2, conv_numpy
+from ladder.conv.problem import CONV1, CONV2, conv_numpy, operands
 from ladder.conv.tc import plan as tc
 
 RUNGS = {8: r08, 9: r09, 10: r10, 11: r11, 12: r12}
@@ -200,7 +200,8 @@ def _run(module, plan: tc.Layout, size, y_skew: int = 0, seed: int = 0) -> None:
     def configured(_size, device_id, _smem_limit):
         return tc.configure(plan, module.SOURCE, device_id, adjust=adjust)
 
-    tc.launch(cupy.asarray(x), cupy.asarray(wt), out, 0, configured)
+    ops = operands(cupy.asarray(x), cupy.asarray(wt), out, ("float16",))[:3]
+    tc.launch_plan(*ops, configured)(*ops, 0)
     got = cupy.asnumpy(out).astype(np.float64)
     ref = conv_numpy(x.astype(np.float64), wt.astype(np.float64))
     assert not np.isnan(got).any(), "an output element was never stored"

@@ -11,9 +11,10 @@ The two canonical layers, each with a batch of 10,000 images:
 - conv2: (10000, 4, 16, 40, 40, 7): four channels in, sixteen out.
 
 Every launcher takes device arrays ``x``, ``w`` and an optional output, plus a keyword
-``stream`` (a Numba stream, or 0 for the default stream) so that the pipelines of the data
-movement ladder can run a rung on their own streams. ``check_arrays`` validates them the same
-way for every rung.
+``stream`` (a Numba stream, or 0 for the current stream, ``fastcall.current_stream()``) so that
+the pipelines of the data movement ladder can run a rung on their own streams. ``operands``
+validates them the same way for every rung, and ``launch_planned`` runs the rung's plan for
+their signature (``fastcall.PlanCache``): a plan is called ``plan(x, w, out, stream)``.
 
 The floor of a layer is the larger of its memory time (the problem's fewest bytes over the
 measured copy bandwidth) and its arithmetic time (its FLOPs over the peak of the arithmetic the
@@ -29,10 +30,21 @@ import numpy as np
 
 from ladder.conv.layers import CONV1, CONV2
 from ladder.core import device
-from ladder.core.dtypes import name_of, resolve
+from ladder.core.dtypes import resolve
+from ladder.core.fastcall import (
+    NumbaLaunch,
+    Operand,
+    PlanCache,
+    Steps,
+    current_stream,
+    intake,
+    launch_stream,
+    numba_array,
+)
 from ladder.core.rung import Problem, register_problem
 
 GPU_REFERENCE_FLOPS = 2e9  # above this, the float64 reference is computed on the GPU
+MAX_GRID_Z = 65535  # images per launch where the grid's z dimension counts them
 
 # odd shapes for the GPU tests: C=1, M=1, K=1, K=5, H != W, B=1, and a few canonical images
 TEST_SIZES = [
@@ -219,51 +231,114 @@ def conv_numpy(x: np.ndarray, w: np.ndarray) -> np.ndarray:
 CONV = register_problem(ConvProblem())
 
 
-def check_arrays(x: Any, w: Any, out: Any, dtypes: tuple[str, ...]) -> tuple[Any, Any, Any, str]:
+def operands(
+    x: Any, w: Any, out: Any, dtypes: tuple[str, ...]
+) -> tuple[Operand, Operand, Operand, str]:
     """Validate a launcher's device arrays; allocate the output if None.
 
-    Returns x, w and the output as Numba device arrays, and the dtype name. Every rung calls
-    this, so every rung refuses bad input with the same messages.
+    Returns x, w and the output as ``Operand`` records (``ladder.core.fastcall``) and the dtype
+    name. Every rung validates through this, so every rung refuses bad input with the same
+    messages.
     """
-    from numba import cuda
-
-    x = device.device_array(x, "x")
-    w = device.device_array(w, "w")
-    dtype = name_of(x.dtype)
+    x = intake(x, "x")
+    w = intake(w, "w")
+    dtype = x.dtype
     if dtype not in dtypes:
         raise TypeError(f"x must be {' or '.join(dtypes)} for this rung, got {dtype}")
-    if name_of(w.dtype) != dtype:
-        raise TypeError(f"w must be {dtype} like x, got {name_of(w.dtype)}")
+    if w.dtype != dtype:
+        raise TypeError(f"w must be {dtype} like x, got {w.dtype}")
     if x.ndim != 4:
-        raise ValueError(f"x must be 4-D (B, C, H, W), got shape {tuple(x.shape)}")
+        raise ValueError(f"x must be 4-D (B, C, H, W), got shape {x.shape}")
     if w.ndim != 4:
-        raise ValueError(f"w must be 4-D (M, C, K, K), got shape {tuple(w.shape)}")
-    b, c, h, wd = (int(v) for v in x.shape)
-    m, cw, k, k2 = (int(v) for v in w.shape)
+        raise ValueError(f"w must be 4-D (M, C, K, K), got shape {w.shape}")
+    b, c, h, wd = x.shape
+    m, cw, k, k2 = w.shape
     if k != k2:
-        raise ValueError(f"filters must be square (M, C, K, K), got shape {tuple(w.shape)}")
+        raise ValueError(f"filters must be square (M, C, K, K), got shape {w.shape}")
     if cw != c:
         raise ValueError(f"w has {cw} input channels but x has {c}")
     if k < 1 or k > min(h, wd):
         raise ValueError(f"a {k}x{k} filter does not fit a {h}x{wd} image (stride 1, no padding)")
-    for arr, name in ((x, "x"), (w, "w")):
-        if not device.is_c_contiguous(arr):
-            raise ValueError(f"{name} must be C-contiguous (NCHW); copy it first")
+    for arr in (x, w):
+        if not arr.contiguous:
+            raise ValueError(f"{arr.name} must be C-contiguous (NCHW); copy it first")
     shape = (b, m, h - k + 1, wd - k + 1)
     if out is None:
-        out = cuda.device_array(shape, dtype=resolve(dtype))
+        from numba import cuda
+
+        out = intake(cuda.device_array(shape, dtype=resolve(dtype)), "out")
     else:
-        out = device.device_array(out, "out")
-        if tuple(out.shape) != shape:
-            raise ValueError(f"out must have shape {shape}, got {tuple(out.shape)}")
-        if name_of(out.dtype) != dtype:
-            raise TypeError(f"out must be {dtype}, got {name_of(out.dtype)}")
-        if not device.is_c_contiguous(out):
+        out = intake(out, "out")
+        if out.shape != shape:
+            raise ValueError(f"out must have shape {shape}, got {out.shape}")
+        if out.dtype != dtype:
+            raise TypeError(f"out must be {dtype}, got {out.dtype}")
+        if not out.contiguous:
             raise ValueError("out must be C-contiguous (NCHW)")
     return x, w, out, dtype
 
 
+def check_arrays(x: Any, w: Any, out: Any, dtypes: tuple[str, ...]) -> tuple[Any, Any, Any, str]:
+    """``operands``, returning Numba device arrays (the caller's own when they are): for the
+    library references, which hand the arrays to PyTorch and CuPy."""
+    x, w, out, dtype = operands(x, w, out, dtypes)
+    return numba_array(x), numba_array(w), numba_array(out), dtype
+
+
+def stream_handle(stream: Any) -> int:
+    """The stream a plan launches on: ``fastcall.launch_stream(stream)`` (0: the current
+    stream). The simulator's streams have no handle, and it runs every launch in order: 0."""
+    if not stream:
+        return current_stream()
+    return 0 if device.simulator() else launch_stream(stream)
+
+
+def launch_planned(
+    plans: PlanCache, x: Any, w: Any, out: Any, dtypes: tuple[str, ...], stream: Any
+) -> Any:
+    """y = conv2d(x, w) through a launcher's plans: validate (``operands``), find the plan for
+    these operands' signature (``plans`` keeps one per signature, built by the rung's plan
+    function), run it on ``stream`` (``stream_handle``). Returns ``out`` as given (a PyTorch
+    tensor stays one), or the Numba device array allocated when it is None. An empty output
+    needs no plan and no launch."""
+    x, w, out, _ = operands(x, w, out, dtypes)
+    if 0 not in out.shape:
+        plans(x, w, out)(x, w, out, stream_handle(stream))
+    return out.obj
+
+
+def by_images(
+    kernel: Any, grid: tuple[int, int], block: tuple[int, int], images: int, weights: bool = True
+) -> Steps:
+    """A plan of one ``NumbaLaunch`` of ``kernel(x, w, y, b0)`` (``weights`` False:
+    ``kernel(x, y, b0)``) per MAX_GRID_Z images, the grid's z dimension; ``b0``, the first
+    image of each, is fixed in its launch."""
+    launches = [
+        NumbaLaunch(kernel, (*grid, min(MAX_GRID_Z, images - b0)), block, scalars=(b0,))
+        for b0 in range(0, images, MAX_GRID_Z)
+    ]
+
+    def run(x: Operand, w: Operand, out: Operand, stream: int) -> None:
+        for launch in launches:
+            launch(x, w, out, stream=stream)
+
+    def run_without_w(x: Operand, w: Operand, out: Operand, stream: int) -> None:
+        for launch in launches:
+            launch(x, out, stream=stream)
+
+    return Steps(run if weights else run_without_w, *launches)
+
+
+def one_launch(launch: NumbaLaunch) -> Steps:
+    """A plan of one launch of ``kernel(x, w, y)``."""
+
+    def run(x: Operand, w: Operand, out: Operand, stream: int) -> None:
+        launch(x, w, out, stream=stream)
+
+    return Steps(run, launch)
+
+
 def size_of(x: Any, w: Any) -> tuple[int, int, int, int, int, int]:
-    """(B, C, M, H, W, K) of validated arrays."""
+    """(B, C, M, H, W, K) of validated arrays or ``Operand`` records."""
     b, c, h, wd = (int(v) for v in x.shape)
     return b, c, int(w.shape[0]), h, wd, int(w.shape[2])

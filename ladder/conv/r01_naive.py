@@ -33,10 +33,12 @@ from typing import Any
 
 from numba import cuda, float32
 
-from ladder.conv.problem import check_arrays
+from ladder.conv.problem import launch_planned, one_launch
+from ladder.core.fastcall import NumbaLaunch, Operand, PlanCache, Steps
 from ladder.core.rung import rung
 
 THREADS = 256
+DTYPES = ("float32", "float16")
 
 
 @cuda.jit
@@ -60,14 +62,19 @@ def naive_kernel(x, w, y):
     y[b, m, row, col] = acc
 
 
+def plan(x: Operand, w: Operand, out: Operand) -> Steps:
+    """The kernel's grid, one thread per output: built once per signature of x, w and out."""
+    n = out.size
+    return one_launch(NumbaLaunch(naive_kernel, (n + THREADS - 1) // THREADS, THREADS))
+
+
+PLANS = PlanCache(plan)
+
+
 @rung(
     name="naive",
     title="Naive direct: one thread per output, global loads",
-    dtypes=("float32", "float16"),
+    dtypes=DTYPES,
 )
 def launch(x: Any, w: Any, out: Any = None, *, stream: Any = 0) -> Any:
-    x, w, out, _ = check_arrays(x, w, out, ("float32", "float16"))
-    n = out.size
-    if n:
-        naive_kernel[(n + THREADS - 1) // THREADS, THREADS, stream](x, w, out)
-    return out
+    return launch_planned(PLANS, x, w, out, DTYPES, stream)

@@ -7,7 +7,8 @@ barrier, and every thread reads its K x K window from there. The weights live in
 memory: Numba fills it at compile time (``cuda.const.array_like``), so the rung compiles one
 kernel per distinct weight tensor (C, M and K compile-time constants), found by the weights'
 bytes, which the launcher copies to the host on every call (12.5 KB for conv2; that copy is
-inside the measured time, a few tens of microseconds). Weights over 64 KB are refused.
+inside the measured time and the host time per call, a few tens of microseconds, which no plan
+can save). Weights over 64 KB are refused.
 Why: shared memory is on the SM, a few cycles away, and a tile element loaded once serves every
 thread whose window covers it. All threads of a block use the same weight at the same time: the
 constant cache broadcasts it to the warp and feeds it straight into the FMA.
@@ -35,13 +36,15 @@ from typing import Any
 import numpy as np
 from numba import cuda, float32
 
-from ladder.conv.problem import check_arrays, size_of
+from ladder.conv.problem import by_images, launch_planned, size_of
 from ladder.core.dtypes import to_host
+from ladder.core.fastcall import Operand, PlanCache, Steps, numba_array
 from ladder.core.rung import rung
 
 TILE = 16
 CONSTANT_BYTES = 64 * 1024
-MAX_GRID_Z = 65535  # images per launch: the grid's z dimension
+DTYPES = ("float32", "float16")
+KERNELS_PER_PLAN = 16  # launches kept per plan, one set per weights' kernel (as _kernel_for)
 
 
 @functools.lru_cache(maxsize=16)
@@ -80,29 +83,47 @@ def _kernel_for(key: bytes, weights: bytes, shape: tuple[int, int, int, int]) ->
     return kernel
 
 
-@rung(
-    name="shared-tiles",
-    title="Shared-memory input tiles, weights in constant memory",
-    dtypes=("float32", "float16"),
-)
-def launch(x: Any, w: Any, out: Any = None, *, stream: Any = 0) -> Any:
-    x, w, out, _ = check_arrays(x, w, out, ("float32", "float16"))
-    b, _, m, _, _, _ = size_of(x, w)
+def _weights_kernel(w: Operand) -> Any:
+    """The kernel for the contents of ``w``, copied to the host to find it (every call)."""
+    weights = np.ascontiguousarray(to_host(numba_array(w)), dtype=np.float32)
+    raw = weights.tobytes()
+    return _kernel_for(hashlib.sha1(raw).digest(), raw, weights.shape)
+
+
+def plan(x: Operand, w: Operand, out: Operand) -> Steps:
+    """The grid (a block per output tile, channel and image) and its launches per MAX_GRID_Z
+    images, kept per weights' kernel: built once per signature of x, w and out. Which kernel a
+    call runs depends on the weights' values, so each call still finds it (``_weights_kernel``).
+    """
     if w.size * 4 > CONSTANT_BYTES:
         raise ValueError(
             f"the weights take {w.size * 4} bytes as float32; constant memory holds "
             f"{CONSTANT_BYTES}. Use a later rung, which reads them from shared memory"
         )
-    if not out.size:
-        return out
-    weights = np.ascontiguousarray(to_host(w), dtype=np.float32)
-    raw = weights.tobytes()
-    kernel = _kernel_for(hashlib.sha1(raw).digest(), raw, weights.shape)
+    b, _, m, _, _, _ = size_of(x, w)
     ho, wo = out.shape[2], out.shape[3]
     tiles = ((ho + TILE - 1) // TILE) * ((wo + TILE - 1) // TILE)
-    for b0 in range(0, b, MAX_GRID_Z):
-        kernel[(tiles, m, min(MAX_GRID_Z, b - b0)), (TILE, TILE), stream](x, out, b0)
-    return out
+    launches = PlanCache(
+        lambda kernel: by_images(kernel, (tiles, m), (TILE, TILE), b, weights=False),
+        size=KERNELS_PER_PLAN,
+    )
+
+    def run(x: Operand, w: Operand, out: Operand, stream: int) -> None:
+        launches(_weights_kernel(w))(x, w, out, stream)
+
+    return Steps(run)
+
+
+PLANS = PlanCache(plan)
+
+
+@rung(
+    name="shared-tiles",
+    title="Shared-memory input tiles, weights in constant memory",
+    dtypes=DTYPES,
+)
+def launch(x: Any, w: Any, out: Any = None, *, stream: Any = 0) -> Any:
+    return launch_planned(PLANS, x, w, out, DTYPES, stream)
 
 
 def _example_kernel() -> Any:

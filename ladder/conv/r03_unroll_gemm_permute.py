@@ -34,13 +34,19 @@ from typing import Any
 import numpy as np
 from numba import cuda, float32
 
-from ladder.conv.problem import check_arrays, size_of
+from ladder.conv.problem import launch_planned, size_of
+from ladder.core import device
+from ladder.core.dtypes import resolve
+from ladder.core.fastcall import NumbaLaunch, Operand, PlanCache, Steps, intake, numba_array
 from ladder.core.rung import rung
 
 SLICE_BYTES = 256 * 2**20  # the largest unrolled slice U
 TILE = 16
 THREADS = 256
-_workspace: dict[str, Any] = {}
+DTYPES = ("float32", "float16")
+# plans kept: each holds its own U and Y' (up to SLICE_BYTES and more), so a few shapes' worth
+# of device memory, not fastcall's PLANS_PER_CACHE
+WORKSPACE_PLANS = 4
 
 
 @cuda.jit
@@ -95,47 +101,90 @@ def permute_kernel(prod, y, b0):
     y[b0 + b, m, pix // y.shape[3], pix % y.shape[3]] = prod[m, j]
 
 
-def _buffer(name: str, shape: tuple[int, int], dtype: Any) -> Any:
-    """A cached workspace (grown when too small), so timed calls do not allocate."""
-    need = shape[0] * shape[1]
-    key = f"{name}-{dtype}"
-    buf = _workspace.get(key)
-    if buf is None or buf.size < need:
-        buf = cuda.device_array(max(need, 1), dtype=dtype)
-        _workspace[key] = buf
-    return buf[:need].reshape(shape)
+class _Matrix:
+    """The memory of a C-contiguous device array seen as a matrix, for Numba's dispatcher
+    (which ``fastcall.numba_array`` reads it through); keeps the array alive."""
+
+    def __init__(self, op: Operand, shape: tuple[int, int]) -> None:
+        self.op, self.shape = op, shape
+
+    @property
+    def __cuda_array_interface__(self) -> dict[str, Any]:
+        op = self.op
+        return {
+            "shape": self.shape,
+            "strides": None,
+            "typestr": resolve(op.dtype).str,
+            "data": (op.ptr, op.readonly),
+            "version": 3,
+        }
+
+
+def as_matrix(op: Operand, rows: int, cols: int) -> Operand:
+    """A C-contiguous ``op`` as a rows x cols matrix (the same memory): the weights as the
+    GEMM's M x (C K²) operand. Only a launch through Numba's dispatcher (a plan's first, or any
+    in the simulator) makes a Numba array of it."""
+    shape = (rows, cols)
+    base = numba_array(op).reshape(shape) if device.simulator() else _Matrix(op, shape)
+    return Operand(
+        op.name, op.obj, base, op.ptr, shape, (cols, 1), op.dtype, op.itemsize, op.readonly
+    )
+
+
+def _workspace(count: int, dtype: str) -> Any:
+    """A device buffer of the plan's own (allocated once per plan, never per call)."""
+    return cuda.device_array(max(count, 1), dtype=resolve(dtype))
 
 
 def _blocks(n: int) -> int:
     return (n + THREADS - 1) // THREADS
 
 
+def plan(x: Operand, w: Operand, out: Operand) -> Steps:
+    """The slices of images whose U fits in SLICE_BYTES, the plan's own U and Y' for the
+    largest, and the three launches per slice: built once per signature of x, w and out. A
+    plan's kernels all run on one stream, so a call's unroll waits for the last call's GEMM to
+    be done with U."""
+    b, c, m, _, _, k = size_of(x, w)
+    ho, wo = out.shape[2], out.shape[3]
+    rows = c * k * k
+    per_image = max(1, rows * ho * wo * x.itemsize)
+    step = max(1, min(b, SLICE_BYTES // per_image))
+    u_buffer = _workspace(rows * step * ho * wo, x.dtype)
+    prod_buffer = _workspace(m * step * ho * wo, x.dtype)
+    slices = []
+    for b0 in range(0, b, step):
+        cols = min(step, b - b0) * ho * wo
+        u = intake(u_buffer[: rows * cols].reshape(rows, cols), "u")
+        prod = intake(prod_buffer[: m * cols].reshape(m, cols), "prod")
+        unroll = NumbaLaunch(unroll_kernel, _blocks(rows * cols), THREADS, scalars=(b0, k, ho, wo))
+        grid = ((cols + TILE - 1) // TILE, (m + TILE - 1) // TILE)
+        gemm = NumbaLaunch(gemm_kernel, grid, (TILE, TILE))
+        permute = NumbaLaunch(permute_kernel, _blocks(m * cols), THREADS, scalars=(b0,))
+        slices.append((unroll if rows else None, gemm, permute, u, prod))
+
+    def run(x: Operand, w: Operand, out: Operand, stream: int) -> None:
+        a = as_matrix(w, m, rows)
+        for unroll, gemm, permute, u, prod in slices:
+            if unroll is not None:  # no channels: U is empty, the GEMM writes zeros
+                unroll(x, u, stream=stream)
+            gemm(a, u, prod, stream=stream)
+            permute(prod, out, stream=stream)
+
+    return Steps(run, *[launch for part in slices for launch in part[:3] if launch is not None])
+
+
+PLANS = PlanCache(plan, size=WORKSPACE_PLANS)
+
+
 @rung(
     name="unroll-gemm",
     title="Unroll (im2col) + tiled GEMM + permute: three kernels",
-    dtypes=("float32", "float16"),
+    dtypes=DTYPES,
     bytes_moved=lambda size, dtype: _bytes_moved(size, dtype),
 )
 def launch(x: Any, w: Any, out: Any = None, *, stream: Any = 0) -> Any:
-    x, w, out, _ = check_arrays(x, w, out, ("float32", "float16"))
-    b, c, m, _, _, k = size_of(x, w)
-    ho, wo = out.shape[2], out.shape[3]
-    if not out.size:
-        return out
-    rows = c * k * k
-    per_image = rows * ho * wo * x.dtype.itemsize
-    step = max(1, min(b, SLICE_BYTES // per_image))
-    a = w.reshape(m, rows)
-    for b0 in range(0, b, step):
-        nb = min(step, b - b0)
-        cols = nb * ho * wo
-        u = _buffer("u", (rows, cols), x.dtype)
-        prod = _buffer("prod", (m, cols), x.dtype)
-        unroll_kernel[_blocks(rows * cols), THREADS, stream](x, u, b0, k, ho, wo)
-        grid = ((cols + TILE - 1) // TILE, (m + TILE - 1) // TILE)
-        gemm_kernel[grid, (TILE, TILE), stream](a, u, prod)
-        permute_kernel[_blocks(m * cols), THREADS, stream](prod, out, b0)
-    return out
+    return launch_planned(PLANS, x, w, out, DTYPES, stream)
 
 
 def _example(rows: int, cols: int, like: np.ndarray) -> np.ndarray:

@@ -31,10 +31,12 @@ from typing import Any
 
 from numba import cuda, float32
 
-from ladder.conv.problem import check_arrays, size_of
+from ladder.conv.problem import launch_planned, one_launch, size_of
+from ladder.core.fastcall import NumbaLaunch, Operand, PlanCache, Steps
 from ladder.core.rung import rung
 
 TILE = 16
+DTYPES = ("float32", "float16")
 
 
 @cuda.jit
@@ -72,16 +74,21 @@ def implicit_gemm_kernel(x, w, y):
         y[b, row, oy, ox] = acc
 
 
+def plan(x: Operand, w: Operand, out: Operand) -> Steps:
+    """The grid, a block per 16 output pixels and 16 filters: built once per signature."""
+    b, _, m, _, _, _ = size_of(x, w)
+    n = b * out.shape[2] * out.shape[3]
+    grid = ((n + TILE - 1) // TILE, (m + TILE - 1) // TILE)
+    return one_launch(NumbaLaunch(implicit_gemm_kernel, grid, (TILE, TILE)))
+
+
+PLANS = PlanCache(plan)
+
+
 @rung(
     name="implicit-gemm",
     title="Fused unroll + GEMM + permute (implicit GEMM)",
-    dtypes=("float32", "float16"),
+    dtypes=DTYPES,
 )
 def launch(x: Any, w: Any, out: Any = None, *, stream: Any = 0) -> Any:
-    x, w, out, _ = check_arrays(x, w, out, ("float32", "float16"))
-    b, _, m, _, _, _ = size_of(x, w)
-    n = b * out.shape[2] * out.shape[3]
-    if n:
-        grid = ((n + TILE - 1) // TILE, (m + TILE - 1) // TILE)
-        implicit_gemm_kernel[grid, (TILE, TILE), stream](x, w, out)
-    return out
+    return launch_planned(PLANS, x, w, out, DTYPES, stream)

@@ -39,11 +39,11 @@ from numba import cuda, float32, uint32
 from numba.types import float16
 
 from ladder.conv.layers import CONV1, CONV2
-from ladder.conv.problem import check_arrays, size_of
+from ladder.conv.problem import by_images, launch_planned, operands, size_of, stream_handle
+from ladder.core.fastcall import Operand, PlanCache, Steps
 from ladder.core.rung import rung
 
 SHARED_FLOATS = 12 * 1024  # 48 KB of static shared memory
-MAX_GRID_Z = 65535
 # ptxas keeps 64 accumulators in registers; at 128 (16 x 4 x 2) `ladder check` showed a
 # 512-byte stack frame: the loops were no longer fully unrolled
 MAX_OUTPUTS = 64
@@ -113,7 +113,7 @@ def choose(size: tuple[int, ...], table: dict | None = None, staged: int = 4) ->
     bw = min(32, -(-wo // tw))
     th = 2 if ho > 8 else 1
     bh = max(1, min(128 // bw, -(-ho // th), 8))
-    config = Config(bw=bw, bh=bh, tw=tw, th=th, mg=min(m, 8), cc=min(c, 4))
+    config = Config(bw=bw, bh=bh, tw=tw, th=th, mg=min(m, 8), cc=max(1, min(c, 4)))
     for smaller in (
         config,
         dataclasses.replace(config, cc=1),
@@ -214,26 +214,40 @@ def make_kernel(k: int, config: Config, staged: Any = float32) -> Any:
     return kernel
 
 
-def launch_config(
-    config: Config, x: Any, w: Any, out: Any = None, *, stream: Any = 0, staged: Any = None
-) -> Any:
-    """The register-tiled kernel with ``config``; ``staged`` defaults to float32."""
-    dtypes = ("float32", "float16")
-    x, w, out, _ = check_arrays(x, w, out, dtypes)
+def config_plan(x: Operand, w: Operand, out: Operand, config: Config, staged: Any) -> Steps:
+    """The register-tiled kernel for ``config`` with the input tile staged as ``staged``, its
+    grid and its launches per MAX_GRID_Z images: built once per signature (``CONFIG_PLANS``,
+    and each rung's ``PLANS``)."""
     b, _, m, _, _, k = size_of(x, w)
-    if not out.size:
-        return out
-    staged = float32 if staged is None else staged
     if not config.fits(k, 2 if staged is float16 else 4):
         raise ValueError(f"{config} needs more than {SHARED_FLOATS * 4} bytes of shared memory")
     kernel = make_kernel(k, config, staged)
     ho, wo = out.shape[2], out.shape[3]
     tiles = (-(-ho // config.tile_h)) * (-(-wo // config.tile_w))
     groups = -(-m // config.mg)
-    for b0 in range(0, b, MAX_GRID_Z):
-        grid = (tiles, groups, min(MAX_GRID_Z, b - b0))
-        kernel[grid, (config.bw, config.bh), stream](x, w, out, b0)
-    return out
+    return by_images(kernel, (tiles, groups), (config.bw, config.bh), b)
+
+
+CONFIG_PLANS = PlanCache(config_plan)  # by operands, config and staged type: the sweeps'
+
+
+def launch_config(
+    config: Config, x: Any, w: Any, out: Any = None, *, stream: Any = 0, staged: Any = None
+) -> Any:
+    """The register-tiled kernel with ``config``; ``staged`` defaults to float32."""
+    staged = float32 if staged is None else staged
+    x, w, out, _ = operands(x, w, out, ("float32", "float16"))
+    if 0 not in out.shape:
+        CONFIG_PLANS(x, w, out, config, staged)(x, w, out, stream_handle(stream))
+    return out.obj
+
+
+def plan(x: Operand, w: Operand, out: Operand) -> Steps:
+    """``choose``'s config for this size, staged as float32."""
+    return config_plan(x, w, out, choose(size_of(x, w)), float32)
+
+
+PLANS = PlanCache(plan)
 
 
 @rung(
@@ -242,8 +256,7 @@ def launch_config(
     dtypes=("float32",),
 )
 def launch(x: Any, w: Any, out: Any = None, *, stream: Any = 0) -> Any:
-    x, w, out, _ = check_arrays(x, w, out, ("float32",))
-    return launch_config(choose(size_of(x, w)), x, w, out, stream=stream)
+    return launch_planned(PLANS, x, w, out, ("float32",), stream)
 
 
 # the kernels at the layers' configs, named for `ladder check`

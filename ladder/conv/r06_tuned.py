@@ -29,11 +29,20 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
+from numba import float32
 
 from ladder.conv.layers import CONV1, CONV2
-from ladder.conv.problem import check_arrays, size_of
-from ladder.conv.r05_register_tiled import DEFAULTS, Config, choose, launch_config, make_kernel
+from ladder.conv.problem import launch_planned, size_of
+from ladder.conv.r05_register_tiled import (
+    DEFAULTS,
+    Config,
+    choose,
+    config_plan,
+    launch_config,
+    make_kernel,
+)
 from ladder.core import timing, tuning
+from ladder.core.fastcall import Operand, PlanCache, Steps
 from ladder.core.rung import get_problem, get_rung, rung
 
 CANDIDATES = {
@@ -85,11 +94,17 @@ def sweep(size: tuple[int, ...]) -> list[dict[str, Any]]:
     return tuning.sweep(get_rung("conv", "tuned"), case, candidates(size), launch_config)
 
 
+def plan(x: Operand, w: Operand, out: Operand) -> Steps:
+    """Rung 5's kernel with TUNED's config for this layer (rung 5's choice elsewhere)."""
+    return config_plan(x, w, out, choose(size_of(x, w), TUNED["float32"]), float32)
+
+
+PLANS = PlanCache(plan)
+
+
 @rung(name="tuned", title="Tile sizes chosen per layer by a sweep")
 def launch(x: Any, w: Any, out: Any = None, *, stream: Any = 0) -> Any:
-    x, w, out, _ = check_arrays(x, w, out, ("float32",))
-    config = choose(size_of(x, w), TUNED["float32"])
-    return launch_config(config, x, w, out, stream=stream)
+    return launch_planned(PLANS, x, w, out, ("float32",), stream)
 
 
 LAYERS = (CONV1, CONV2)

@@ -32,18 +32,20 @@ import numpy as np
 from numba.types import float16
 
 from ladder.conv.layers import CONV1, CONV2
-from ladder.conv.problem import check_arrays, size_of
-from ladder.conv.r05_register_tiled import Config, choose, make_kernel
+from ladder.conv.problem import launch_planned, operands, size_of
+from ladder.conv.r05_register_tiled import Config, choose, config_plan, make_kernel
 from ladder.conv.r05_register_tiled import launch_config as launch_staged
 from ladder.conv.r06_tuned import TUNED, candidates
 from ladder.core import timing, tuning
+from ladder.core.fastcall import Operand, PlanCache, Steps
 from ladder.core.rung import get_problem, get_rung, rung
 
 
 def launch_config(config: Config, x: Any, w: Any, out: Any = None, *, stream: Any = 0) -> Any:
     """Rung 5's kernel with ``config`` and the input tile staged as half."""
-    x, w, out, _ = check_arrays(x, w, out, ("float16",))
-    return launch_staged(config, x, w, out, stream=stream, staged=float16)
+    x, w, out, _ = operands(x, w, out, ("float16",))
+    launch_staged(config, x, w, out, stream=stream, staged=float16)
+    return out.obj
 
 
 def sweep(size: tuple[int, ...]) -> list[dict[str, Any]]:
@@ -54,15 +56,22 @@ def sweep(size: tuple[int, ...]) -> list[dict[str, Any]]:
     return tuning.sweep(get_rung("conv", "fp16-staging"), case, candidates(size), launch_config)
 
 
+def plan(x: Operand, w: Operand, out: Operand) -> Steps:
+    """Rung 5's kernel staged as half, with TUNED["float16"]'s config for this layer."""
+    config = choose(size_of(x, w), TUNED["float16"], staged=2)
+    return config_plan(x, w, out, config, float16)
+
+
+PLANS = PlanCache(plan)
+
+
 @rung(
     name="fp16-staging",
     title="FP16 inputs and outputs staged as half, FP32 arithmetic",
     dtypes=("float16",),
 )
 def launch(x: Any, w: Any, out: Any = None, *, stream: Any = 0) -> Any:
-    x, w, out, _ = check_arrays(x, w, out, ("float16",))
-    config = choose(size_of(x, w), TUNED["float16"], staged=2)
-    return launch_config(config, x, w, out, stream=stream)
+    return launch_planned(PLANS, x, w, out, ("float16",), stream)
 
 
 # the kernels the rung launches for the two layers, named for `ladder check`

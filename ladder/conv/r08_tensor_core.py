@@ -45,7 +45,9 @@ import functools
 from dataclasses import dataclass
 from typing import Any
 
+from ladder.conv.problem import launch_planned
 from ladder.conv.tc import plan as tc
+from ladder.core.fastcall import Operand, PlanCache, Steps
 from ladder.core.rung import rung
 
 SOURCE = tc.source(__file__, "r08_tensor_core.cu", archs=("sm_80", "sm_90"))
@@ -92,6 +94,14 @@ def _configured(size: tuple[int, ...], device_id: int, smem_limit: int) -> tc.Co
     return tc.configure(plan(size, smem_limit), SOURCE, device_id)
 
 
+def launch_plan(x: Operand, w: Operand, out: Operand) -> Steps:
+    """The launch for these operands (``tc.launch_plan``): built once per signature."""
+    return tc.launch_plan(x, w, out, _configured)
+
+
+PLANS = PlanCache(launch_plan)
+
+
 @rung(
     name="tensor-core",
     title="Fused implicit GEMM on tensor cores (mma.sync, pixels x filters, FP32 sums)",
@@ -102,4 +112,4 @@ def _configured(size: tuple[int, ...], device_id: int, smem_limit: int) -> tc.Co
     cc_needs="cp.async and mma.sync m16n8k16",
 )
 def launch(x: Any, w: Any, out: Any = None, *, stream: Any = 0) -> Any:
-    return tc.launch(x, w, out, stream, _configured)
+    return launch_planned(PLANS, x, w, out, ("float16",), stream)

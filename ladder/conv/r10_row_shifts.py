@@ -43,7 +43,9 @@ import functools
 from dataclasses import dataclass
 from typing import Any
 
+from ladder.conv.problem import launch_planned
 from ladder.conv.tc import plan as tc
+from ladder.core.fastcall import Operand, PlanCache, Steps
 from ladder.core.rung import rung
 
 SOURCE = tc.source(__file__, "r10_row_shifts.cu", archs=("sm_90a",), arch_specific=True)
@@ -95,6 +97,14 @@ def _configured(size: tuple[int, ...], device_id: int, smem_limit: int) -> tc.Co
     return tc.configure(plan(size, smem_limit), SOURCE, device_id)
 
 
+def launch_plan(x: Operand, w: Operand, out: Operand) -> Steps:
+    """The launch for these operands (``tc.launch_plan``): built once per signature."""
+    return tc.launch_plan(x, w, out, _configured)
+
+
+PLANS = PlanCache(launch_plan)
+
+
 @rung(
     name="wgmma-blocks",
     title="Hopper: wgmma on 2 x 2 output blocks (row shifts packed too, N = 64 for 16 filters)",
@@ -106,4 +116,4 @@ def _configured(size: tuple[int, ...], device_id: int, smem_limit: int) -> tc.Co
     cc_needs="wgmma, an sm_90a-only instruction",
 )
 def launch(x: Any, w: Any, out: Any = None, *, stream: Any = 0) -> Any:
-    return tc.launch(x, w, out, stream, _configured)
+    return launch_planned(PLANS, x, w, out, ("float16",), stream)

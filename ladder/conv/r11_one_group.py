@@ -42,7 +42,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from ladder.conv import r10_row_shifts as r10
+from ladder.conv.problem import launch_planned
 from ladder.conv.tc import plan as tc
+from ladder.core.fastcall import Operand, PlanCache, Steps
 from ladder.core.rung import rung
 
 SOURCE = tc.source(__file__, "r11_one_group.cu", archs=("sm_90a",), arch_specific=True)
@@ -88,6 +90,15 @@ def _configured(size: tuple[int, ...], device_id: int, smem_limit: int) -> tc.Co
     return None if found is None else tc.configure(found, SOURCE, device_id)
 
 
+def launch_plan(x: Operand, w: Operand, out: Operand) -> Steps:
+    """The launch for these operands (``tc.launch_plan``), or rung 10's plan where this rung's
+    kernel does not apply: built once per signature."""
+    return tc.launch_plan(x, w, out, _configured, fallback=r10.PLANS)
+
+
+PLANS = PlanCache(launch_plan)
+
+
 @rung(
     name="wgmma-one-group",
     title="Hopper: one wgmma group per job (every channel's quads in registers, one wait)",
@@ -99,4 +110,4 @@ def _configured(size: tuple[int, ...], device_id: int, smem_limit: int) -> tc.Co
     cc_needs="wgmma, an sm_90a-only instruction",
 )
 def launch(x: Any, w: Any, out: Any = None, *, stream: Any = 0) -> Any:
-    return tc.launch(x, w, out, stream, _configured, fallback=r10.launch)
+    return launch_planned(PLANS, x, w, out, ("float16",), stream)

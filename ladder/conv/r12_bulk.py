@@ -45,7 +45,9 @@ from typing import Any, ClassVar
 
 from ladder.conv import r10_row_shifts as r10
 from ladder.conv import r11_one_group as r11
+from ladder.conv.problem import launch_planned
 from ladder.conv.tc import plan as tc
+from ladder.core.fastcall import Operand, PlanCache, Steps
 from ladder.core.rung import rung
 
 # rung 11's parameters, then the byte offsets of the output buffer (0: none) and the mbarrier
@@ -117,6 +119,15 @@ def _configured(size: tuple[int, ...], device_id: int, smem_limit: int) -> tc.Co
     return tc.configure(found, SOURCE, device_id, adjust=out_buffer_or_not)  # type: ignore[arg-type]
 
 
+def launch_plan(x: Operand, w: Operand, out: Operand) -> Steps:
+    """The launch for these operands (``tc.launch_plan``), or rung 10's plan where this rung's
+    kernel does not apply: built once per signature."""
+    return tc.launch_plan(x, w, out, _configured, fallback=r10.PLANS)
+
+
+PLANS = PlanCache(launch_plan)
+
+
 @rung(
     name="wgmma-bulk",
     title="Hopper: rung 11 with bulk copies (TMA) for the input and each image's output",
@@ -128,4 +139,4 @@ def _configured(size: tuple[int, ...], device_id: int, smem_limit: int) -> tc.Co
     cc_needs="wgmma, an sm_90a-only instruction",
 )
 def launch(x: Any, w: Any, out: Any = None, *, stream: Any = 0) -> Any:
-    return tc.launch(x, w, out, stream, _configured, fallback=r10.launch)
+    return launch_planned(PLANS, x, w, out, ("float16",), stream)

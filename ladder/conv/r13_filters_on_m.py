@@ -50,10 +50,10 @@ from typing import Any
 import numpy as np
 
 from ladder.conv import r12_bulk as r12
-from ladder.conv.problem import LayerShape, check_arrays, size_of
+from ladder.conv.problem import LayerShape, launch_planned, size_of
 from ladder.conv.tc import plan as tc
 from ladder.core import cuda_cpp
-from ladder.core.cuda_cpp import pointer
+from ladder.core.fastcall import Operand, PlanCache, Steps
 from ladder.core.rung import rung
 
 # Constants the kernel shares, passed to NVRTC as -D options (DEFINES): one source
@@ -259,6 +259,21 @@ def _configure(size: tuple[int, ...], device_id: int) -> tuple[Plan, Any, int] |
     return found, kernel, grid
 
 
+def launch_plan(x: Operand, w: Operand, out: Operand) -> Steps:
+    """This rung's kernel for these operands, or rung 12's plan where it does not apply (and
+    for no channels): built once per signature. The flags depend on x's and out's 16-byte
+    alignment, which is part of the signature."""
+    configured = _configure(size_of(x, w), tc.device_facts()[0])
+    if configured is None:
+        return r12.PLANS(x, w, out)
+    found, kernel, grid = configured
+    scalars = found.scalars(x.ptr, out.ptr)
+    return tc.kernel_launch(kernel, grid, THREADS, found.smem_bytes, scalars, copy_x=False)
+
+
+PLANS = PlanCache(launch_plan)
+
+
 @rung(
     name="filters-on-m",
     title="Hopper: filters on wgmma's M (weights in registers), pixels on a wide N (shared memory)",
@@ -270,20 +285,4 @@ def _configure(size: tuple[int, ...], device_id: int) -> tuple[Plan, Any, int] |
     cc_needs="wgmma, an sm_90a-only instruction",
 )
 def launch(x: Any, w: Any, out: Any = None, *, stream: Any = 0) -> Any:
-    import cupy
-
-    x, w, out, _ = check_arrays(x, w, out, ("float16",))
-    size = size_of(x, w)
-    configured = None if out.size == 0 else _configure(size, cupy.cuda.runtime.getDevice())
-    if configured is None:  # rung 12's kernels (and no work for an empty output)
-        return r12.launch(x, w, out, stream=stream)
-    found, kernel, grid = configured
-    x_at, y_at = int(pointer(x)), int(pointer(out))
-    with cuda_cpp.cupy_stream(stream):
-        kernel(
-            (grid,),
-            (THREADS,),
-            (np.uint64(x_at), pointer(w), np.uint64(y_at), *found.scalars(x_at, y_at)),
-            shared_mem=found.smem_bytes,
-        )
-    return out
+    return launch_planned(PLANS, x, w, out, ("float16",), stream)

@@ -5,6 +5,10 @@ A rung's plan is a small dataclass in its own file (``r08_tensor_core.Plan`` ...
 (B entries | the input's A quads | raw input slots). Everything the kernel does not compute
 itself is here, passed as kernel parameters in the order of ``PARAMS``.
 
+``launch_plan`` makes a rung's launch plan, once per signature of its operands (the rung's
+``PLANS``, a ``fastcall.PlanCache``): its kernel with the grid and the scalars fixed, the
+pointers to x, w and y given per call (``fastcall.cupy_launch``), or the rung below's plan.
+
 One source for Python and C++: the constants below and the parameter list reach NVRTC as ``-D``
 options (``defines``), which ``tc/layout.cuh`` turns into its constants, the ``Conv`` struct
 and the kernels' signatures.
@@ -19,9 +23,10 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from ladder.conv.problem import LayerShape, check_arrays, size_of
+from ladder.conv.problem import LayerShape, size_of
 from ladder.core import cuda_cpp
-from ladder.core.cuda_cpp import blocks_per_sm, cupy_stream, pointer
+from ladder.core.cuda_cpp import blocks_per_sm
+from ladder.core.fastcall import POINTER, Operand, Steps, cupy_launch, on_stream
 
 NWARPS = 8  # warps per block
 THREADS = 32 * NWARPS
@@ -369,37 +374,52 @@ def _smem_limit(device_id: int) -> int:
     return int(cupy.cuda.Device(device_id).attributes["MaxSharedMemoryPerBlockOptin"])
 
 
-def launch(
-    x: Any,
-    w: Any,
-    out: Any,
-    stream: Any,
-    configured: Callable[[tuple[int, ...], int, int], Configured | None],
-    fallback: Callable[..., Any] | None = None,
-) -> Any:
-    """Check the arrays and launch a rung's kernel for their size. ``configured(size,
-    device_id, smem_limit)`` is the rung's cached plan and kernel, or None where its kernel does
-    not apply: then ``fallback`` (the rung below's launcher) runs."""
+def _zeros(x: Operand, w: Operand, out: Operand, stream: int) -> None:
     import cupy
 
-    x, w, out, _ = check_arrays(x, w, out, ("float16",))
+    with on_stream(stream):  # no channels: every sum is empty
+        cupy.asarray(out.base).fill(0)
+
+
+def kernel_launch(
+    kernel: Any, grid: int, threads: int, smem: int, scalars: tuple[Any, ...], copy_x: bool
+) -> Steps:
+    """A plan of one launch of a conv kernel taking (x, w, y, scalars...): the pointers given
+    per call, the rest fixed (``fastcall.cupy_launch``). ``copy_x``: the kernel reads x in
+    16-byte chunks and x is not 16-byte aligned, so each call copies it to aligned memory
+    first, on the same stream."""
+    launch = cupy_launch(kernel, (grid,), (threads,), smem, (POINTER, POINTER, POINTER, *scalars))
+
+    def direct(x: Operand, w: Operand, out: Operand, stream: int) -> None:
+        launch(x.ptr, w.ptr, out.ptr, stream=stream)
+
+    def aligned_copy(x: Operand, w: Operand, out: Operand, stream: int) -> None:
+        import cupy
+
+        with on_stream(stream):
+            aligned = cupy.asarray(x.base).copy()
+            launch(aligned.data.ptr, w.ptr, out.ptr, stream=stream)
+
+    return Steps(aligned_copy if copy_x else direct, launch)
+
+
+def launch_plan(
+    x: Operand,
+    w: Operand,
+    out: Operand,
+    configured: Callable[[tuple[int, ...], int, int], Configured | None],
+    fallback: Callable[[Operand, Operand, Operand], Steps] | None = None,
+) -> Steps:
+    """What a tensor-core rung runs for these operands, built once per signature (the rung's
+    ``PLANS``): zeros where there are no channels; ``fallback(x, w, out)`` (the rung below's
+    plans) where ``configured(size, device_id, smem_limit)``, the rung's cached layout and
+    kernel, is None; else that kernel's launch (``kernel_launch``)."""
     size = size_of(x, w)
-    if out.size == 0:
-        return out
-    with cupy_stream(stream):
-        if size[1] == 0:  # no channels: every sum is empty
-            cupy.asarray(out).fill(0)
-            return out
-        found = configured(size, *device_facts())
-        if found is None:
-            assert fallback is not None
-            return fallback(x, w, out, stream=stream)
-        x_at = int(pointer(x))
-        if x_at % ALIGN:  # the input is read in 16-byte chunks: copy x to aligned memory
-            aligned = cupy.asarray(x).copy()
-            x_at = int(pointer(aligned))
-        pointers = (np.uint64(x_at), pointer(w), pointer(out))
-        found.kernel(
-            (found.grid,), (THREADS,), (*pointers, *found.scalars), shared_mem=found.plan.smem_bytes
-        )
-    return out
+    if size[1] == 0:
+        return Steps(_zeros)
+    found = configured(size, *device_facts())
+    if found is None:
+        assert fallback is not None
+        return fallback(x, w, out)
+    smem, copy_x = found.plan.smem_bytes, x.align < ALIGN
+    return kernel_launch(found.kernel, found.grid, THREADS, smem, found.scalars, copy_x)
