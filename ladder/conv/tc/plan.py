@@ -386,9 +386,11 @@ def kernel_launch(
 ) -> Steps:
     """A plan of one launch of a conv kernel taking (x, w, y, scalars...): the pointers given
     per call, the rest fixed (``fastcall.cupy_launch``). ``copy_x``: the kernel reads x in
-    16-byte chunks and x is not 16-byte aligned, so each call copies it to aligned memory
-    first, on the same stream."""
+    16-byte chunks and x is not 16-byte aligned, so each call copies it first, on the same
+    stream, into aligned memory the plan allocates at its first call (a captured call's graph
+    replays on it)."""
     launch = cupy_launch(kernel, (grid,), (threads,), smem, (POINTER, POINTER, POINTER, *scalars))
+    aligned: list[Any] = []
 
     def direct(x: Operand, w: Operand, out: Operand, stream: int) -> None:
         launch(x.ptr, w.ptr, out.ptr, stream=stream)
@@ -397,8 +399,11 @@ def kernel_launch(
         import cupy
 
         with on_stream(stream):
-            aligned = cupy.asarray(x.base).copy()
-            launch(aligned.data.ptr, w.ptr, out.ptr, stream=stream)
+            source = cupy.asarray(x.base)
+            if not aligned:
+                aligned.append(cupy.empty_like(source))
+            aligned[0][...] = source
+            launch(aligned[0].data.ptr, w.ptr, out.ptr, stream=stream)
 
     return Steps(aligned_copy if copy_x else direct, launch)
 
