@@ -18,6 +18,7 @@ from ladder.core.dtypes import resolve
 from ladder.core.rung import rungs
 
 GPU_RUNGS = [r for r in rungs() if not r.on_cpu and not r.reference]
+NOT_CAPTURABLE = {"conv/shared-tiles": "cannot be captured: conv rung 2 compiles the weights"}
 
 
 def test_capture_call_points_every_launch_at_the_capture_stream_and_restores_it():
@@ -29,6 +30,20 @@ def test_capture_call_points_every_launch_at_the_capture_stream_and_restores_it(
     if ON_GPU:  # inside the capture (the warm-up too), the capture stream's handle
         assert seen[0] == fastcall.stream_handle(graph.stream) and seen[0] not in (0, 1, 2)
     graph.close()
+
+
+def test_a_launcher_that_refuses_capture_says_why():
+    """``fastcall.refuse_capture`` raises only while a graph records (never at warm-up)."""
+
+    def call():
+        fastcall.refuse_capture("host work between launches")
+
+    call()  # outside capture: nothing to refuse
+    if ON_GPU:
+        with pytest.raises(graphs.CaptureError, match="cannot be captured: host work"):
+            graphs.capture_call(call)
+    with fastcall.capturing(), pytest.raises(fastcall.CaptureRefused, match="host work"):
+        call()
 
 
 def _small_case(rung):
@@ -53,6 +68,10 @@ def test_every_rung_replays_from_a_graph(rung):
     args = case.device_inputs()
     shape = case.problem.output_shape(case.size)
     out = cuda.device_array(shape, dtype=resolve(case.problem.output_dtype(case.dtype)))
+    if rung.key in NOT_CAPTURABLE:  # host work between launches: refused, and says why
+        with pytest.raises(graphs.CaptureError, match=NOT_CAPTURABLE[rung.key]):
+            graphs.capture_call(functools.partial(rung.launch, *args, out))
+        return
     with graphs.capture_call(functools.partial(rung.launch, *args, out)) as graph:
         assert graph.nodes >= 1
         for _ in range(2):

@@ -38,7 +38,7 @@ from numba import cuda, float32
 
 from ladder.conv.problem import by_images, launch_planned, size_of
 from ladder.core.dtypes import to_host
-from ladder.core.fastcall import Operand, PlanCache, Steps, numba_array
+from ladder.core.fastcall import Operand, PlanCache, Steps, numba_array, refuse_capture
 from ladder.core.rung import rung
 
 TILE = 16
@@ -83,6 +83,13 @@ def _kernel_for(key: bytes, weights: bytes, shape: tuple[int, int, int, int]) ->
     return kernel
 
 
+NOT_IN_A_GRAPH = (
+    "conv rung 2 compiles the weights' values into its kernel (constant memory), so each call "
+    "copies them to the host to find that kernel: a graph can hold neither the copy nor the "
+    "choice, and its replays would keep the captured weights. Use a later rung in a graph"
+)
+
+
 def _weights_kernel(w: Operand) -> Any:
     """The kernel for the contents of ``w``, copied to the host to find it (every call)."""
     weights = np.ascontiguousarray(to_host(numba_array(w)), dtype=np.float32)
@@ -109,6 +116,7 @@ def plan(x: Operand, w: Operand, out: Operand) -> Steps:
     )
 
     def run(x: Operand, w: Operand, out: Operand, stream: int) -> None:
+        refuse_capture(NOT_IN_A_GRAPH)
         launches(_weights_kernel(w))(x, w, out, stream)
 
     return Steps(run)

@@ -59,6 +59,29 @@ _RAW = [True]  # False inside ``dispatcher_launches()``
 
 class _Current(threading.local):
     handle = 0  # the stream launches go to when none is named: ``on_stream`` sets it
+    capturing = False  # inside ``graphs.capture``'s recording, in this thread
+
+
+class CaptureRefused(RuntimeError):
+    """A launcher that cannot be recorded into a CUDA graph was called during capture."""
+
+
+def refuse_capture(why: str) -> None:
+    """Raise ``CaptureRefused(why)`` if this thread is recording a graph (``graphs.capture``):
+    for the launchers whose calls a graph cannot hold (work on the host between launches)."""
+    if _CURRENT.capturing:
+        raise CaptureRefused(why)
+
+
+@contextlib.contextmanager
+def capturing() -> Iterator[None]:
+    """Marks this thread as recording a graph (``graphs.capture`` uses it)."""
+    saved = _CURRENT.capturing
+    _CURRENT.capturing = True
+    try:
+        yield
+    finally:
+        _CURRENT.capturing = saved
 
 
 _CURRENT = _Current()

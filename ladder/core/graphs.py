@@ -180,11 +180,14 @@ def capture(issue: Issue, stream: Any = None, *, warm_up: bool = True) -> Graph:
     mode = cu.CUstreamCaptureMode.CU_STREAM_CAPTURE_MODE_THREAD_LOCAL
     _driver("cuStreamBeginCapture", handle, mode)
     try:
-        issue(stream)
+        with fastcall.capturing():
+            issue(stream)
     except Exception as err:
         status, graph = cu.cuStreamEndCapture(handle)  # leave capture mode, whatever happened
         if status == cu.CUresult.CUDA_SUCCESS and graph is not None:
             cu.cuGraphDestroy(graph)
+        if isinstance(err, fastcall.CaptureRefused):
+            raise CaptureError(f"this call cannot be captured: {err}") from err
         raise CaptureError(
             f"a launch failed during capture ({type(err).__name__}: {err}). Launch every "
             "kernel on the stream given to issue, with Numba device arrays, and let capture "
