@@ -250,7 +250,7 @@ def variants(rung: Any) -> list[tuple[str, Callable[..., Any], Callable[[], Any]
     converted = hasattr(module, "PLANS") or hasattr(module, "LAUNCHER")
     if fastcall is not None and converted:
         found.append(("dispatcher", rung.launch, fastcall.dispatcher_launches))
-    if hasattr(module, "launch_config") and hasattr(module, "TUNED"):
+    if rung.problem == "gemm" and hasattr(module, "launch_config") and hasattr(module, "TUNED"):
 
         def old(*args: Any) -> Any:
             return module.launch_config(module.TUNED, *args)
