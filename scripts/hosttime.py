@@ -342,6 +342,31 @@ def library_rows(case: tuple[str, str, tuple[int, ...], str], args: argparse.Nam
         def call() -> Any:
             return torch.softmax(x, 1)
 
+    elif name == "conv":
+        b, c, m, h, w, k = size
+        x = torch.rand((b, c, h, w), dtype=tdtype, device="cuda")
+        f = torch.rand((m, c, k, k), dtype=tdtype, device="cuda")
+        label = "torch.nn.functional.conv2d(x, w) (cuDNN)"
+
+        def call() -> Any:
+            return torch.nn.functional.conv2d(x, f)
+
+    elif name == "attention":
+        b, h, hkv, n, d = size
+        q = torch.rand((b, h, n, d), dtype=tdtype, device="cuda")
+        kv = torch.rand((b, hkv, n, d), dtype=tdtype, device="cuda")
+        label = "torch.nn.functional.scaled_dot_product_attention(q, k, v)"
+
+        def call() -> Any:
+            return torch.nn.functional.scaled_dot_product_attention(q, kv, kv, enable_gqa=hkv != h)
+
+    elif name == "layernorm":
+        x = torch.rand(size, dtype=tdtype, device="cuda")
+        label = "torch.nn.functional.layer_norm(x, (cols,))"
+
+        def call() -> Any:
+            return torch.nn.functional.layer_norm(x, size[1:])
+
     else:
         return []
     row = Row("library", label, inputs="torch", problem=name, size=list(size), dtype=dtype)
@@ -526,6 +551,86 @@ def parse_case(text: str) -> tuple[str, str, tuple[int, ...], str]:
         ) from err
 
 
+README_START, README_END = "<!-- calls:start -->", "<!-- calls:end -->"
+
+
+def readme_block(doc: dict[str, Any], figure: str) -> str:
+    """The README's call-cost section from a results file: the figure, then a table of every
+    rung's launcher (host µs per call with each library's arrays, back-to-back and graph replay
+    µs with PyTorch's, and the same launcher through Numba's dispatcher) and the libraries."""
+    rows = doc["rows"]
+
+    def find(label: str, dtype: str, size: list[int], inputs: str, path: str) -> dict | None:
+        for r in rows:
+            if (r["label"], r["dtype"], r["size"], r["inputs"], r["path"]) == (
+                label, dtype, size, inputs, path
+            ):  # fmt: skip
+                return r
+        return None
+
+    def us(row: dict | None, key: str = "host_us_median") -> str:
+        if row is None:
+            return "–"
+        if row.get("error"):
+            return "failed" if "unavailable" not in row["error"] else "n/a"
+        value = row.get(key)
+        return f"{value:.1f}" if value is not None else "–"
+
+    gpu, settings = doc["device"]["name"], doc["settings"]
+    lines = [
+        f"Measured on an {gpu} by `scripts/hosttime.py` (`results/{Path(figure).stem}.json`, "
+        f"label `{doc['label']}`, commit {str(doc.get('commit'))[:12]}): host µs per call (the "
+        f"GPU idle before each call, median of {settings['repeats']}), back-to-back µs per call "
+        f"({settings['back_to_back']} calls in a row) and graph replay µs per call, the output "
+        "given. Compare within this run: the host's speed varies from run to run.",
+        "",
+        f"![call costs]({figure})",
+        "",
+        "| rung | dtype | size | host µs: torch | cupy | numba | b2b µs | graph µs "
+        "| host µs, Numba's dispatcher |",
+        "|---|---|---|---:|---:|---:|---:|---:|---:|",
+    ]
+    seen = set()
+    for r in rows:
+        if r["kind"] not in ("rung", "library"):
+            continue
+        key = (r["label"], r["dtype"], tuple(r["size"]))
+        if key in seen:
+            continue
+        seen.add(key)
+        label, dtype, size = r["label"], r["dtype"], r["size"]
+        size_text = "×".join(map(str, size))
+        if r["kind"] == "library":
+            lines.append(
+                f"| {label} | {dtype} | {size_text} | {us(r)} | | | "
+                f"{us(r, 'back_to_back_us')} | {us(r, 'graph_us')} | |"
+            )
+            continue
+        torch_row = find(label, dtype, size, "torch", "launch")
+        cells = [us(find(label, dtype, size, lib, "launch")) for lib in ("torch", "cupy", "numba")]
+        lines.append(
+            f"| {label} | {dtype} | {size_text} | {' | '.join(cells)} | "
+            f"{us(torch_row, 'back_to_back_us')} | {us(torch_row, 'graph_us')} | "
+            f"{us(find(label, dtype, size, 'torch', 'dispatcher'))} |"
+        )
+    bare = [r for r in rows if r["kind"] in ("bare launch", "intake")]
+    if bare:
+        lines += ["", "| bare launch or array read | host µs |", "|---|---:|"]
+        lines += [f"| {r['label']} | {us(r)} |" for r in bare]
+    return "\n".join(lines) + "\n"
+
+
+def write_readme(doc: dict[str, Any], results: Path, readme: Path) -> None:
+    """The call-cost figure beside ``results`` and the README's calls block from ``doc``."""
+    import ladder  # noqa: F401 (before numba.cuda)
+    from ladder.core.report import replace_block
+    from ladder.transfer import plot
+
+    figure = plot.call_costs(doc, results.with_suffix(".png"))
+    replace_block(readme, README_START, README_END, readme_block(doc, figure.as_posix()))
+    print(f"wrote {figure} and the {README_START} block of {readme}")
+
+
 def print_rows(rows: list[Row]) -> None:
     def fmt(value: float | None) -> str:
         return f"{value:9.1f}" if value is not None else "        -"
@@ -573,7 +678,18 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--no-library", dest="library", action="store_false")
     parser.add_argument("--dry-run", action="store_true", help="simulator: plans, no timing")
     parser.add_argument("--verbose", action="store_true")
+    parser.add_argument(
+        "--readme",
+        type=Path,
+        help="write the README's calls block and the figure from --from (no measuring)",
+    )
+    parser.add_argument("--from", dest="source", type=Path, help="a results file, for --readme")
     args = parser.parse_args(argv)
+    if args.readme:
+        if not args.source:
+            parser.error("--readme needs --from RESULTS (a results file this script wrote)")
+        write_readme(json.loads(args.source.read_text()), args.source, args.readme)
+        return 0
     args.inputs = [s for s in args.inputs.split(",") if s]
     if args.repeats < 30:
         parser.error("--repeats must be at least 30")
