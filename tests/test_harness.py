@@ -181,12 +181,17 @@ def test_best_rows_pick_the_fastest_passing_rung_and_the_library():
             run("slow", 4.0, number=1),
             run("fast-but-wrong", 1.0, ok=False, number=2),
             run("fast", 2.0, number=3),
+            run("lib-default", 5.0, reference=True, number=0),
             run("lib", 3.0, reference=True, number=0),
+            run("lib-broken", 0.5, reference=True, ok=False, number=0),
         ]
     }
     (row,) = derived.best_rows(doc)
+    # the library's best configuration that passed, whatever order the rows came in
     assert (row["rung"], row["library"]) == ("fast", "lib")
     assert row["vs_library"] == pytest.approx(1.5)
+    ratios = {r["rung"]: r["vs_reference"] for r in derived.rows(doc["runs"], None)}
+    assert ratios["slow"] == pytest.approx(0.75) and ratios["lib-default"] == pytest.approx(0.6)
 
 
 def test_cli_run_rejects_bad_arguments(capsys):

@@ -49,8 +49,10 @@ def groups(runs: list[dict[str, Any]]) -> dict[tuple[str, str, tuple[int, ...]],
 
 
 def library(group: list[dict[str, Any]]) -> dict[str, Any] | None:
-    """The library run a group's rungs are compared with: its first reference that passed."""
-    return next((r for r in group if r["reference"] and passed(r)), None)
+    """The library run a group's rungs are compared with: the fastest of its references that
+    passed (each library in its best configuration measured in the same run), or None."""
+    timed = [r for r in group if r["reference"] and passed(r) and r.get("median_ms")]
+    return min(timed, key=lambda r: r["median_ms"]) if timed else None
 
 
 def ceiling(group: list[dict[str, Any]], ceilings: dict[str, Any] | None) -> tuple[str, Any]:
@@ -105,7 +107,7 @@ def moved_gb(row: dict[str, Any]) -> float | None:
 
 def best_rows(doc: dict[str, Any]) -> list[dict[str, Any]]:
     """One row per (problem, dtype, shape): the fastest rung that passed, and the library it is
-    compared with in the same run (the group's first reference that passed)."""
+    compared with in the same run (the group's fastest reference that passed)."""
     found = []
     for (problem, dtype, shape), group in groups(doc["runs"]).items():
         climbed = [r for r in group if passed(r) and r.get("median_ms") and not r["reference"]]

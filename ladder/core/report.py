@@ -330,7 +330,8 @@ def markdown(
     ceilings = doc.get("ceilings") or {}
     lines = [
         f"Measured on **{doc['gpu']}** (driver {doc.get('driver')}, {doc['date'][:10]}) by "
-        f"`ladder bench`. Each table's library was measured in the same run as its rungs; the "
+        f"`ladder bench`. Each table's library was measured in the same run as its rungs, and "
+        f"× library is against the fastest library row of the table (named in the headline); the "
         f"ceilings, by the latest run ({str(ceilings.get('measured', '—'))[:10]}): FP32 peak "
         f"{_fmt(ceilings.get('fp32_peak_tflops'), '.1f')} TFLOP/s (from the clock), cuBLAS FP32 "
         f"{_fmt(ceilings.get('cublas_fp32_tflops'), '.1f')} TFLOP/s, cuBLAS FP16 "
