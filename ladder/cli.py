@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any, NoReturn
 
 import ladder  # chooses the backend before numba.cuda is imported
-from ladder.core import derived, device, report, roofline, timing
+from ladder.core import conditions, derived, device, report, roofline, timing
 from ladder.core.rung import GENERATIONS, Problem, Rung, get_problem, get_rung, problems, rungs
 from ladder.transfer import options as transfer_options
 
@@ -325,7 +325,9 @@ def cmd_bench(args: argparse.Namespace) -> int:
             f"--dtypes {' '.join(args.dtypes)}: none of --problems {' '.join(names)} takes them"
         )
     ceilings = roofline.ceilings(remeasure=True)
-    runs = _measure_all(cases, {n: rungs(n) for n in names}, args.repeats)
+    with conditions.Sampler() as sampler:
+        runs = _measure_all(cases, {n: rungs(n) for n in names}, args.repeats)
+    during = sampler.summary() | {"measured": sorted({f"{n}/{d}" for n, _, d in cases})}
     out = report.results_path(args.out, Path("results") / f"{device.gpu_slug()}.json")
     if out is not None and args.merge and out.is_file():
         # keep the earlier runs of every (problem, dtype) not redone
@@ -334,7 +336,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
             raise ValueError(f"--merge: {out} was measured on {earlier['gpu']}: cannot merge")
         redone = {(r["problem"], r["dtype"]) for r in runs}
         runs = [r for r in earlier["runs"] if (r["problem"], r["dtype"]) not in redone] + runs
-    doc = report.results_document(runs, ceilings)
+    doc = report.results_document(runs, ceilings, during)
     if out is not None:
         report.write_results(doc, out)
     _print_groups(console, runs, ceilings, doc["gpu"])

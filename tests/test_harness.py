@@ -133,8 +133,12 @@ def test_cli_run_bench_plot(tmp_path, capsys):
     out = tmp_path / "bench.json"
     assert cli.main(["bench", "--problems", "gemm", "--out", str(out), "--repeats", "1"]) == 0
     doc = report.read_results(out)
-    for key in ("gpu", "driver", "versions", "date", "ceilings", "runs"):
+    for key in ("gpu", "driver", "versions", "date", "ceilings", "conditions", "runs"):
         assert key in doc
+    measured = sorted({f"gemm/{r['dtype']}" for r in doc["runs"]})
+    assert doc["conditions"]["measured"] == measured
+    assert "samples" in doc["conditions"] and "throttle_reasons" in doc["conditions"]
+    assert {"cudnn", "triton"} <= set(doc["versions"])
     run = doc["runs"][0]
     for key in (
         "problem",

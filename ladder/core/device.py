@@ -128,8 +128,22 @@ def library_versions() -> dict[str, str | None]:
         "numba-cuda": _version("numba-cuda"),
         "cupy": cupy,
         "torch": _version("torch"),
+        "cudnn": _cudnn_version(),
+        "triton": _version("triton"),
         "ladder": _version("numba-ladder"),
     }
+
+
+def _cudnn_version() -> str | None:
+    """cuDNN's version as PyTorch loaded it, when PyTorch is in use in this process."""
+    torch = sys.modules.get("torch")
+    if torch is None:
+        return None
+    try:
+        found = torch.backends.cudnn.version()
+    except Exception:  # a CPU-only PyTorch, or none of its CUDA libraries: no cuDNN
+        return None
+    return str(found) if found else None
 
 
 @dataclass(frozen=True)

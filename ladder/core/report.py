@@ -28,7 +28,13 @@ GPUS_START = "<!-- gpus:start -->"
 GPUS_END = "<!-- gpus:end -->"
 
 
-def results_document(runs: Iterable[dict[str, Any]], ceilings: dict[str, Any] | None) -> dict:
+def results_document(
+    runs: Iterable[dict[str, Any]],
+    ceilings: dict[str, Any] | None,
+    conditions: dict[str, Any] | None = None,
+) -> dict:
+    """A results file's contents: the machine, the versions, the ceilings, the runs, and the
+    ``conditions`` they ran under (``ladder.core.conditions``: clocks, throttle reasons)."""
     facts = device.facts()
     return {
         "gpu": facts.name,
@@ -39,6 +45,7 @@ def results_document(runs: Iterable[dict[str, Any]], ceilings: dict[str, Any] | 
         "versions": device.library_versions(),
         "date": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
         "ceilings": ceilings,
+        "conditions": conditions,
         "runs": list(runs),
     }
 
