@@ -585,7 +585,7 @@ def test_numba_gemm_plans_are_kept_per_signature(rung):
     """Another shape, C's row stride (one row: still contiguous), C's alignment or the dtype:
     a plan of its own; the same signature elsewhere in memory: the same plan, with the grid
     that covers C's shape."""
-    plans = PlanCache(sys.modules[rung.launch.__module__].plan)  # not the rung's own cache
+    plans = PlanCache(sys.modules[rung.launch.__module__].PLANS.build)  # not the rung's own cache
     first = plans(*_gemm_operands(5, 8, 4))
     assert plans(*_gemm_operands(5, 8, 4, ptr=0x900000)) is first
     others = [

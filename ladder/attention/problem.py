@@ -38,7 +38,7 @@ import numpy as np
 from ladder.attention import memory
 from ladder.core import derived
 from ladder.core.dtypes import resolve
-from ladder.core.fastcall import Operand, intake, numba_array
+from ladder.core.fastcall import Operand, intake, numba_array, output
 from ladder.core.rung import Launcher, Problem, Units, register_problem, rung
 
 LOG2E = math.log2(math.e)
@@ -310,16 +310,11 @@ def operands(
     if max(batch, heads) > MAX_GRID_YZ:
         raise ValueError(f"at most {MAX_GRID_YZ} batches and heads (grid limit), got "
                          f"{batch} x {heads}")  # fmt: skip
-    if out is None:
-        result = intake(memory.empty(q.shape, resolve(dtype), "the output"), "out")
-    else:
-        result = intake(out, "out")
-        if result.shape != q.shape:
-            raise ValueError(f"out must have q's shape {q.shape}, got {result.shape}")
-        if result.dtype != dtype:
-            raise TypeError(f"out must be {dtype}, got {result.dtype}")
-        if not result.contiguous:
-            raise ValueError("out must be C-contiguous")
+
+    def allocate(shape: tuple[int, ...], dtype: str) -> Any:
+        return memory.empty(shape, resolve(dtype), "the output")
+
+    result = output(out, q.shape, dtype, layout="", allocate=allocate, shape_text="q's shape")
     return q, k, v, result, Shape(batch, heads, kv_heads, n, d)
 
 

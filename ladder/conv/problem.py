@@ -36,10 +36,10 @@ from ladder.core.fastcall import (
     Operand,
     PlanCache,
     Steps,
-    current_stream,
     intake,
     launch_stream,
     numba_array,
+    output,
 )
 from ladder.core.rung import Problem, register_problem
 
@@ -263,19 +263,7 @@ def operands(
         if not arr.contiguous:
             raise ValueError(f"{arr.name} must be C-contiguous (NCHW); copy it first")
     shape = (b, m, h - k + 1, wd - k + 1)
-    if out is None:
-        from numba import cuda
-
-        out = intake(cuda.device_array(shape, dtype=resolve(dtype)), "out")
-    else:
-        out = intake(out, "out")
-        if out.shape != shape:
-            raise ValueError(f"out must have shape {shape}, got {out.shape}")
-        if out.dtype != dtype:
-            raise TypeError(f"out must be {dtype}, got {out.dtype}")
-        if not out.contiguous:
-            raise ValueError("out must be C-contiguous (NCHW)")
-    return x, w, out, dtype
+    return x, w, output(out, shape, dtype, layout="NCHW"), dtype
 
 
 def check_arrays(x: Any, w: Any, out: Any, dtypes: tuple[str, ...]) -> tuple[Any, Any, Any, str]:
@@ -285,25 +273,17 @@ def check_arrays(x: Any, w: Any, out: Any, dtypes: tuple[str, ...]) -> tuple[Any
     return numba_array(x), numba_array(w), numba_array(out), dtype
 
 
-def stream_handle(stream: Any) -> int:
-    """The stream a plan launches on: ``fastcall.launch_stream(stream)`` (0: the current
-    stream). The simulator's streams have no handle, and it runs every launch in order: 0."""
-    if not stream:
-        return current_stream()
-    return 0 if device.simulator() else launch_stream(stream)
-
-
 def launch_planned(
     plans: PlanCache, x: Any, w: Any, out: Any, dtypes: tuple[str, ...], stream: Any
 ) -> Any:
     """y = conv2d(x, w) through a launcher's plans: validate (``operands``), find the plan for
     these operands' signature (``plans`` keeps one per signature, built by the rung's plan
-    function), run it on ``stream`` (``stream_handle``). Returns ``out`` as given (a PyTorch
-    tensor stays one), or the Numba device array allocated when it is None. An empty output
-    needs no plan and no launch."""
+    function), run it on ``stream`` (``fastcall.launch_stream``). Returns ``out`` as given (a
+    PyTorch tensor stays one), or the Numba device array allocated when it is None. An empty
+    output needs no plan and no launch."""
     x, w, out, _ = operands(x, w, out, dtypes)
     if 0 not in out.shape:
-        plans(x, w, out)(x, w, out, stream_handle(stream))
+        plans(x, w, out)(x, w, out, launch_stream(stream))
     return out.obj
 
 

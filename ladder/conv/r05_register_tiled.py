@@ -39,8 +39,8 @@ from numba import cuda, float32, uint32
 from numba.types import float16
 
 from ladder.conv.layers import CONV1, CONV2
-from ladder.conv.problem import by_images, launch_planned, operands, size_of, stream_handle
-from ladder.core.fastcall import Operand, PlanCache, Steps
+from ladder.conv.problem import by_images, launch_planned, operands, size_of
+from ladder.core.fastcall import Operand, PlanCache, Steps, launch_stream
 from ladder.core.rung import rung
 
 SHARED_FLOATS = 12 * 1024  # 48 KB of static shared memory
@@ -238,7 +238,7 @@ def launch_config(
     staged = float32 if staged is None else staged
     x, w, out, _ = operands(x, w, out, ("float32", "float16"))
     if 0 not in out.shape:
-        CONFIG_PLANS(x, w, out, config, staged)(x, w, out, stream_handle(stream))
+        CONFIG_PLANS(x, w, out, config, staged)(x, w, out, launch_stream(stream))
     return out.obj
 
 

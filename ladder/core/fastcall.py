@@ -379,6 +379,38 @@ def intake(obj: Any, name: str) -> Operand:
     return reader(obj, name)
 
 
+def output(
+    out: Any,
+    shape: tuple[int, ...],
+    dtype: str,
+    name: str = "out",
+    layout: str = "row-major",
+    allocate: Callable[[tuple[int, ...], str], Any] | None = None,
+    shape_text: str | None = None,
+) -> Operand:
+    """A launcher's output as an ``Operand``: ``out`` read and checked (its shape, its dtype,
+    C-contiguous), or, when ``out`` is None, a new array from ``allocate(shape, dtype)`` (by
+    default Numba's ``device_array``). ``layout`` and ``shape_text`` word the errors (``out
+    must be C-contiguous (NCHW)``, ``out must have q's shape ...``); every problem's launchers
+    check their output through this."""
+    if out is None:
+        if allocate is None:
+            from numba import cuda
+
+            from ladder.core.dtypes import resolve
+
+            return intake(cuda.device_array(shape, dtype=resolve(dtype)), name)
+        return intake(allocate(shape, dtype), name)
+    found = intake(out, name)
+    if found.shape != shape:
+        raise ValueError(f"{name} must have {shape_text or 'shape'} {shape}, got {found.shape}")
+    if found.dtype != dtype:
+        raise TypeError(f"{name} must be {dtype}, got {found.dtype}")
+    if not found.contiguous:
+        raise ValueError(f"{name} must be C-contiguous" + (f" ({layout})" if layout else ""))
+    return found
+
+
 def numba_array(op: Operand) -> Any:
     """A Numba device array over ``op``'s memory (the caller's own when it is one)."""
     base = op.base
@@ -410,6 +442,8 @@ def stream_handle(stream: Any) -> int:
         value = getattr(stream, attr, None)
         if value is not None:
             return int(getattr(value, "value", value) or 0)
+    if type(stream).__module__.startswith("numba.cuda.simulator"):
+        return 0  # the simulator's streams have no handle; it runs every launch in order
     raise TypeError(f"stream must be a CUDA stream or its handle, got {type(stream).__name__}")
 
 

@@ -22,7 +22,7 @@ import numpy as np
 
 from ladder.core import device
 from ladder.core.dtypes import resolve
-from ladder.core.fastcall import Operand, intake, numba_array
+from ladder.core.fastcall import Operand, intake, numba_array, output
 from ladder.core.rung import Problem, register_problem
 
 LAYERNORM_EPS = 1e-5
@@ -247,19 +247,7 @@ def operands(
     for vec, name in vectors:
         if vec.shape != cols:
             raise ValueError(f"{name} must have shape ({shape[1]},), got {vec.shape}")
-    if out is None:
-        from numba import cuda
-
-        result = intake(cuda.device_array(shape, dtype=resolve(dtype)), "out")
-    else:
-        result = intake(out, "out")
-        if result.shape != shape:
-            raise ValueError(f"out must have shape {shape}, got {result.shape}")
-        if result.dtype != dtype:
-            raise TypeError(f"out must be {dtype}, got {result.dtype}")
-        if not result.contiguous:
-            raise ValueError("out must be C-contiguous (row-major)")
-    return found, result, dtype
+    return found, output(out, shape, dtype), dtype
 
 
 def check_arrays(

@@ -18,7 +18,7 @@ import numpy as np
 
 from ladder.core import device
 from ladder.core.dtypes import resolve
-from ladder.core.fastcall import Operand, PlanCache, intake, numba_array
+from ladder.core.fastcall import NumbaLaunch, Operand, PlanCache, intake, numba_array, output
 from ladder.core.rung import Problem, register_problem
 
 MAX_GRID_Y = 65535  # gridDim.y (and .z) limit on every CUDA GPU; gridDim.x allows 2**31 - 1
@@ -116,19 +116,7 @@ def operands(
     k2, n = b.shape
     if k != k2:
         raise ValueError(f"inner dimensions differ: A is {m}x{k}, B is {k2}x{n}")
-    if c is None:
-        from numba import cuda
-
-        c = intake(cuda.device_array((m, n), dtype=resolve(dtype)), "C")
-    else:
-        c = intake(c, "C")
-        if c.shape != (m, n):
-            raise ValueError(f"C must have shape ({m}, {n}), got {c.shape}")
-        if c.dtype != dtype:
-            raise TypeError(f"C must be {dtype}, got {c.dtype}")
-        if not c.contiguous:
-            raise ValueError("C must be C-contiguous (row-major)")
-    return a, b, c, m, n, k
+    return a, b, output(c, (m, n), dtype, "C"), m, n, k
 
 
 def launch_planned(plans: PlanCache, A: Any, B: Any, C: Any, dtype: str = "float32") -> Any:
@@ -160,6 +148,18 @@ def grid_2d(x_count: int, x_tile: int, y_count: int, y_tile: int) -> tuple[int, 
             f"{MAX_GRID_Y}: {y_count} rows in tiles of {y_tile}"
         )
     return grid
+
+
+def float4_plans(wide: Any, scalar: Any, bm: int, bn: int, threads: int) -> PlanCache:
+    """The plans of a rung built two ways, 16-byte accesses (``wide``) or scalar ones: per
+    signature of A, B and C, the variant every row allows and its grid of bm x bn tiles."""
+
+    def plan(a: Operand, b: Operand, c: Operand) -> NumbaLaunch:
+        m, n = c.shape
+        kernel = wide if aligned_for_float4(a, b, c) else scalar
+        return NumbaLaunch(kernel, grid_2d(n, bn, m, bm), threads)
+
+    return PlanCache(plan)
 
 
 def aligned_for_float4(*arrays: Any) -> bool:

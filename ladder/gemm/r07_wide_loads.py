@@ -37,10 +37,9 @@ from typing import Any
 import numpy as np
 from numba import cuda, float32, uint32
 
-from ladder.core.fastcall import NumbaLaunch, Operand, PlanCache
 from ladder.core.intrinsics import VECTOR_ALIGN, load4, store4
 from ladder.core.rung import rung
-from ladder.gemm.problem import aligned_for_float4, grid_2d, launch_planned
+from ladder.gemm.problem import float4_plans, launch_planned
 
 BM, BN, BK = 128, 128, 8
 TM, TN = 8, 8
@@ -137,15 +136,7 @@ wide_kernel = make_kernel(wide_global=True)
 scalar_kernel = make_kernel(wide_global=False)
 
 
-def plan(a: Operand, b: Operand, c: Operand) -> NumbaLaunch:
-    """The kernel for these operands (16-byte accesses where every row allows them) and its
-    grid: built once per signature of A, B and C (``PLANS``)."""
-    m, n = c.shape
-    kernel = wide_kernel if aligned_for_float4(a, b, c) else scalar_kernel
-    return NumbaLaunch(kernel, grid_2d(n, BN, m, BM), THREADS)
-
-
-PLANS = PlanCache(plan)
+PLANS = float4_plans(wide_kernel, scalar_kernel, BM, BN, THREADS)
 
 
 @rung(name="wide-loads", title="16-byte loads and stores (float4)")

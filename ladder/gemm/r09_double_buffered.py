@@ -35,10 +35,9 @@ from typing import Any
 import numpy as np
 from numba import cuda, float32, uint32
 
-from ladder.core.fastcall import NumbaLaunch, Operand, PlanCache
 from ladder.core.intrinsics import VECTOR_ALIGN
 from ladder.core.rung import rung
-from ladder.gemm.problem import aligned_for_float4, grid_2d, launch_planned
+from ladder.gemm.problem import float4_plans, launch_planned
 from ladder.gemm.r08_warp_tiling import DEFAULT, Config, make_parts
 
 STAGES = 2
@@ -119,15 +118,7 @@ wide_kernel = make_kernel(DEFAULT, wide_global=True)
 scalar_kernel = make_kernel(DEFAULT, wide_global=False)
 
 
-def plan(a: Operand, b: Operand, c: Operand) -> NumbaLaunch:
-    """The kernel for these operands (16-byte accesses where every row allows them) and its
-    grid: built once per signature of A, B and C (``PLANS``)."""
-    m, n = c.shape
-    kernel = wide_kernel if aligned_for_float4(a, b, c) else scalar_kernel
-    return NumbaLaunch(kernel, grid_2d(n, DEFAULT.bn, m, DEFAULT.bm), DEFAULT.threads)
-
-
-PLANS = PlanCache(plan)
+PLANS = float4_plans(wide_kernel, scalar_kernel, DEFAULT.bm, DEFAULT.bn, DEFAULT.threads)
 
 
 @rung(name="double-buffered", title="Double-buffered shared tiles")
