@@ -7,7 +7,7 @@ barrier, and every thread reads its K x K window from there. The weights live in
 memory: Numba fills it at compile time (``cuda.const.array_like``), so the rung compiles one
 kernel per distinct weight tensor (C, M and K compile-time constants), found by the weights'
 bytes, which the launcher copies to the host on every call (12.5 KB for conv2; that copy is
-inside the measured time and the host time per call, 85 to 116 µs in
+inside the measured time and the host time per call, 85 to 116 µs on an NVIDIA H200 in
 results/nvidia-h200-hosttime.json, which no plan can save, and keeps the rung out of CUDA
 graphs). Weights over 64 KB are refused.
 Why: shared memory is on the SM, a few cycles away, and a tile element loaded once serves every
