@@ -50,8 +50,19 @@ def groups(runs: list[dict[str, Any]]) -> dict[tuple[str, str, tuple[int, ...]],
 
 def library(group: list[dict[str, Any]]) -> dict[str, Any] | None:
     """The library run a group's rungs are compared with: the fastest of its references that
-    passed (each library in its best configuration measured in the same run), or None."""
-    timed = [r for r in group if r["reference"] and passed(r) and r.get("median_ms")]
+    passed (each library in its best configuration measured in the same run), or None. Peers
+    (Triton kernels written here) are not libraries: see ``peer``."""
+    timed = [
+        r
+        for r in group
+        if r["reference"] and not r.get("peer") and passed(r) and r.get("median_ms")
+    ]
+    return min(timed, key=lambda r: r["median_ms"]) if timed else None
+
+
+def peer(group: list[dict[str, Any]]) -> dict[str, Any] | None:
+    """The fastest peer (a Triton kernel) of a group that passed, or None."""
+    timed = [r for r in group if r.get("peer") and passed(r) and r.get("median_ms")]
     return min(timed, key=lambda r: r["median_ms"]) if timed else None
 
 
@@ -107,11 +118,12 @@ def moved_gb(row: dict[str, Any]) -> float | None:
 
 def best_rows(doc: dict[str, Any]) -> list[dict[str, Any]]:
     """One row per (problem, dtype, shape): the fastest rung that passed, and the library it is
-    compared with in the same run (the group's fastest reference that passed)."""
+    compared with in the same run (the group's fastest reference that passed), and the fastest
+    peer (a Triton kernel) where one ran."""
     found = []
     for (problem, dtype, shape), group in groups(doc["runs"]).items():
         climbed = [r for r in group if passed(r) and r.get("median_ms") and not r["reference"]]
-        lib = library(group)
+        lib, fellow = library(group), peer(group)
         if not climbed:
             continue
         best = min(climbed, key=lambda r: r["median_ms"])
@@ -126,6 +138,9 @@ def best_rows(doc: dict[str, Any]) -> list[dict[str, Any]]:
                 "library": lib["rung"] if lib else None,
                 "library_ms": lib["median_ms"] if lib else None,
                 "vs_library": lib["median_ms"] / best["median_ms"] if lib else None,
+                "peer": fellow["rung"] if fellow else None,
+                "peer_ms": fellow["median_ms"] if fellow else None,
+                "vs_peer": fellow["median_ms"] / best["median_ms"] if fellow else None,
             }
         )
     return found

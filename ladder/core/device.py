@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import ctypes
 import functools
+import importlib.util
 import os
 import platform
 import sys
@@ -109,6 +110,22 @@ def torch_cuda_available() -> bool:
     except ImportError:
         return False
     return bool(torch.cuda.is_available())
+
+
+def triton_reason() -> str | None:
+    """Why a Triton kernel cannot run here, or None when it can: on a GPU it needs Triton and
+    PyTorch with CUDA (Triton launches on PyTorch's tensors and streams); in the simulator it
+    runs in Triton's interpreter (TRITON_INTERPRET=1), which needs Triton and PyTorch (CPU is
+    enough)."""
+    if importlib.util.find_spec("triton") is None:
+        return "needs Triton: pip install 'numba-ladder[triton]'"
+    if simulator():
+        if importlib.util.find_spec("torch") is None:
+            return "needs PyTorch (a CPU build is enough) for Triton's interpreter"
+        return None
+    if not torch_cuda_available():
+        return "needs PyTorch with CUDA: pip install 'numba-ladder[triton]'"
+    return None
 
 
 def _version(dist: str) -> str | None:

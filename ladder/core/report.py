@@ -138,8 +138,8 @@ def rich_table(group: list[dict[str, Any]], ceilings: dict[str, Any] | None, tit
                 _fmt(row.get("pct_peak"), ".1f"),
             )
         table.add_row(
-            "ref" if row["reference"] else str(row["number"]),
-            row["rung"],
+            _kind(row),
+            row["rung"] + (f" ({row['config']})" if row.get("config") else ""),
             _time_cell(row),
             _fmt(row.get("host_us"), ".1f"),
             _fmt(row.get("back_to_back_us"), ".1f"),
@@ -164,7 +164,7 @@ def _simulator_table(group: list[dict[str, Any]], title: str):
         table.add_column(col, justify="left" if col in ("rung", "status") else "right")
     for row in group:
         table.add_row(
-            "ref" if row["reference"] else str(row["number"]),
+            _kind(row),
             row["rung"],
             _fmt(row.get("rel_err"), ".1e"),
             _fmt(row.get("tolerance"), ".0e"),
@@ -317,14 +317,22 @@ def _group_table(group: list[dict[str, Any]], ceilings: dict[str, Any] | None) -
             )
         else:
             figures = f"{_fmt(row.get('tflops'), '.2f')} | {_fmt(row.get('pct_peak'), '.1f')}"
+        name = row["rung"] + (f" ({row['config']})" if row.get("config") else "")
         lines.append(
-            f"| {'ref' if row['reference'] else row['number']} | {row['rung']} | "
+            f"| {_kind(row)} | {name} | "
             f"{_fmt(row.get('median_ms'), '.3f')} | {_fmt(row.get('host_us'), '.1f')} | "
             f"{_fmt(row.get('back_to_back_us'), '.1f')} | {_fmt(row.get('graph_us'), '.1f')} | "
             f"{figures} | "
             f"{_fmt(row.get('speedup'), '.2f')} | {_fmt(row.get('vs_reference'), '.3f')} |"
         )
     return [*lines, ""]
+
+
+def _kind(row: dict[str, Any]) -> str:
+    """A table's first cell: the rung's number, 'peer' for a peer, 'ref' for a library."""
+    if row.get("peer"):
+        return "peer"
+    return "ref" if row["reference"] else str(row["number"])
 
 
 def markdown(
@@ -346,17 +354,20 @@ def markdown(
         f"{_fmt(ceilings.get('copy_tbps'), '.2f')} TB/s.",
         "",
         *([f"![ladder results]({overview})", ""] if overview else []),
-        "The best rung of each ladder against the library, measured in the same run:",
+        "The best rung of each ladder against the library, and against this project's Triton "
+        "kernel where there is one, measured in the same run (× above 1: the rung is faster):",
         "",
-        "| problem | dtype | shape | best rung | median ms | library | library ms | × library |",
-        "|---|---|---|---|---:|---|---:|---:|",
+        "| problem | dtype | shape | best rung | median ms | library | library ms | × library "
+        "| Triton ms | × Triton |",
+        "|---|---|---|---|---:|---|---:|---:|---:|---:|",
     ]
     for row in derived.best_rows(doc):
         lines.append(
             f"| {row['problem']} | {row['dtype']} | {' × '.join(map(str, row['shape']))} | "
             f"{row['number']} {row['rung']} | {_fmt(row['median_ms'], '.3f')} | "
             f"{row['library'] or '—'} | {_fmt(row['library_ms'], '.3f')} | "
-            f"{_fmt(row['vs_library'], '.3f')} |"
+            f"{_fmt(row['vs_library'], '.3f')} | {_fmt(row.get('peer_ms'), '.3f')} | "
+            f"{_fmt(row.get('vs_peer'), '.3f')} |"
         )
     lines.append("")
     by_problem: dict[str, list[list[dict[str, Any]]]] = {}

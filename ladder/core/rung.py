@@ -30,6 +30,24 @@ UNITS = ("tensor", "fp32", "memory")
 Units = str | Callable[[str], str]  # one of UNITS, or a function of the dtype that returns one
 
 
+class NotApplicable(Exception):
+    """Raised by a launcher for an input it was not built for (an SDPA backend pinned to a
+    dtype or shape it does not take): the harness reports the case as unavailable, with this
+    message, not as a failure."""
+
+
+@dataclass(frozen=True)
+class Prepared:
+    """What a library's best configuration keeps ready before it is called, as a user whose
+    data stay in that form would (a channels_last tensor, say): the arguments and the output
+    the launcher is timed on, and ``read_back`` (no arguments), which writes that output into
+    the problem's own output for the check. Made once, outside the time."""
+
+    args: tuple[Any, ...]
+    out: Any
+    read_back: Callable[[], Any]
+
+
 @dataclass(frozen=True)
 class Generation:
     """A GPU generation that learners have: the name tables use, its architecture, the GPUs."""
@@ -88,11 +106,20 @@ class Rung:
     # the instructions that set min_cc and max_cc ("cp.async"), said in every reason they give
     cc_needs: str = ""
     reference: bool = False
+    # a peer (a Triton kernel written in this project): shown beside the rungs and the
+    # libraries, never the library that "x library" is measured against
+    peer: bool = False
     doc: str = ""
     units: Units = "fp32"  # what it computes on (see UNITS); ``units_for`` resolves a function
     # bytes this rung reads and writes in device memory for (size, dtype), when it moves more
     # than the problem's minimum (several kernels, intermediates); None: the minimum
     bytes_moved: Callable[[tuple[int, ...], str], float] | None = None
+    # (args, out) -> Prepared: the inputs and output in the library's preferred form, made
+    # once before the check and the timing (see Prepared); None: the problem's own arrays
+    prepare: Callable[[tuple[Any, ...], Any], Prepared] | None = None
+    # (args, out) -> str: the configuration the call ran in, for the results (the backend
+    # SDPA picked, say); None: nothing to record
+    describe: Callable[[tuple[Any, ...], Any], str] | None = None
 
     @property
     def key(self) -> str:
@@ -116,6 +143,10 @@ class Rung:
             return "needs CuPy: pip install 'numba-ladder[cuda13]' (or [cuda12])"
         if "torch" in self.needs and not device.torch_cuda_available():
             return "needs PyTorch with CUDA: pip install 'numba-ladder[peers]'"
+        if "triton" in self.needs:
+            reason = device.triton_reason()
+            if reason is not None:
+                return reason
         if (self.min_cc or self.max_cc) and device.gpu_available():
             cc = device.facts().compute_capability
             reason = None if cc is None else self.reason_for_cc(tuple(cc))
@@ -266,9 +297,12 @@ def rung(
     max_cc: tuple[int, int] | None = None,
     cc_needs: str = "",
     reference: bool = False,
+    peer: bool = False,
     bytes_moved: Callable[[tuple[int, ...], str], float] | None = None,
     problem: str | None = None,
     units: Units | None = None,
+    prepare: Callable[[tuple[Any, ...], Any], Prepared] | None = None,
+    describe: Callable[[tuple[Any, ...], Any], str] | None = None,
 ) -> Callable[[Launcher], Launcher]:
     """Register the decorated launcher as a rung; its module docstring is the rung's story.
 
@@ -305,7 +339,8 @@ def rung(
             )
         number = _module_number(module)
         found = _resolve_units(where, name, units, dtypes)
-        if reference:
+        reference_ = reference or peer
+        if reference_:
             number = 90 + sum(r.reference and r.problem == where for r in _RUNGS.values())
         elif number is None:
             raise ValueError(
@@ -323,10 +358,13 @@ def rung(
             min_cc=min_cc,
             max_cc=max_cc,
             cc_needs=cc_needs,
-            reference=reference,
+            reference=reference_,
+            peer=peer,
             doc=doc,
             bytes_moved=bytes_moved,
             units=found,
+            prepare=prepare,
+            describe=describe,
         )
         if entry.key in _RUNGS:
             if _RUNGS[entry.key].launch is launch:

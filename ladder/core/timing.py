@@ -46,7 +46,7 @@ import numpy as np
 
 from ladder.core import device
 from ladder.core.dtypes import resolve, to_device, to_host
-from ladder.core.rung import Problem, Rung
+from ladder.core.rung import NotApplicable, Problem, Rung
 
 HEAD_START_US = 200  # GPU time queued ahead of each timed launch (see step 4)
 TIME_BUDGET_S = 1.0  # timed repeats stop once they have run this long (and MIN_REPEATS are done)
@@ -239,6 +239,8 @@ class Measurement:
     back_to_back_us: float | None = None  # time per call of many calls in a row
     graph_us: float | None = None  # time per replay of many replays of a captured call
     graph_error: str | None = None  # why the call could not be captured, when it could not
+    peer: bool = False  # a peer (a Triton kernel), not a library: see Rung.peer
+    config: str | None = None  # the configuration the call ran in (Rung.describe)
 
     @property
     def ok(self) -> bool:
@@ -280,6 +282,8 @@ class Measurement:
             "rung": self.rung,
             "number": self.number,
             "reference": self.reference,
+            "peer": self.peer,
+            "config": self.config,
             "dtype": self.dtype,
             "shape": self.shape,
             "status": str(self.status),
@@ -372,6 +376,8 @@ def poison(out: Any) -> None:
     """Fill an output with NaN (every bit set: NaN in float16, float32 and float64)."""
     if isinstance(out, np.ndarray):
         out.fill(np.nan)
+    elif hasattr(out, "fill_"):  # a PyTorch tensor a library keeps its output in (Prepared)
+        out.fill_(float("nan"))
     elif device.simulator():
         out.copy_to_device(np.full(out.shape, np.nan, dtype=out.dtype))
     else:
@@ -410,6 +416,7 @@ def measure(
         rung=rung.name,
         number=rung.number,
         reference=rung.reference,
+        peer=rung.peer,
         dtype=case.dtype,
         shape=list(case.size),
         status=Status.FAILED,  # until it passes both checks
@@ -433,39 +440,63 @@ def measure(
 
     args = case.inputs if rung.on_cpu else case.device_inputs()
     out = _new_output(case, rung)
+    # a library's best configuration: its inputs and output in the form it prefers, made once
+    # here, outside the time; read_back writes its output into ours for each check
+    held, read_back = (args, out), None
+    try:
+        if rung.prepare is not None:
+            prepared = rung.prepare(args, out)
+            held, read_back = (prepared.args, prepared.out), prepared.read_back
+    except (MemoryError, NotApplicable) as err:
+        result.status = Status.UNAVAILABLE
+        result.error = f"{type(err).__name__}: {err}"
+        return result
+    args_, out_ = held
 
     label = f"{problem.name}/{rung.name}"
 
     def launch() -> None:
         with nvtx_range(label):
-            rung.launch(*args, out)
+            rung.launch(*args_, out_)
 
-    poison(out)
+    def checked() -> np.ndarray:
+        if read_back is not None:
+            read_back()
+        return _to_host(out)
+
+    def poison_all() -> None:
+        poison(out)
+        if out_ is not out:
+            poison(out_)
+
+    poison_all()
     try:
         launch()
-    except MemoryError as err:  # the size does not fit (attention's N x N scores, say)
+        if rung.describe is not None:
+            result.config = rung.describe(args_, out_)
+    except (MemoryError, NotApplicable) as err:  # the size does not fit, or not its input
         result.status = Status.UNAVAILABLE
         result.error = f"{type(err).__name__}: {err}"
         return result
     except Exception as err:  # a broken rung is reported as failed; the caller goes on
         result.error = f"{type(err).__name__}: {err}"
         return result
-    result.rel_err = relative_error(_to_host(out), case.ref)
+    result.rel_err = relative_error(checked(), case.ref)
     if not result.rel_err <= result.tolerance:
         result.error = f"wrong answer: relative error {result.rel_err:.3g} > {result.tolerance:g}"
         return result
 
     if simulated or rung.on_cpu:
-        result.samples_ms = _time_host(launch, out, 1 if simulated else repeats or 3)
+        result.samples_ms = _time_host(launch, out_, 1 if simulated else repeats or 3)
     else:
-        result.samples_ms = _time_gpu(launch, out, repeats, warmup, time_budget_s)
-        call = functools.partial(rung.launch, *args, out)
+        result.samples_ms = _time_gpu(launch, out_, repeats, warmup, time_budget_s)
+        call = functools.partial(rung.launch, *args_, out_)
         costs = time_calls(call, result.median_ms or 0.0)
         result.host_us, result.back_to_back_us = costs.host_us, costs.back_to_back_us
         result.graph_us, result.graph_error = costs.graph_us, costs.graph_error
-        poison(out)  # the check after timing sees one whole call's output
+        poison_all()  # the check after timing sees one whole call's output
         launch()
-    result.rel_err_after = relative_error(_to_host(out), case.ref)
+    result.rel_err_after = relative_error(checked(), case.ref)
     if result.rel_err_after <= result.tolerance:
         result.status = Status.OK
     else:
