@@ -29,14 +29,12 @@ from typing import Any
 
 from ladder.attention.problem import attention_rung, check_arrays
 from ladder.core.rung import tensor_cores_below_fp32
+from ladder.core.torch_views import fp32_means_fp32, tensors
 
 
 def _tensors(*arrays: Any) -> list[Any]:
-    import torch
-
-    torch.backends.cuda.matmul.allow_tf32 = False
-    torch.backends.cudnn.allow_tf32 = False
-    return [torch.as_tensor(a, device="cuda") for a in arrays]
+    fp32_means_fp32()
+    return tensors(*arrays)
 
 
 def _sdpa_takes_gqa() -> bool:

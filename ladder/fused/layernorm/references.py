@@ -23,8 +23,8 @@ from __future__ import annotations
 from typing import Any
 
 from ladder.core.rung import rung
+from ladder.core.torch_views import tensor as torch_tensor
 from ladder.fused.problem import LAYERNORM, LAYERNORM_EPS, check_arrays
-from ladder.fused.softmax.references import torch_tensor
 
 
 @rung(

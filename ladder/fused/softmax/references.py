@@ -21,14 +21,8 @@ from __future__ import annotations
 from typing import Any
 
 from ladder.core.rung import rung
+from ladder.core.torch_views import tensor as torch_tensor
 from ladder.fused.problem import SOFTMAX, check_arrays
-
-
-def torch_tensor(arr: Any) -> Any:
-    """A PyTorch view of a Numba device array, no copy (the layer norm reference uses it too)."""
-    import torch
-
-    return torch.as_tensor(arr, device="cuda")
 
 
 @rung(
