@@ -248,11 +248,14 @@ def attention_rung(
     min_cc: tuple[int, int] | None = None,
     cc_needs: str = "",
     reference: bool = False,
+    peer: bool = False,
     bytes_moved: Callable[[tuple[int, ...], str], float] | None = None,
     units: Units | None = None,
+    describe: Callable[..., str] | None = None,
 ) -> Callable[[Launcher], Launcher]:
     """Register ``launch(q, k, v, out=None, causal=False)`` as a rung of both problems (its number
-    is its file's and its ``units`` default the same, as for ``rung``)."""
+    is its file's and its ``units`` default the same, as for ``rung``). ``describe(args, out,
+    causal=...)``, where given, says the configuration a call ran in (``Rung.describe``)."""
 
     def decorate(launch: Launcher) -> Launcher:
         for problem in PROBLEMS:
@@ -265,8 +268,12 @@ def attention_rung(
                 min_cc=min_cc,
                 cc_needs=cc_needs,
                 reference=reference,
+                peer=peer,
                 bytes_moved=bytes_moved,
                 units=units,
+                describe=None
+                if describe is None
+                else functools.partial(describe, causal=problem.causal),
             )(_bind(launch, problem.causal))
         return launch
 
