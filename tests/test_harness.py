@@ -9,7 +9,16 @@ from numba import cuda
 
 from ladder import cli
 from ladder.core import derived, device, report, timing
-from ladder.core.rung import Rung, get_problem, get_rung, problems, rung, rungs
+from ladder.core.rung import (
+    NotApplicable,
+    Prepared,
+    Rung,
+    get_problem,
+    get_rung,
+    problems,
+    rung,
+    rungs,
+)
 
 PROBLEM = get_problem("gemm")
 
@@ -58,6 +67,50 @@ def test_measure_status_of_a_rung_that_cannot_run_here():
     m = timing.measure(timing.prepare(PROBLEM, (5, 6, 7), "float16"), _fake_rung(print))
     assert m.status is timing.Status.UNAVAILABLE and "does not support float16" in m.error
     assert m.to_dict()["status"] == "unavailable" and not m.to_dict()["ok"]
+
+
+def test_measure_runs_a_prepared_library_on_its_own_form_and_checks_what_it_reads_back():
+    """Rung.prepare: made once, the launcher timed on the prepared arrays, read_back before
+    every check; a read_back that stops writing is caught after timing, like any rung."""
+    good = get_rung("gemm", "coalesced")
+    made, calls = [], []
+
+    def prepare(args, out):
+        held = cuda.device_array(out.shape, out.dtype)  # the library's own output buffer
+        made.append(held)
+
+        def read_back():
+            calls.append(1)
+            if len(calls) == 1:  # the first check only: later checks see the poison
+                out.copy_to_device(held)
+
+        return Prepared(args, held, read_back)
+
+    def launch(a, b, c):
+        assert c is made[0]  # timed on the prepared output, not the problem's
+        return good.launch(a, b, c)
+
+    fake = Rung("gemm", 50, "prepared", "t", ("float32",), launch, doc="t", prepare=prepare)
+    m = timing.measure(timing.prepare(PROBLEM, (5, 6, 7)), fake)
+    assert len(made) == 1 and m.rel_err <= 1e-5
+    assert not m.ok and "after timing" in m.error  # the second check read nothing back
+
+
+def test_measure_records_the_configuration_and_reports_not_applicable_as_unavailable():
+    good = get_rung("gemm", "coalesced")
+
+    def refuses(a, b, c):
+        raise NotApplicable("this backend takes float16 only")
+
+    def describe(args, out):
+        return "flash"
+
+    case = timing.prepare(PROBLEM, (5, 6, 7))
+    m = timing.measure(case, _fake_rung(refuses))
+    assert m.status is timing.Status.UNAVAILABLE and "float16 only" in m.error
+    fake = Rung("gemm", 50, "d", "t", ("float32",), good.launch, doc="t", describe=describe)
+    m = timing.measure(case, fake)
+    assert m.ok and m.config == "flash" and m.to_dict()["config"] == "flash"
 
 
 def test_run_status_of_records_written_before_runs_had_one():
@@ -196,6 +249,54 @@ def test_best_rows_pick_the_fastest_passing_rung_and_the_library():
     assert row["vs_library"] == pytest.approx(1.5)
     ratios = {r["rung"]: r["vs_reference"] for r in derived.rows(doc["runs"], None)}
     assert ratios["slow"] == pytest.approx(0.75) and ratios["lib-default"] == pytest.approx(0.6)
+
+
+def _runs_with_a_peer():
+    def run(rung, ms, reference=False, peer=False, number=1, config=None):
+        return {
+            "problem": "p", "rung": rung, "number": number, "reference": reference,
+            "peer": peer, "config": config, "dtype": "float16", "shape": [8], "ok": True,
+            "median_ms": ms,
+        }  # fmt: skip
+
+    return {
+        "gpu": "test GPU",
+        "date": "2026-11-25",
+        "runs": [
+            run("rung-a", 3.0, number=1),
+            run("rung-b", 2.0, number=2),
+            run("sdpa", 2.5, reference=True, number=90, config="flash"),
+            run("torch-compile", 4.0, reference=True, number=91),
+            run("triton", 1.0, reference=True, peer=True, number=92),
+        ],
+    }
+
+
+def test_a_peer_is_never_the_library_but_is_beside_it():
+    doc = _runs_with_a_peer()
+    (row,) = derived.best_rows(doc)
+    assert (row["rung"], row["library"], row["peer"]) == ("rung-b", "sdpa", "triton")
+    assert row["vs_library"] == pytest.approx(1.25) and row["vs_peer"] == pytest.approx(0.5)
+    text = report.markdown(doc)
+    assert "| 1.250 | 1.000 | 0.500 |" in text  # x library, then the Triton columns
+    assert "| peer | triton |" in text and "| ref | sdpa (flash) |" in text
+
+
+def test_contenders_list_the_best_rung_every_library_and_every_peer_fastest_first(tmp_path):
+    doc = _runs_with_a_peer()
+    found = derived.contenders(doc["runs"])
+    assert [c["label"] for c in found] == [
+        "triton", "rung 2 rung-b", "sdpa (flash)", "torch-compile"
+    ]  # fmt: skip
+    assert [c["kind"] for c in found] == ["peer", "rung", "library", "library"]
+    assert [c["x_best"] for c in found] == pytest.approx([1.0, 2.0, 2.5, 4.0])
+    table = report.contenders_markdown(doc)
+    assert "| 2 | rung 2 rung-b | rung | 2.000 | 2.00 |" in table
+    png = tmp_path / "contenders.png"
+    report.plot_contenders(doc, png)
+    assert png.stat().st_size > 5_000
+    with pytest.raises(ValueError, match="no measured runs"):
+        report.plot_contenders(doc, tmp_path / "none.png", problems=["other"])
 
 
 def test_cli_run_rejects_bad_arguments(capsys):

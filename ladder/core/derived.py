@@ -66,6 +66,39 @@ def peer(group: list[dict[str, Any]]) -> dict[str, Any] | None:
     return min(timed, key=lambda r: r["median_ms"]) if timed else None
 
 
+def contenders(group: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Everything a user could run for one case, fastest first: the best rung, every library
+    configuration and every peer that passed, each as {label, kind ('rung', 'library' or
+    'peer'), rung, config, median_ms, x_best} where x_best is the fastest one's speed over this
+    one's (1 for the fastest). Empty when no row passed or the group was simulated."""
+    if simulated(group):
+        return []
+    timed = [r for r in group if passed(r) and r.get("median_ms")]
+    climbed = [r for r in timed if not r["reference"]]
+    picked = [min(climbed, key=lambda r: r["median_ms"])] if climbed else []
+    picked += [r for r in timed if r["reference"]]
+    if not picked:
+        return []
+    fastest = min(r["median_ms"] for r in picked)
+    out = []
+    for r in sorted(picked, key=lambda r: r["median_ms"]):
+        kind = "peer" if r.get("peer") else "library" if r["reference"] else "rung"
+        label = f"rung {r['number']} {r['rung']}" if kind == "rung" else r["rung"]
+        if r.get("config"):
+            label += f" ({r['config']})"
+        out.append(
+            {
+                "label": label,
+                "kind": kind,
+                "rung": r["rung"],
+                "config": r.get("config"),
+                "median_ms": r["median_ms"],
+                "x_best": r["median_ms"] / fastest,
+            }
+        )
+    return out
+
+
 def ceiling(group: list[dict[str, Any]], ceilings: dict[str, Any] | None) -> tuple[str, Any]:
     """The ceiling a group is drawn against, (its name, its value or None): the copy bandwidth
     for memory-bound groups, else the FP32 peak for float32 and cuBLAS HGEMM for the

@@ -131,3 +131,23 @@ def profile_figures(path: str) -> dict[str, Any]:
     doc = json.loads(Path(path).read_text())
     Console(width=150).print(report.profile_table(doc["profiles"], doc["gpu"]))
     return doc
+
+
+def contenders(path: str, problems: list[str], figure: bool = True) -> dict[str, Any]:
+    """From a committed results file: per case, the best rung, every library configuration and
+    every peer, fastest first (a table), and their bars (``report.plot_contenders``)."""
+    from IPython.display import Markdown, display
+
+    doc = report.read_results(path)
+    display(
+        Markdown(
+            f"From `{path}`, measured on {doc['gpu']} in one run:\n\n"
+            + report.contenders_markdown(doc, problems)
+        )
+    )
+    if figure:
+        import matplotlib.pyplot as plt
+
+        report.plot_contenders(doc, None, problems)
+        plt.show()
+    return doc

@@ -460,6 +460,82 @@ def plot_overview(doc: dict[str, Any], path: str | Path) -> Path:
     return _save(fig, path, doc)
 
 
+def contenders_markdown(doc: dict[str, Any], problems: Iterable[str] | None = None) -> str:
+    """Per case: the best rung, every library configuration and every peer, fastest first,
+    with each one's time as a multiple of the fastest (``derived.contenders``)."""
+    wanted = set(problems) if problems else None
+    lines = []
+    for (problem, dtype, shape), group in derived.groups(doc["runs"]).items():
+        found = derived.contenders(group)
+        if (wanted and problem not in wanted) or not found:
+            continue
+        lines += [
+            f"**{problem}** {dtype} {' × '.join(map(str, shape))}",
+            "",
+            "| | what | kind | median ms | × the fastest's time |",
+            "|---:|---|---|---:|---:|",
+        ]
+        for i, c in enumerate(found, 1):
+            lines.append(
+                f"| {i} | {c['label']} | {c['kind']} | {c['median_ms']:.3f} | {c['x_best']:.2f} |"
+            )
+        lines.append("")
+    return "\n".join(lines)
+
+
+KIND_COLORS = {"rung": "#4c72b0", "library": "#c44e52", "peer": "#55a868"}
+
+
+def plot_contenders(
+    doc: dict[str, Any], path: str | Path | None = None, problems: Iterable[str] | None = None
+) -> Any:
+    """One panel per case: the best rung, each library configuration and each peer, as bars of
+    their time over the fastest's (1 = the fastest), coloured by kind. Returns the figure; with
+    ``path``, writes it as PNG and closes it."""
+    import matplotlib
+
+    if path is not None:
+        matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    wanted = set(problems) if problems else None
+    panels = [
+        (key, derived.contenders(group))
+        for key, group in derived.groups(doc["runs"]).items()
+        if not wanted or key[0] in wanted
+    ]
+    panels = [(k, c) for k, c in panels if c]
+    if not panels:
+        raise ValueError("no measured runs with a library or a peer to plot")
+    heights = [0.28 * len(c) + 0.9 for _, c in panels]
+    fig, axes = plt.subplots(
+        len(panels), 1, figsize=(9, sum(heights)), squeeze=False,
+        gridspec_kw={"height_ratios": heights},
+    )  # fmt: skip
+    for ax, ((problem, dtype, shape), found) in zip(axes[:, 0], panels, strict=True):
+        values = [c["x_best"] for c in found]
+        ax.barh(range(len(found)), values, color=[KIND_COLORS[c["kind"]] for c in found])
+        for i, c in enumerate(found):
+            ax.annotate(
+                f"{c['median_ms']:.3f} ms", (values[i], i), xytext=(3, 0),
+                textcoords="offset points", va="center", fontsize=7,
+            )  # fmt: skip
+        ax.set_yticks(range(len(found)), [c["label"] for c in found], fontsize=7)
+        ax.invert_yaxis()
+        ax.set_xscale("log")
+        ax.set_xlim(0.9, max(values) * 3)
+        ax.set_title(f"{problem} {dtype} {'×'.join(map(str, shape))}", fontsize=9, loc="left")
+    axes[-1, 0].set_xlabel("time / the fastest's time (log scale; 1 = the fastest)")
+    handles = [plt.Rectangle((0, 0), 1, 1, color=c) for c in KIND_COLORS.values()]
+    fig.legend(handles, ["best rung", "library configuration", "peer (Triton)"], loc="upper right")
+    fig.suptitle(f"the best rung, each library configuration and each peer — {doc['gpu']}")
+    if path is None:
+        fig.tight_layout()
+        return fig
+    _save(fig, path, doc)
+    return fig
+
+
 def plot(doc: dict[str, Any], path: str | Path, problems: Iterable[str] | None = None) -> Path:
     """Bar chart of every rung against the library reference and the ceilings, one panel per
     (problem, dtype, shape)."""

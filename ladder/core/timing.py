@@ -487,9 +487,9 @@ def measure(
         return result
 
     if simulated or rung.on_cpu:
-        result.samples_ms = _time_host(launch, out_, 1 if simulated else repeats or 3)
+        result.samples_ms = _time_host(launch, poison_all, 1 if simulated else repeats or 3)
     else:
-        result.samples_ms = _time_gpu(launch, out_, repeats, warmup, time_budget_s)
+        result.samples_ms = _time_gpu(launch, poison_all, repeats, warmup, time_budget_s)
         call = functools.partial(rung.launch, *args_, out_)
         costs = time_calls(call, result.median_ms or 0.0)
         result.host_us, result.back_to_back_us = costs.host_us, costs.back_to_back_us
@@ -507,10 +507,10 @@ def measure(
     return result
 
 
-def _time_host(launch: Any, out: Any, repeats: int) -> list[float]:
+def _time_host(launch: Any, poison_all: Callable[[], None], repeats: int) -> list[float]:
     samples = []
     for _ in range(repeats):
-        poison(out)
+        poison_all()
         start = time.perf_counter()
         launch()
         samples.append((time.perf_counter() - start) * 1e3)
@@ -585,7 +585,11 @@ def time_calls(
 
 
 def _time_gpu(
-    launch: Any, out: Any, repeats: int | None, warmup: int, time_budget_s: float
+    launch: Any,
+    poison_all: Callable[[], None],
+    repeats: int | None,
+    warmup: int,
+    time_budget_s: float,
 ) -> list[float]:
     from numba import cuda
 
@@ -598,7 +602,7 @@ def _time_gpu(
     limit = repeats or MAX_REPEATS
     while len(samples) < limit:
         _Scratch.head_start()
-        poison(out)
+        poison_all()
         _Scratch.flush_l2()
         start.record()
         launch()
