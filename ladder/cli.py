@@ -366,6 +366,13 @@ def cmd_plot(args: argparse.Namespace) -> int:
         report.plot(doc, path, [name])
         figures[name] = path.as_posix()
         console.print(f"wrote {path}")
+    contenders = out.with_name(f"{out.stem}-contenders.png")
+    try:
+        report.plot_contenders(doc, contenders, args.problems)
+        console.print(f"wrote {contenders}")
+        figures["contenders"] = contenders.as_posix()
+    except ValueError:  # no library or peer measured (the simulator runs none)
+        pass
     if args.readme:
         report.update_readme(args.readme, doc, out.as_posix(), figures)
         console.print(f"updated the results block of {args.readme}")

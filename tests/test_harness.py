@@ -280,6 +280,7 @@ def test_a_peer_is_never_the_library_but_is_beside_it():
     text = report.markdown(doc)
     assert "| 1.250 | 1.000 | 0.500 |" in text  # x library, then the Triton columns
     assert "| peer | triton |" in text and "| ref | sdpa (flash) |" in text
+    assert "Every library configuration and peer" in text and "| 1 | triton | peer |" in text
 
 
 def test_contenders_list_the_best_rung_every_library_and_every_peer_fastest_first(tmp_path):

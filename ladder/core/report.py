@@ -370,6 +370,22 @@ def markdown(
             f"{_fmt(row.get('vs_peer'), '.3f')} |"
         )
     lines.append("")
+    every = contenders_markdown(doc)
+    if every:
+        lines += [
+            "<details><summary><b>Every library configuration and peer</b>, per case, fastest "
+            "first</summary>",
+            "",
+            *(
+                [f"![contenders]({figures['contenders']})", ""]
+                if figures and "contenders" in figures
+                else []
+            ),
+            every.rstrip(),
+            "",
+            "</details>",
+            "",
+        ]
     by_problem: dict[str, list[list[dict[str, Any]]]] = {}
     for (problem, _, _), group in derived.groups(doc["runs"]).items():
         by_problem.setdefault(problem, []).append(group)
