@@ -336,13 +336,32 @@ def cmd_bench(args: argparse.Namespace) -> int:
             raise ValueError(f"--merge: {out} was measured on {earlier['gpu']}: cannot merge")
         redone = {(r["problem"], r["dtype"]) for r in runs}
         runs = [r for r in earlier["runs"] if (r["problem"], r["dtype"]) not in redone] + runs
+        earlier_conditions = _kept_conditions(earlier, {f"{p}/{d}" for p, d in redone})
+    else:
+        earlier_conditions = []
     doc = report.results_document(runs, ceilings, during)
+    if earlier_conditions:  # the conditions of the runs kept from the earlier file
+        doc["earlier_conditions"] = earlier_conditions
     if out is not None:
         report.write_results(doc, out)
     _print_groups(console, runs, ceilings, doc["gpu"])
     _simulator_banner(console)
     console.print(f"wrote {out}" if out else report.NOT_WRITTEN)
     return _exit_code(runs)
+
+
+def _kept_conditions(earlier: dict[str, Any], redone: set[str]) -> list[dict[str, Any]]:
+    """The conditions of an earlier results file's runs that a merge keeps: each earlier
+    record with its ``measured`` list cut to the (problem/dtype) not redone, those left empty
+    dropped."""
+    kept = []
+    for record in [earlier.get("conditions"), *earlier.get("earlier_conditions", [])]:
+        if not record:
+            continue
+        measured = [m for m in record.get("measured", []) if m not in redone]
+        if measured:
+            kept.append(record | {"measured": measured})
+    return kept
 
 
 def cmd_plot(args: argparse.Namespace) -> int:

@@ -435,3 +435,13 @@ def test_a_measurement_carries_its_call_costs():
     assert m.host_us > 0 and m.back_to_back_us > 0
     assert m.graph_us > 0 and m.graph_error is None, m.graph_error
     assert m.to_dict()["host_us"] == m.host_us and m.to_dict()["graph_us"] == m.graph_us
+
+
+def test_a_merge_keeps_the_conditions_of_the_runs_it_keeps():
+    earlier = {
+        "conditions": {"measured": ["gemm/float16", "gemm/float32"], "sm_mhz": [1980]},
+        "earlier_conditions": [{"measured": ["conv/float32"], "sm_mhz": [1755]}],
+    }
+    kept = cli._kept_conditions(earlier, {"gemm/float32", "conv/float32"})
+    assert kept == [{"measured": ["gemm/float16"], "sm_mhz": [1980]}]
+    assert cli._kept_conditions({"conditions": None}, set()) == []
