@@ -133,7 +133,9 @@ def profile_figures(path: str) -> dict[str, Any]:
     return doc
 
 
-def contenders(path: str, problems: list[str], figure: bool = True) -> dict[str, Any]:
+def contenders(
+    path: str, problems: list[str], dtypes: list[str] | None = None, figure: bool = True
+) -> dict[str, Any]:
     """From a committed results file: per case, the best rung, every library configuration and
     every peer, fastest first (a table), and their bars (``report.plot_contenders``)."""
     from IPython.display import Markdown, display
@@ -148,6 +150,6 @@ def contenders(path: str, problems: list[str], figure: bool = True) -> dict[str,
     if figure:
         import matplotlib.pyplot as plt
 
-        report.plot_contenders(doc, None, problems)
+        report.plot_contenders(doc, None, problems, dtypes)
         plt.show()
     return doc

@@ -476,15 +476,31 @@ def plot_overview(doc: dict[str, Any], path: str | Path) -> Path:
     return _save(fig, path, doc)
 
 
-def contenders_markdown(doc: dict[str, Any], problems: Iterable[str] | None = None) -> str:
+def _cases(
+    doc: dict[str, Any], problems: Iterable[str] | None, dtypes: Iterable[str] | None
+) -> list[tuple[tuple[str, str, tuple[int, ...]], list[dict[str, Any]]]]:
+    """(problem, dtype, shape) and the contenders of each case of ``problems`` and ``dtypes``
+    (every one where None) that has any."""
+    problems, dtypes = set(problems or ()), set(dtypes or ())
+    found = []
+    for key, group in derived.groups(doc["runs"]).items():
+        if (problems and key[0] not in problems) or (dtypes and key[1] not in dtypes):
+            continue
+        contenders = derived.contenders(group)
+        if contenders:
+            found.append((key, contenders))
+    return found
+
+
+def contenders_markdown(
+    doc: dict[str, Any],
+    problems: Iterable[str] | None = None,
+    dtypes: Iterable[str] | None = None,
+) -> str:
     """Per case: the best rung, every library configuration and every peer, fastest first,
     with each one's time as a multiple of the fastest (``derived.contenders``)."""
-    wanted = set(problems) if problems else None
     lines = []
-    for (problem, dtype, shape), group in derived.groups(doc["runs"]).items():
-        found = derived.contenders(group)
-        if (wanted and problem not in wanted) or not found:
-            continue
+    for (problem, dtype, shape), found in _cases(doc, problems, dtypes):
         lines += [
             f"**{problem}** {dtype} {' × '.join(map(str, shape))}",
             "",
@@ -503,7 +519,10 @@ KIND_COLORS = {"rung": "#4c72b0", "library": "#c44e52", "peer": "#55a868"}
 
 
 def plot_contenders(
-    doc: dict[str, Any], path: str | Path | None = None, problems: Iterable[str] | None = None
+    doc: dict[str, Any],
+    path: str | Path | None = None,
+    problems: Iterable[str] | None = None,
+    dtypes: Iterable[str] | None = None,
 ) -> Any:
     """One panel per case: the best rung, each library configuration and each peer, as bars of
     their time over the fastest's (1 = the fastest), coloured by kind. Returns the figure; with
@@ -514,13 +533,7 @@ def plot_contenders(
         matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    wanted = set(problems) if problems else None
-    panels = [
-        (key, derived.contenders(group))
-        for key, group in derived.groups(doc["runs"]).items()
-        if not wanted or key[0] in wanted
-    ]
-    panels = [(k, c) for k, c in panels if c]
+    panels = _cases(doc, problems, dtypes)
     if not panels:
         raise ValueError("no measured runs with a library or a peer to plot")
     heights = [0.28 * len(c) + 0.9 for _, c in panels]
