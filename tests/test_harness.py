@@ -281,6 +281,7 @@ def test_a_peer_is_never_the_library_but_is_beside_it():
     assert "| 1.250 | 1.000 | 0.500 |" in text  # x library, then the Triton columns
     assert "| peer | triton |" in text and "| ref | sdpa (flash) |" in text
     assert "Every library configuration and peer" in text and "| 1 | triton | peer |" in text
+    assert "- p float16 8: rung 2 rung-b takes 2.000 ms; faster: triton 1.000 ms" in text
 
 
 def test_contenders_list_the_best_rung_every_library_and_every_peer_fastest_first(tmp_path):

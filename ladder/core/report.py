@@ -328,6 +328,34 @@ def _group_table(group: list[dict[str, Any]], ceilings: dict[str, Any] | None) -
     return [*lines, ""]
 
 
+LOSSES_NOTE = "docs/notes/peers.md"  # what limits a best rung where a library or peer wins
+
+
+def _losses(doc: dict[str, Any]) -> list[str]:
+    """Markdown: each case whose best rung is slower than a library configuration or a peer
+    measured in the same run, with both times; nothing when the rungs win everywhere."""
+    lost = []
+    for (problem, dtype, shape), group in derived.groups(doc["runs"]).items():
+        found = derived.contenders(group)
+        rung = next((c for c in found if c["kind"] == "rung"), None)
+        if rung is None or found[0] is rung:
+            continue
+        ahead = [c for c in found if c["median_ms"] < rung["median_ms"]]
+        who = ", ".join(f"{c['label']} {c['median_ms']:.3f} ms" for c in ahead)
+        lost.append(
+            f"- {problem} {dtype} {' × '.join(map(str, shape))}: {rung['label']} takes "
+            f"{rung['median_ms']:.3f} ms; faster: {who}"
+        )
+    if not lost:
+        return []
+    return [
+        f"Where the best rung loses (what limits each is in [{LOSSES_NOTE}]({LOSSES_NOTE})):",
+        "",
+        *lost,
+        "",
+    ]
+
+
 def _kind(row: dict[str, Any]) -> str:
     """A table's first cell: the rung's number, 'peer' for a peer, 'ref' for a library."""
     if row.get("peer"):
@@ -370,6 +398,7 @@ def markdown(
             f"{_fmt(row.get('vs_peer'), '.3f')} |"
         )
     lines.append("")
+    lines += _losses(doc)
     every = contenders_markdown(doc)
     if every:
         lines += [
