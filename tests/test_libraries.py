@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 from conftest import ON_GPU
 
-from ladder.core import timing
+from ladder.core import compiled, timing
 from ladder.core.dtypes import to_device, to_host
 from ladder.core.rung import Holder, Prepared, Rung, get_problem
 from ladder.core.torch_views import read_back
@@ -61,3 +61,46 @@ def test_a_holder_left_stale_fails_the_check_after_timing():
     assert timing.measure(case, _stale_holder_rung(store_once=False)).ok
     m = timing.measure(case, _stale_holder_rung(store_once=True))
     assert m.status is timing.Status.FAILED and "after timing" in m.error
+
+
+# ---- the torch.compile cache --------------------------------------------------------------------
+
+
+@pytest.fixture
+def eager(monkeypatch):
+    """torch.compile with Dynamo's "eager" backend and an empty cache, restored after."""
+    monkeypatch.setattr(compiled, "BACKEND", "eager")
+    monkeypatch.setattr(compiled, "_COMPILED", {})
+
+
+def _double(x, out):
+    out.copy_(x * 2)
+
+
+def test_compile_cache_is_keyed_by_shape_strides_dtype_and_alignment(monkeypatch):
+    graphs = []
+
+    def counting(gm, example_inputs):
+        graphs.append(tuple(t.shape for t in example_inputs))
+        return gm.forward
+
+    monkeypatch.setattr(compiled, "BACKEND", counting)
+    monkeypatch.setattr(compiled, "_COMPILED", {})
+
+    def run(x):
+        out = torch.full(x.shape, float("nan"), dtype=x.dtype)
+        compiled.run(_double, x, out)
+        assert torch.equal(out, x * 2)
+
+    run(torch.ones(4, 5))
+    run(torch.ones(4, 5))  # same signature: no new compile
+    assert len(graphs) == compiled.cached() == 1
+    run(torch.ones(5, 4).t())  # other strides
+    run(torch.ones(4, 5, dtype=torch.float16))  # other dtype
+    run(torch.ones(21)[1:])  # the same shape as below, 4 bytes off alignment
+    run(torch.ones(20))
+    assert len(graphs) == compiled.cached() == 5
+    # many shapes, past Dynamo's recompile_limit (8 per code object): every one compiled
+    for n in range(1, 13):
+        run(torch.ones(n, 3))
+    assert len(graphs) == compiled.cached() == 17
