@@ -9,13 +9,16 @@ cache, not the generated code. On a GPU the compiled rows run through Inductor a
 sizes (the registry-parametrized tests leave them out of their sweeps: ``conftest.swept``).
 """
 
+import dataclasses
+
 import numpy as np
 import pytest
 from conftest import ON_GPU
 
+from ladder.conv.layers import CONV1, CONV2
 from ladder.core import compiled, timing
-from ladder.core.dtypes import to_device, to_host
-from ladder.core.rung import Holder, Prepared, Rung, get_problem
+from ladder.core.dtypes import resolve, to_device, to_host
+from ladder.core.rung import Holder, Prepared, Rung, get_problem, get_rung, rungs
 from ladder.core.torch_views import read_back
 
 torch = pytest.importorskip("torch", reason="the library rows need PyTorch")
@@ -104,3 +107,104 @@ def test_compile_cache_is_keyed_by_shape_strides_dtype_and_alignment(monkeypatch
     for n in range(1, 13):
         run(torch.ones(n, 3))
     assert len(graphs) == compiled.cached() == 17
+
+
+# ---- the cuDNN rows, prepared and called directly -----------------------------------------------
+
+
+BOTH = ("float32", "float16")
+
+
+def _conv_inputs(dtype, size=(2, 3, 4, 9, 11, 5)):
+    problem = get_problem("conv")
+    inputs = problem.make_inputs(size, dtype, seed=3)
+    return problem, inputs, problem.reference(inputs)
+
+
+def _as_run(library):
+    """The library as the harness sees it where it can run (here: the simulator's CPU tensors)."""
+    return dataclasses.replace(library, needs=frozenset({"numba"})) if not ON_GPU else library
+
+
+CONV_TORCH = [r for r in rungs("conv") if r.reference and r.needs <= {"torch", "triton"}]
+
+
+@pytest.mark.parametrize("library", CONV_TORCH, ids=lambda r: r.name)
+@pytest.mark.parametrize("dtype", BOTH)
+def test_conv_library_rows_measure_and_say_their_configuration(library, dtype, eager):
+    if dtype not in library.dtypes or (ON_GPU and library.unavailable_reason()):
+        pytest.skip(f"{library.name} does not run {dtype} here")
+    problem, _, _ = _conv_inputs(dtype)
+    case = timing.prepare(problem, (2, 3, 4, 9, 11, 5), dtype, seed=3)
+    m = timing.measure(case, _as_run(library), repeats=1)
+    assert m.ok, m.error
+    if library.describe is not None:
+        assert m.config.startswith("cuDNN fp"), m.config
+        assert ("channels_last" in m.config) == ("channels-last" in library.name)
+        assert ("benchmark" in m.config) == ("benchmark" in library.name or "fp32" in library.name)
+
+
+@pytest.mark.parametrize("library", CONV_TORCH, ids=lambda r: r.name)
+def test_conv_library_rows_take_the_problems_plain_arrays(library, eager):
+    if ON_GPU and library.unavailable_reason():
+        pytest.skip(library.unavailable_reason())
+    dtype = library.dtypes[-1]
+    problem, inputs, ref = _conv_inputs(dtype)
+    out = to_device(np.full(ref.shape, np.nan, resolve(dtype)))
+    assert library.launch(*[to_device(x) for x in inputs], out) is out
+    assert timing.relative_error(to_host(out), ref) <= problem.tolerance(dtype)
+
+
+def test_cudnn_rows_keep_their_input_in_the_configuration_and_name_it():
+    for name in (
+        "cudnn",
+        "cudnn-benchmark",
+        "cudnn-channels-last",
+        "cudnn-channels-last-benchmark",
+    ):
+        library = get_rung("conv", name)
+        assert library.prepare is not None and library.describe is not None, name
+        assert (library.units_for("float32"), library.units_for("float16")) == ("fp32", "tensor")
+    fp32 = get_rung("conv", "cudnn-fp32")
+    assert fp32.units_for("float16") == "fp32" and fp32.prepare is None
+
+
+# ---- the conv summary's best library -----------------------------------------------------------
+
+
+def test_layer_table_compares_with_the_best_library_of_the_same_dtype(tmp_path):
+    from ladder.conv import summary
+
+    def run(rung, shape, ms, dtype, reference=True, peer=False):
+        return {
+            "problem": "conv", "rung": rung, "number": 95 if reference else 13, "dtype": dtype,
+            "shape": list(shape), "ok": True, "median_ms": ms, "reference": reference,
+            "peer": peer,
+        }  # fmt: skip
+
+    runs = []
+    for name, dtype, one, two, reference, peer in [
+        ("cudnn", "float32", 12.0, 7.0, True, False),
+        ("cudnn-channels-last-benchmark", "float32", 10.0, 6.0, True, False),
+        ("cudnn", "float16", 60.0, 2.4, True, False),
+        ("cudnn-channels-last-benchmark", "float16", 60.0, 1.0, True, False),
+        ("cudnn-fp32", "float16", 11.0, 7.0, True, False),  # the best float16 sum: 18
+        ("triton", "float16", 1.0, 1.0, True, True),  # a peer: never the library
+        ("filters-on-m", "float16", 6.0, 3.0, False, False),
+    ]:
+        runs += [run(name, CONV1, one, dtype, reference, peer)]
+        runs += [run(name, CONV2, two, dtype, reference, peer)]
+    rows = {(r["rung"], r["dtype"]): r for r in summary.layer_table(runs, {})}
+    rung = rows[("filters-on-m", "float16")]
+    assert rung["x_cudnn_fp32"] == pytest.approx(19.0 / 9.0)
+    assert rung["best_library"] == "cudnn-fp32"
+    assert rung["x_best_library"] == pytest.approx(18.0 / 9.0)
+    fp32 = rows[("cudnn", "float32")]
+    assert fp32["best_library"] == "cudnn-channels-last-benchmark"
+    assert fp32["x_best_library"] == pytest.approx(16.0 / 19.0)
+    text = summary.markdown(list(rows.values()))
+    assert "| × cuDNN FP32 | × best library (same dtype) |" in text
+    assert "| 13 | filters-on-m | float16 | 6.000 | 3.000 | 9.000 | 2.11 | 2.00 |" in text
+    assert "float16: cudnn-fp32, 18.000 ms; float32: cudnn-channels-last-benchmark" in text
+    summary.plot(list(rows.values()), str(tmp_path / "layers.png"))
+    assert (tmp_path / "layers.png").stat().st_size > 0
