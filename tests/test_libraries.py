@@ -10,15 +10,16 @@ sizes (the registry-parametrized tests leave them out of their sweeps: ``conftes
 """
 
 import dataclasses
+import warnings
 
 import numpy as np
 import pytest
-from conftest import ON_GPU
+from conftest import ON_GPU, gpu_only
 
 from ladder.conv.layers import CONV1, CONV2
 from ladder.core import compiled, timing
 from ladder.core.dtypes import resolve, to_device, to_host
-from ladder.core.rung import Holder, Prepared, Rung, get_problem, get_rung, rungs
+from ladder.core.rung import Holder, NotApplicable, Prepared, Rung, get_problem, get_rung, rungs
 from ladder.core.torch_views import read_back
 
 torch = pytest.importorskip("torch", reason="the library rows need PyTorch")
@@ -208,3 +209,102 @@ def test_layer_table_compares_with_the_best_library_of_the_same_dtype(tmp_path):
     assert "float16: cudnn-fp32, 18.000 ms; float32: cudnn-channels-last-benchmark" in text
     summary.plot(list(rows.values()), str(tmp_path / "layers.png"))
     assert (tmp_path / "layers.png").stat().st_size > 0
+
+
+# ---- SDPA: the default backend's name, pinned backends' refusals --------------------------------
+
+
+def test_sdpa_backend_names(monkeypatch):
+    from torch.nn import attention
+
+    from ladder.attention.references import backend_name
+
+    monkeypatch.setattr(attention, "current_flash_attention_impl", lambda: None, raising=False)
+    backends = attention.SDPBackend
+    assert backend_name(backends.CUDNN_ATTENTION.value) == "cuDNN"
+    assert backend_name(backends.FLASH_ATTENTION.value) == "FlashAttention-2"
+    assert backend_name(backends.EFFICIENT_ATTENTION.value) == "memory-efficient"
+    assert backend_name(backends.MATH.value) == "math"
+    assert backend_name(99) == "backend 99"
+    monkeypatch.setattr(attention, "current_flash_attention_impl", lambda: "FA3")
+    assert backend_name(backends.FLASH_ATTENTION.value) == "FlashAttention (FA3)"
+
+
+def _attention_arrays(size=(1, 4, 2, 17, 16), dtype="float32"):
+    problem = get_problem("attention")
+    inputs = problem.make_inputs(size, dtype, seed=1)
+    out = to_device(np.full(inputs[0].shape, np.nan, resolve(dtype)))
+    return problem, inputs, [to_device(x) for x in inputs], out
+
+
+@pytest.mark.parametrize("size", [(1, 2, 2, 17, 16), (1, 4, 2, 17, 16)], ids=["mha", "gqa"])
+def test_sdpa_records_the_backend_the_default_call_picks(size, monkeypatch):
+    import torch
+
+    library = get_rung("attention", "sdpa")
+    _, _, arrays, out = _attention_arrays(size)
+    assert library.describe(tuple(arrays), out).startswith("default picks ")
+    monkeypatch.delattr(torch, "_fused_sdp_choice", raising=False)
+    assert "does not say" in library.describe(tuple(arrays), out)
+
+
+def test_a_pinned_backend_that_refuses_is_not_applicable(monkeypatch):
+    from ladder.attention import references
+
+    def refuses(*args, **kwargs):
+        warnings.warn("Flash attention kernel not used because: head dim 17", stacklevel=1)
+        raise RuntimeError("No available kernel. Aborting execution.")
+
+    def out_of_memory(*args, **kwargs):
+        raise torch.cuda.OutOfMemoryError("CUDA out of memory. Tried to allocate 64 GiB")
+
+    def breaks(*args, **kwargs):
+        raise RuntimeError("CUDA error: an illegal memory access was encountered")
+
+    library = get_rung("attention", "sdpa-efficient")
+    _, _, arrays, out = _attention_arrays()
+    monkeypatch.setattr(references, "_sdpa", refuses)
+    with pytest.raises(NotApplicable, match=r"memory-efficient refuses this input: Flash .*dim 17"):
+        library.launch(*arrays, out)
+    monkeypatch.setattr(references, "_sdpa", out_of_memory)
+    with pytest.raises(MemoryError, match="64 GiB"):
+        library.launch(*arrays, out)
+    monkeypatch.setattr(references, "_sdpa", breaks)
+    with pytest.raises(RuntimeError, match="illegal memory access"):
+        library.launch(*arrays, out)
+    # the harness reports the refusal as unavailable, with the reason
+    monkeypatch.setattr(references, "_sdpa", refuses)
+    case = timing.prepare(get_problem("attention"), (1, 2, 1, 17, 16))
+    m = timing.measure(case, _as_run(library))
+    assert m.status is timing.Status.UNAVAILABLE and "head dim 17" in m.error
+
+
+ATTENTION_TORCH = [
+    r
+    for name in ("attention", "attention-causal")
+    for r in rungs(name)
+    if r.reference and r.needs <= {"torch", "triton"}
+]
+
+
+@pytest.mark.skipif(ON_GPU, reason="on a GPU tests/test_attention.py runs every library row")
+@pytest.mark.parametrize("library", ATTENTION_TORCH, ids=lambda r: r.key)
+def test_attention_library_rows_on_cpu_tensors(library, eager):
+    problem = get_problem(library.problem)
+    for dtype in library.dtypes:
+        _, inputs, arrays, out = _attention_arrays((1, 4, 2, 17, 16), dtype)
+        try:
+            assert library.launch(*arrays, out) is out
+        except NotApplicable as err:  # PyTorch's CPU build has no cuDNN or efficient kernel
+            assert library.name in ("sdpa-cudnn", "sdpa-efficient", "sdpa-flash"), err
+            continue
+        ref = problem.reference(inputs)
+        assert timing.relative_error(to_host(out), ref) <= problem.tolerance(dtype), dtype
+
+
+@gpu_only
+def test_sdpa_names_a_backend_on_the_gpu():
+    case = timing.prepare(get_problem("attention"), (1, 2, 2, 130, 64), "float16")
+    m = timing.measure(case, get_rung("attention", "sdpa"), repeats=2)
+    assert m.ok and m.config.startswith("default picks "), (m.error, m.config)
+    assert "not reported" not in m.config
