@@ -308,3 +308,21 @@ def test_sdpa_names_a_backend_on_the_gpu():
     m = timing.measure(case, get_rung("attention", "sdpa"), repeats=2)
     assert m.ok and m.config.startswith("default picks "), (m.error, m.config)
     assert "not reported" not in m.config
+
+
+# ---- cuBLAS through PyTorch ---------------------------------------------------------------------
+
+
+@pytest.mark.skipif(ON_GPU, reason="on a GPU tests/test_gemm.py runs it at every size")
+@pytest.mark.parametrize("dtype", ["float32", "float16", "bfloat16"])
+def test_torch_matmul_writes_the_given_output(dtype):
+    library = get_rung("gemm", "torch-matmul")
+    problem = get_problem("gemm")
+    for size in [(17, 33, 65), (3, 5, 0)]:
+        a, b = problem.make_inputs(size, dtype, seed=2)
+        out = to_device(np.full(size[:2], np.nan, resolve(dtype)))
+        assert library.launch(to_device(a), to_device(b), out) is out
+        ref = problem.reference((a, b))
+        assert timing.relative_error(to_host(out), ref) <= problem.tolerance(dtype), size
+    assert not torch.backends.cuda.matmul.allow_fp16_reduced_precision_reduction
+    assert not torch.backends.cuda.matmul.allow_bf16_reduced_precision_reduction
