@@ -326,3 +326,101 @@ def test_torch_matmul_writes_the_given_output(dtype):
         assert timing.relative_error(to_host(out), ref) <= problem.tolerance(dtype), size
     assert not torch.backends.cuda.matmul.allow_fp16_reduced_precision_reduction
     assert not torch.backends.cuda.matmul.allow_bf16_reduced_precision_reduction
+
+
+# ---- the torch.compile rows ---------------------------------------------------------------------
+
+
+def test_compiled_rows_write_the_output_in_place(eager):
+    problem = get_problem("softmax")
+    (x,) = problem.make_inputs((3, 65), "float32", seed=1)
+    out = to_device(np.full(x.shape, np.nan, np.float32))
+    library = get_rung("softmax", "torch-compile")
+    if ON_GPU:
+        pytest.skip("on a GPU: test_compiled_rows_at_odd_sizes")
+    assert library.launch(to_device(x), out) is out
+    assert timing.relative_error(to_host(out), problem.reference((x,))) <= 1e-5
+
+
+COMPILED_SIZES = {  # two odd sizes per problem, each with one of its dtypes
+    "elementwise": [(1000, 33), (3, 50000)],
+    "softmax": [(1000, 33), (65, 1030)],
+    "layernorm": [(1000, 33), (65, 1030)],
+    "gemm-epilogue": [(17, 33, 65), (1, 130, 7)],
+    "attention": [(1, 2, 1, 33, 17), (2, 2, 2, 200, 80)],
+    "attention-causal": [(1, 4, 2, 130, 64), (1, 1, 1, 1, 16)],
+    "conv": [(2, 1, 4, 13, 17, 5), (7, 6, 9, 19, 23, 5)],
+}
+
+
+def _compiled_cases():
+    for name, sizes in COMPILED_SIZES.items():
+        library = get_rung(name, "torch-compile")
+        for i, size in enumerate(sizes):
+            dtype = library.dtypes[i % len(library.dtypes)]
+            yield pytest.param(library, dtype, size, id=f"{name}-{dtype}-{size}")
+
+
+@gpu_only
+@pytest.mark.parametrize(("library", "dtype", "size"), list(_compiled_cases()))
+def test_compiled_rows_at_odd_sizes(library, dtype, size):
+    if library.unavailable_reason():
+        pytest.skip(library.unavailable_reason())
+    problem = get_problem(library.problem)
+    inputs = problem.make_inputs(size, dtype, seed=sum(size))
+    ref = problem.reference(inputs)
+    arrays = [to_device(x) for x in inputs]
+    out = to_device(np.full(ref.shape, np.nan, resolve(dtype)))
+    assert library.launch(*arrays, out) is out
+    assert timing.relative_error(to_host(out), ref) <= problem.tolerance(dtype)
+    before = compiled.cached()
+    timing.poison(out)
+    library.launch(*arrays, out)  # the second call reuses the compiled function
+    assert compiled.cached() == before
+    assert timing.relative_error(to_host(out), ref) <= problem.tolerance(dtype)
+
+
+# ---- the registry ------------------------------------------------------------------------------
+
+
+LIBRARIES = {
+    "conv": {
+        "cudnn": BOTH,
+        "cudnn-benchmark": BOTH,
+        "cudnn-channels-last": BOTH,
+        "cudnn-channels-last-benchmark": BOTH,
+        "cudnn-fp32": ("float16",),
+        "torch-compile": BOTH,
+        "im2col-cublas": BOTH,
+    },
+    "attention": {
+        "sdpa": BOTH,
+        "sdpa-cudnn": ("float16",),
+        "sdpa-flash": ("float16",),
+        "sdpa-efficient": BOTH,
+        "sdpa-math": BOTH,
+        "torch-materialized": BOTH,
+        "torch-compile": BOTH,
+    },
+    "gemm": {
+        "cublas": ("float32", "float16", "bfloat16"),
+        "torch-matmul": ("float32", "float16", "bfloat16"),
+    },
+    "elementwise": {"cupy-elementwise": BOTH, "torch-compile": BOTH},
+    "softmax": {"torch-softmax": BOTH, "torch-compile": BOTH},
+    "layernorm": {"torch-layer-norm": ("float32",), "torch-compile": ("float32",)},
+    "gemm-epilogue": {"cublas+cupy": ("float32",), "torch-compile": ("float32",)},
+}
+LIBRARIES["attention-causal"] = LIBRARIES["attention"]
+
+
+@pytest.mark.parametrize("problem", sorted(LIBRARIES))
+def test_every_configuration_is_a_library_with_its_dtypes(problem):
+    found = {r.name: r for r in rungs(problem) if r.reference and not r.peer}
+    assert set(found) == set(LIBRARIES[problem])
+    for name, dtypes in LIBRARIES[problem].items():
+        library = found[name]
+        assert library.dtypes == dtypes, name
+        assert library.number >= 90 and library.summary(), name
+        if name == "torch-compile":
+            assert {"torch", "triton"} <= library.needs
