@@ -272,6 +272,10 @@ def test_a_pinned_backend_that_refuses_is_not_applicable(monkeypatch):
     monkeypatch.setattr(references, "_sdpa", breaks)
     with pytest.raises(RuntimeError, match="illegal memory access"):
         library.launch(*arrays, out)
+    cudnn_error = RuntimeError("cuDNN Frontend error: no valid execution plan for this graph")
+    assert references.refused("CUDNN_ATTENTION", cudnn_error)
+    assert not references.refused("EFFICIENT_ATTENTION", cudnn_error)
+    assert not references.refused("CUDNN_ATTENTION", RuntimeError("CUDA error: cudnn kernel"))
     # the harness reports the refusal as unavailable, with the reason
     monkeypatch.setattr(references, "_sdpa", refuses)
     case = timing.prepare(get_problem("attention"), (1, 2, 1, 17, 16))

@@ -18,8 +18,8 @@ fastest of them, and the table names it.
   kernels); the memory-efficient kernel and the math fallback (attention as matmul, softmax,
   matmul in FP32, with N x N scores in memory) take both dtypes. Where the pinned backend
   refuses the input (a head dimension not a multiple of 8, grouped-query inputs it does not
-  take), the case is reported unavailable with PyTorch's reason, not failed; where the math
-  fallback's scores do not fit, too.
+  take, a shape cuDNN cannot build its graph for), the case is reported unavailable with
+  PyTorch's reason, not failed; where the math fallback's scores do not fit, too.
 - ``torch-materialized``: attention as three library calls, ``Q·Kᵀ`` (cuBLAS), ``softmax``,
   ``P·V`` (cuBLAS), with the N x N scores and probabilities in device memory in the input
   dtype, the way attention is written without a fused kernel. GQA broadcasts k and v over
@@ -34,8 +34,9 @@ fastest of them, and the table names it.
 SDPA is the bar in float16 (0.596 ms at [4, 16, 16, 4096, 64] on an NVIDIA H200,
 results/nvidia-h200.json, against rung 5's 0.902 ms). In float32 with grouped-query inputs it is
 not: 15.198 ms at [4, 16, 4, 4096, 64] against 7.850 ms at [4, 16, 16, 4096, 64], the same
-FLOPs, and causal 19.578 ms, slower than rung 3's 14.998 ms. Which kernel PyTorch picks there
-is not yet measured (no profile of the references is in results/).
+FLOPs, and causal 19.578 ms, slower than rung 3's 14.998 ms. Which kernel PyTorch picked there
+that file does not say (it predates the backend the ``sdpa`` row now records), and no profile of
+the references is in results/.
 """
 
 from __future__ import annotations
@@ -60,6 +61,16 @@ BACKEND_NAMES = {
 }
 # what PyTorch says when no enabled backend takes the input: CUDA, and CPU builds
 REFUSED = ("No available kernel", "No viable backend")
+
+
+def refused(backend: str, err: RuntimeError) -> bool:
+    """Whether ``err`` from SDPA pinned to ``backend`` says the backend does not take the input:
+    no enabled backend took it, or cuDNN could not build its graph for the shape (an error of
+    cuDNN's own, not a failed CUDA call)."""
+    text = str(err)
+    if any(words in text for words in REFUSED):
+        return True
+    return backend == "CUDNN_ATTENTION" and "cudnn" in text.lower() and "CUDA error" not in text
 
 
 def _tensors(*arrays: Any) -> list[Any]:
@@ -165,7 +176,7 @@ def pinned(backend: str, dtypes: tuple[str, ...]) -> Any:
             except torch.cuda.OutOfMemoryError as err:
                 raise MemoryError(f"SDPA {name}: {err}") from err
             except RuntimeError as err:
-                if not any(text in str(err) for text in REFUSED):
+                if not refused(backend, err):
                     raise
                 reasons = " ".join(" ".join(str(w.message).split()) for w in caught)
                 raise NotApplicable(f"SDPA {name} refuses this input: {reasons or err}") from err

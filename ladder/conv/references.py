@@ -20,15 +20,17 @@ into the output it is given.)
   is the harness's check, outside the time). The heuristics' pick is not always the fastest.
 - ``cudnn-channels-last`` and ``cudnn-channels-last-benchmark``: x and w in channels_last
   (NHWC) memory, as in a model that stays channels_last (made once, outside the time; the
-  output comes back channels_last too). With the channels innermost, the reduction dimension of
-  the implicit GEMM (C·K·K) is contiguous in memory, and cuDNN runs its NHWC implicit-GEMM
-  kernels, which feed the tensor cores directly; on NCHW data it must pick NCHW kernels or
-  transpose the data around an NHWC one.
+  output comes back channels_last too). With the channels innermost, the C values that one
+  filter tap multiplies are contiguous (one wide load each), and cuDNN runs its NHWC
+  implicit-GEMM kernels, which in FP16 feed the tensor cores directly; on NCHW data it must
+  pick NCHW kernels or transpose the data around an NHWC one. With one input channel (conv1)
+  the two layouts are the same memory.
 - ``cudnn-fp32`` (float16 data only): the FP16 inputs cast to FP32 on every call, the
   convolution in FP32 (TF32 off, NCHW, benchmark on), the result cast back into the FP16
   output, all three inside the timed call: what a user does where cuDNN has no fast FP16 kernel
-  for the shape (conv1, one input channel: C·K·K = 49 is a poor fit for FP16 tensor-core
-  tiles). Its inputs are the FP16-rounded ones, like every float16 row's.
+  for the shape (conv1, with one input channel, is the case this row is for; why cuDNN's FP16
+  kernels are slow there is not measured here). Its inputs are the FP16-rounded ones, like
+  every float16 row's.
 - ``torch-compile``: ``F.conv2d`` on NCHW data compiled by ``torch.compile`` (Inductor, one
   graph per shape, ``ladder.core.compiled``), cuDNN's flags as for ``cudnn``. Inductor may run
   the convolution in channels_last itself (its layout optimization), converting x and w before

@@ -1,5 +1,6 @@
 """The convolution ladder layer by layer, as the course reports it: op time per layer and their
-sum, against cuDNN in FP32 and against each layer's floor, and against the best library.
+sum, against cuDNN in FP32, against the best library configuration, and against each layer's
+floor.
 
 Two library columns. "× cuDNN FP32" is the course's view: every row's sum against the ``cudnn``
 row in float32 (NCHW, PyTorch's defaults) at the same batch. "× best library (same dtype)" is
