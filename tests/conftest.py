@@ -18,6 +18,13 @@ ON_GPU = device.gpu_available()
 gpu_only = pytest.mark.skipif(not ON_GPU, reason="needs a CUDA GPU; runs on the GPU machine")
 
 
+def swept(rung) -> bool:
+    """Whether the registry-parametrized tests run ``rung`` at every test size: not the
+    ``torch.compile`` rows, which Inductor compiles once per shape (seconds each on a GPU);
+    tests/test_libraries.py runs those at a few odd sizes."""
+    return rung.name != "torch-compile"
+
+
 def quick_unless(slow: bool) -> tuple:
     """The marks of a test case: ``slow`` for a case the fast path (``-m "not slow"``) leaves
     out. Only the simulator is slow: on a GPU every case is quick."""

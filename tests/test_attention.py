@@ -12,7 +12,7 @@ import sys
 
 import numpy as np
 import pytest
-from conftest import ON_GPU, gpu_only, quick_unless
+from conftest import ON_GPU, gpu_only, quick_unless, swept
 
 import ladder.attention  # noqa: F401  (registers the problems and rungs)
 from ladder.attention import lane_model, memory
@@ -20,7 +20,7 @@ from ladder.attention.memory import AttentionMemoryError
 from ladder.attention.problem import SIMULATOR_SIZES, attention_numpy
 from ladder.core import timing
 from ladder.core.dtypes import resolve, to_device, to_host
-from ladder.core.rung import get_problem, get_rung, rungs
+from ladder.core.rung import NotApplicable, get_problem, get_rung, rungs
 
 PROBLEMS = ("attention", "attention-causal")
 RUNGS = [r for name in PROBLEMS for r in rungs(name) if r.unavailable_reason() is None]
@@ -38,7 +38,7 @@ def _quick_thread_switches():
 
 
 def _cases():
-    for rung in RUNGS:
+    for rung in filter(swept, RUNGS):
         problem = get_problem(rung.problem)
         causal = rung.problem == PROBLEMS[1]
         for dtype in rung.dtypes:
@@ -65,7 +65,11 @@ def _run(rung, inputs, dtype, **kwargs):
 def test_attention_rung_matches_float64_reference(rung, dtype, size):
     problem = get_problem(rung.problem)
     inputs = problem.make_inputs(size, dtype, seed=sum(size))
-    out = _run(rung, inputs, dtype)
+    try:
+        out = _run(rung, inputs, dtype)
+    except NotApplicable as err:  # an SDPA backend pinned to inputs it does not take
+        assert rung.reference, f"{rung.key} is not a library: it must take every input"
+        pytest.skip(str(err))
     assert out.dtype == resolve(dtype)
     assert np.all(np.isfinite(out)), "an element was never written (still NaN) or overflowed"
     assert timing.relative_error(out, problem.reference(inputs)) <= problem.tolerance(dtype)

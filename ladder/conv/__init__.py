@@ -1,7 +1,8 @@
 """Convolution ladder: the ECE408 CNN layers, from a direct convolution to tensor cores.
 
-Rung modules are named ``rNN_<name>.py``; ``problem.py`` defines the problem and the layer
-shapes, ``references.py`` the libraries (cuDNN through PyTorch, im2col + cuBLAS through CuPy).
+Rung modules are named ``rNN_<name>.py``; ``problem.py`` defines the problem and the layer shapes,
+``references.py`` the libraries (cuDNN through PyTorch in each configuration, ``torch.compile``,
+im2col + cuBLAS through CuPy).
 """
 
 from ladder.conv import problem, references  # noqa: F401  (registers the problem, libraries)

@@ -151,7 +151,8 @@ class ConvProblem(Problem):
 
     def readme_summary(self, runs: list[dict[str, Any]], ceilings: dict[str, Any]) -> str:
         """The layers as the course reports them, for the README: ms per layer, their sum, the
-        sum against cuDNN FP32's in the same run, and each layer's time over its floor."""
+        sum against cuDNN FP32's and against the best library configuration's of the same dtype
+        in the same run, and each layer's time over its floor."""
         from ladder.conv import summary
 
         rows = summary.layer_table(runs, ceilings)
@@ -159,9 +160,12 @@ class ConvProblem(Problem):
             return ""
         return (
             "Per layer, as the course reports it: op time of conv1 and conv2, their sum, cuDNN "
-            "FP32's sum over the rung's (same run), and each layer's time over its floor (the "
-            "larger of its fewest bytes at the copy bandwidth and its FLOPs at the peak of the "
-            "arithmetic the rung uses).\n\n" + summary.markdown(rows)
+            "FP32's sum over the rung's (same run: the course's view of the library), the sum of "
+            "the fastest library configuration of the rung's dtype over the rung's (cuDNN NCHW "
+            "or channels_last, benchmark or not, FP16 cast to FP32, torch.compile, im2col + "
+            "cuBLAS), and each layer's time over its floor (the larger of its fewest bytes at "
+            "the copy bandwidth and its FLOPs at the peak of the arithmetic the rung uses).\n\n"
+            + summary.markdown(rows)
         )
 
     def parse_size(self, values: list[int]) -> tuple[int, ...]:

@@ -1,5 +1,14 @@
 """The convolution ladder layer by layer, as the course reports it: op time per layer and their
-sum, against cuDNN in FP32 and against each layer's floor.
+sum, against cuDNN in FP32, against the best library configuration, and against each layer's
+floor.
+
+Two library columns. "× cuDNN FP32" is the course's view: every row's sum against the ``cudnn``
+row in float32 (NCHW, PyTorch's defaults) at the same batch. "× best library (same dtype)" is
+against the fastest library row of the row's own dtype and batch: the smallest sum of the two
+layers over every configuration measured in the same run (``references.py``: cuDNN NCHW or
+channels_last, benchmark or not, FP16 data cast to FP32, ``torch.compile``, im2col + cuBLAS;
+never a peer). Each library row is one configuration for both layers, as a network is usually
+run; the line under the table names the best one of each dtype.
 
 Works on run records (``Measurement.to_dict()`` or a results file's ``runs``), so the notebook
 and the README draw the same figures from the same file.
@@ -40,7 +49,9 @@ def layer_table(
     layers: dict[str, tuple[int, ...]] | None = None,
 ) -> list[dict[str, Any]]:
     """One row per (rung, dtype) measured on both layers at the same batch: ms per layer, the
-    sum, the speedup over cuDNN FP32 on the sum, and each layer's time over its floor.
+    sum, the speedup over cuDNN FP32 on the sum (``x_cudnn_fp32``) and over the best library of
+    the row's dtype and batch (``x_best_library``; ``best_library`` names it), and each layer's
+    time over its floor.
     ``layers`` maps 'conv1' and 'conv2' to other shapes (the simulator's small stand-ins)."""
     conv = get_problem("conv")
     found: dict[tuple[str, str, int], dict[str, Any]] = {}
@@ -55,6 +66,7 @@ def layer_table(
                 "rung": run["rung"],
                 "number": run["number"],
                 "reference": run["reference"],
+                "peer": bool(run.get("peer")),
                 "dtype": run["dtype"],
                 "batch": run["shape"][0],
             },
@@ -85,7 +97,27 @@ def layer_table(
         )
         ok = cudnn and cudnn["sum_ms"] and row["sum_ms"]
         row["x_cudnn_fp32"] = cudnn["sum_ms"] / row["sum_ms"] if ok else None
+        best = best_library(rows, row["dtype"], row["batch"])
+        row["best_library"] = best["rung"] if best else None
+        row["best_library_ms"] = best["sum_ms"] if best else None
+        ok = best and row["sum_ms"]
+        row["x_best_library"] = best["sum_ms"] / row["sum_ms"] if ok else None
     return sorted(rows, key=lambda r: (r["batch"], r["reference"], r["number"], r["dtype"]))
+
+
+def best_library(rows: list[dict[str, Any]], dtype: str, batch: int) -> dict[str, Any] | None:
+    """The library row (a reference, not a peer) of ``dtype`` and ``batch`` with the smallest
+    sum of both layers, both passed; None when there is none."""
+    found = [
+        r
+        for r in rows
+        if r["reference"]
+        and not r.get("peer")
+        and r["dtype"] == dtype
+        and r["batch"] == batch
+        and r.get("sum_ms")
+    ]
+    return min(found, key=lambda r: r["sum_ms"]) if found else None
 
 
 def markdown(rows: list[dict[str, Any]]) -> str:
@@ -95,27 +127,44 @@ def markdown(rows: list[dict[str, Any]]) -> str:
         return "—" if value is None else format(value, spec)
 
     lines = [
-        "| # | Rung | dtype | conv1 ms | conv2 ms | sum ms | × cuDNN FP32 | conv1 / floor "
-        "| conv2 / floor |",
-        "|---|---|---|---:|---:|---:|---:|---:|---:|",
+        "| # | Rung | dtype | conv1 ms | conv2 ms | sum ms | × cuDNN FP32 "
+        "| × best library (same dtype) | conv1 / floor | conv2 / floor |",
+        "|---|---|---|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for r in rows:
         lines.append(
             f"| {_number(r)} | {r['rung']} | {r['dtype']} | {cell(r['conv1_ms'], '.3f')} | "
             f"{cell(r['conv2_ms'], '.3f')} | {cell(r['sum_ms'], '.3f')} | "
-            f"{cell(r['x_cudnn_fp32'], '.2f')} | {cell(r['conv1_x_floor'], '.2f')} | "
-            f"{cell(r['conv2_x_floor'], '.2f')} |"
+            f"{cell(r['x_cudnn_fp32'], '.2f')} | {cell(r.get('x_best_library'), '.2f')} | "
+            f"{cell(r['conv1_x_floor'], '.2f')} | {cell(r['conv2_x_floor'], '.2f')} |"
         )
+    best = {
+        (r["batch"], r["dtype"]): (r["best_library"], r["best_library_ms"])
+        for r in rows
+        if r.get("best_library")
+    }
+    if best:
+        batches = len({batch for batch, _ in best}) > 1
+        named = [
+            f"{dtype}{f' (batch {batch})' if batches else ''}: {name}, {ms:.3f} ms"
+            for (batch, dtype), (name, ms) in sorted(best.items())
+        ]
+        lines += ["", "Best library (smallest sum of both layers): " + "; ".join(named) + "."]
     return "\n".join(lines)
 
 
+BEST_COLORS = ("tab:purple", "tab:orange")  # the best library of each dtype, in the plot
+
+
 def _number(row: dict[str, Any]) -> str:
+    if row.get("peer"):
+        return "peer"
     return "ref" if row["reference"] else str(row["number"])
 
 
 def plot(rows: list[dict[str, Any]], path: str | None = None, title: str = "") -> Any:
-    """Horizontal bars: ms per layer for every rung (log scale), cuDNN FP32 and the floors
-    marked. Returns the matplotlib figure."""
+    """Horizontal bars: ms per layer for every rung (log scale), cuDNN FP32, the best library
+    of each dtype and the floors marked. Returns the matplotlib figure."""
     import matplotlib
 
     if path is not None:
@@ -132,6 +181,12 @@ def plot(rows: list[dict[str, Any]], path: str | None = None, title: str = "") -
         cudnn = next((r for r in rows if r["rung"] == "cudnn" and r["dtype"] == "float32"), None)
         if cudnn:
             ax.axvline(cudnn[f"{layer}_ms"], color="tab:red", ls="--", label="cuDNN FP32")
+        dtypes = sorted({r["dtype"] for r in rows})
+        for dtype, color in zip(dtypes, BEST_COLORS, strict=False):
+            best = best_library(rows, dtype, rows[0]["batch"])
+            if best:
+                label = f"best library {dtype}: {best['rung']}"
+                ax.axvline(best[f"{layer}_ms"], color=color, ls="-.", label=label)
         floors = [r[f"{layer}_floor_ms"] for r in rows if r[f"{layer}_floor_ms"]]
         if floors:
             ax.axvline(min(floors), color="tab:green", ls=":", label="floor (lowest)")

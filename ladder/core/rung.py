@@ -48,6 +48,23 @@ class Prepared:
     read_back: Callable[[], Any]
 
 
+class Holder:
+    """A prepared output (``Prepared.out``) for a library that returns a new tensor on every call
+    instead of writing into one it is given (``F.conv2d``): the launcher stores its result in
+    ``value`` and ``read_back`` copies it into the problem's output, so the timed call makes no
+    copy that a user of the library would not make. ``timing.poison`` clears it (``value``
+    None): a call that stores nothing leaves nothing to read back, and the check fails on the
+    poisoned output instead of passing on the result of an earlier call."""
+
+    __slots__ = ("value",)
+
+    def __init__(self) -> None:
+        self.value: Any = None
+
+    def clear(self) -> None:
+        self.value = None
+
+
 @dataclass(frozen=True)
 class Generation:
     """A GPU generation that learners have: the name tables use, its architecture, the GPUs."""

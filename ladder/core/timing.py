@@ -46,7 +46,7 @@ import numpy as np
 
 from ladder.core import device
 from ladder.core.dtypes import resolve, to_device, to_host
-from ladder.core.rung import NotApplicable, Problem, Rung
+from ladder.core.rung import Holder, NotApplicable, Problem, Rung
 
 HEAD_START_US = 200  # GPU time queued ahead of each timed launch (see step 4)
 TIME_BUDGET_S = 1.0  # timed repeats stop once they have run this long (and MIN_REPEATS are done)
@@ -373,8 +373,11 @@ class _Scratch:
 
 
 def poison(out: Any) -> None:
-    """Fill an output with NaN (every bit set: NaN in float16, float32 and float64)."""
-    if isinstance(out, np.ndarray):
+    """Fill an output with NaN (every bit set: NaN in float16, float32 and float64); empty a
+    ``Holder`` (a library's prepared output), so that no earlier result is left to read back."""
+    if isinstance(out, Holder):
+        out.clear()
+    elif isinstance(out, np.ndarray):
         out.fill(np.nan)
     elif hasattr(out, "fill_"):  # a PyTorch tensor a library keeps its output in (Prepared)
         out.fill_(float("nan"))

@@ -1,5 +1,7 @@
-"""The library the elementwise ladder is measured against, registered as a reference: one fused
-CuPy ``ElementwiseKernel``, what a CuPy user writes for this chain.
+"""The libraries the elementwise ladder is measured against, registered as references: one fused
+CuPy ``ElementwiseKernel``, what a CuPy user writes for this chain, and ``torch.compile`` of the
+same chain as a PyTorch user writes it, both measured in the same run (× library is against the
+faster).
 
 It is not a straw man: one kernel, no intermediate in memory and no cast through memory (the
 conversions to float are in registers), so it moves the problem's minimum, read x and write y:
@@ -13,6 +15,11 @@ for 2-byte elements as for 4-byte ones, so it is bound per element, not per byte
 moves 4 elements per access and 16 per thread. Which per-element work sets that pace (CuPy's
 generated loop takes one element per iteration and computes each operand's index from the flat
 index) is not yet measured: no profile of the CuPy kernel is in results/.
+
+``torch-compile``: ``relu(a * x + b)`` compiled by ``torch.compile`` (Inductor, one graph per
+shape, ``ladder.core.compiled``) into one generated kernel that stores into our output: the
+minimum bytes too, float16 computed in float32 inside the kernel (Inductor upcasts 16-bit
+operands) and rounded once at the store, like rung 3.
 """
 
 from __future__ import annotations
@@ -20,6 +27,7 @@ from __future__ import annotations
 import functools
 from typing import Any
 
+from ladder.core import compiled
 from ladder.core.rung import rung
 from ladder.fused.problem import ELEMENTWISE, check_arrays
 
@@ -50,4 +58,24 @@ def elementwise(x: Any, a: Any, b: Any, out: Any = None) -> Any:
     if out.size:
         y = cupy.asarray(out)
         _affine_relu()(cupy.asarray(x), cupy.asarray(a), cupy.asarray(b), y)
+    return out
+
+
+def _affine_relu_torch(x: Any, a: Any, b: Any, out: Any) -> None:
+    import torch
+
+    out.copy_(torch.relu(a * x + b))
+
+
+@rung(
+    name="torch-compile",
+    title="torch.compile (Inductor) of relu(a * x + b)",
+    dtypes=("float32", "float16"),
+    needs=("torch", "triton"),
+    reference=True,
+)
+def torch_compile(x: Any, a: Any, b: Any, out: Any = None) -> Any:
+    (x, a, b), out, _ = check_arrays(ELEMENTWISE, (x, a, b), out, ("float32", "float16"))
+    if out.size:
+        compiled.run(_affine_relu_torch, x, a, b, out)
     return out

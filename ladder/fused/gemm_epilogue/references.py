@@ -1,4 +1,4 @@
-"""The libraries the GEMM epilogue ladder is measured against, registered as a reference: cuBLAS
+"""The libraries the GEMM epilogue ladder is measured against, registered as references: cuBLAS
 SGEMM (``cupy.matmul``) followed by one fused CuPy elementwise kernel for bias + GELU: two
 kernels, the intermediate C written and read once.
 
@@ -9,6 +9,14 @@ SGEMM alone (the gemm ladder's library row, 2.685 ms) is faster than the ladder'
 GEMM's 201 MB minimum): the difference of the two library medians, 0.083 ms, is about 1.6 TB/s,
 the pace of CuPy's elementwise kernels (the elementwise ladder's ``references.py``). cuBLASLt
 can fuse a bias + GELU epilogue into the GEMM; this reference does not use it.
+
+``torch-compile``: ``F.gelu(A @ B + bias)`` (GELU's erf form, the problem's) compiled by
+``torch.compile`` (Inductor's default mode, one graph per shape, ``ladder.core.compiled``), TF32
+off. Inductor calls cuBLAS for the product (``mm``, or ``addmm`` with the bias) into a buffer of
+its own and generates one kernel for the rest that stores into our output: the same two passes
+as the CuPy row. Fusing the epilogue into the GEMM itself would take Inductor's Triton GEMM
+templates (``mode="max-autotune"``), which time many configurations per shape at the first
+call (minutes); not used here.
 """
 
 from __future__ import annotations
@@ -17,6 +25,7 @@ import functools
 import math
 from typing import Any
 
+from ladder.core import compiled
 from ladder.core.rung import rung
 from ladder.fused.problem import GEMM_EPILOGUE, check_arrays
 
@@ -47,4 +56,23 @@ def gemm_epilogue(A: Any, B: Any, bias: Any, out: Any = None) -> Any:
         c = cupy.asarray(out)
         cupy.matmul(cupy.asarray(A), cupy.asarray(B), out=c)
         _bias_gelu()(c, cupy.asarray(bias), c)
+    return out
+
+
+def _gemm_bias_gelu_torch(A: Any, B: Any, bias: Any, out: Any) -> None:
+    import torch.nn.functional as F
+
+    out.copy_(F.gelu(A @ B + bias))  # approximate="none": the erf form
+
+
+@rung(
+    name="torch-compile",
+    title="torch.compile (Inductor) of gelu(A @ B + bias)",
+    needs=("torch", "triton"),
+    reference=True,
+)
+def torch_compile(A: Any, B: Any, bias: Any, out: Any = None) -> Any:
+    (A, B, bias), out, _ = check_arrays(GEMM_EPILOGUE, (A, B, bias), out, ("float32",))
+    if out.size:
+        compiled.run(_gemm_bias_gelu_torch, A, B, bias, out)
     return out

@@ -2,10 +2,11 @@
 
 From the textbook two kernels (row statistics, then normalization) to one kernel that computes
 Welford statistics with the row held in registers and 16-byte loads, against PyTorch's
-``layer_norm`` (``references.py``). The problem is ``LAYERNORM`` in ``ladder.fused.problem``.
+``layer_norm`` and ``torch.compile`` of it (``references.py``). The problem is ``LAYERNORM`` in
+``ladder.fused.problem``.
 """
 
 from ladder.core.rung import import_rungs
-from ladder.fused.layernorm import references  # noqa: F401  (registers the library)
+from ladder.fused.layernorm import references  # noqa: F401  (registers the libraries)
 
 import_rungs(__name__, __path__)

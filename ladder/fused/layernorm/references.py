@@ -1,4 +1,4 @@
-"""The library the layer norm ladder is measured against, registered as a reference: the kernel
+"""The libraries the layer norm ladder is measured against, registered as references: the kernel
 behind PyTorch's ``torch.nn.functional.layer_norm`` (``aten.native_layer_norm``, in its ``out=``
 form so that the result lands in our output without a copy), when PyTorch with CUDA is installed
 (optional, never required). PyTorch reads the Numba arrays without a copy (``torch.as_tensor`` on
@@ -16,12 +16,18 @@ row twice (``compute_stats``, then a second loop over x to normalize, in
 ``ladder bench`` (results/nvidia-h200.json) shows a larger gap, 0.353 ms against rung 2's
 0.139 ms, 2.55x: about 0.14 ms of the library row's time is outside that kernel, and where it
 goes (the call's host work, the per-call allocation) is not yet measured.
+
+``torch-compile``: ``F.layer_norm`` compiled by ``torch.compile`` (Inductor, one graph per
+shape, ``ladder.core.compiled``): Inductor decomposes it into the row's mean and variance and
+the normalization, and generates one kernel that stores into our output (no mean and rstd
+written); measured beside ``torch-layer-norm`` in the same run, × library is against the faster.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+from ladder.core import compiled
 from ladder.core.rung import rung
 from ladder.core.torch_views import tensor as torch_tensor
 from ladder.fused.problem import LAYERNORM, LAYERNORM_EPS, check_arrays
@@ -45,4 +51,24 @@ def layer_norm(x: Any, gamma: Any, beta: Any, out: Any = None) -> Any:
             torch_tensor(x), [cols], torch_tensor(gamma), torch_tensor(beta), LAYERNORM_EPS,
             out0=torch_tensor(out), out1=stats[0], out2=stats[1],
         )  # fmt: skip
+    return out
+
+
+def _layer_norm_torch(x: Any, gamma: Any, beta: Any, out: Any) -> None:
+    import torch.nn.functional as F
+
+    out.copy_(F.layer_norm(x, (x.shape[1],), gamma, beta, LAYERNORM_EPS))
+
+
+@rung(
+    name="torch-compile",
+    title="torch.compile (Inductor) of layer_norm",
+    dtypes=("float32",),
+    needs=("torch", "triton"),
+    reference=True,
+)
+def torch_compile(x: Any, gamma: Any, beta: Any, out: Any = None) -> Any:
+    (x, gamma, beta), out, _ = check_arrays(LAYERNORM, (x, gamma, beta), out, ("float32",))
+    if out.size:
+        compiled.run(_layer_norm_torch, x, gamma, beta, out)
     return out

@@ -1,4 +1,4 @@
-"""The library the softmax ladder is measured against, registered as a reference: the kernel
+"""The libraries the softmax ladder is measured against, registered as references: the kernel
 behind PyTorch's ``torch.softmax`` (``aten._softmax``, in its ``out=`` form so that the result
 lands in our output without a copy), when PyTorch with CUDA is installed (optional, never
 required). PyTorch reads the Numba arrays without a copy (``torch.as_tensor`` on
@@ -14,12 +14,18 @@ the 2.07x (float32) and 3.66x (float16) by which rung 5 is faster in results/nvi
 do not come from extra passes, kernels or casts. What holds PyTorch's kernel to that rate is
 not yet measured (its occupancy, 49.13%, is rung 5's 47.5%, so it is not fewer resident warps);
 the float16 kernel was not profiled.
+
+``torch-compile``: ``torch.softmax(x, dim=1)`` compiled by ``torch.compile`` (Inductor, one
+graph per shape, ``ladder.core.compiled``) into a generated kernel of its own (the row held in
+registers where it fits, else read twice) that stores into our output; measured beside
+``torch-softmax`` in the same run, × library is against the faster.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+from ladder.core import compiled
 from ladder.core.rung import rung
 from ladder.core.torch_views import tensor as torch_tensor
 from ladder.fused.problem import SOFTMAX, check_arrays
@@ -38,4 +44,24 @@ def softmax(x: Any, out: Any = None) -> Any:
     (x,), out, _ = check_arrays(SOFTMAX, (x,), out, ("float32", "float16"))
     if out.size:  # aten's out= form writes straight into our output, no extra copy
         torch.ops.aten._softmax.out(torch_tensor(x), 1, False, out=torch_tensor(out))
+    return out
+
+
+def _softmax_torch(x: Any, out: Any) -> None:
+    import torch
+
+    out.copy_(torch.softmax(x, dim=1))
+
+
+@rung(
+    name="torch-compile",
+    title="torch.compile (Inductor) of torch.softmax",
+    dtypes=("float32", "float16"),
+    needs=("torch", "triton"),
+    reference=True,
+)
+def torch_compile(x: Any, out: Any = None) -> Any:
+    (x,), out, _ = check_arrays(SOFTMAX, (x,), out, ("float32", "float16"))
+    if out.size:
+        compiled.run(_softmax_torch, x, out)
     return out
