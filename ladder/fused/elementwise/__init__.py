@@ -8,6 +8,9 @@ kernel that reads x once and writes y once in 16-byte accesses, against one fuse
 """
 
 from ladder.core.rung import import_rungs
-from ladder.fused.elementwise import references  # noqa: F401  (registers the library)
+from ladder.fused.elementwise import (  # noqa: F401  (registers the library and the peer)
+    references,
+    triton_peer,
+)
 
 import_rungs(__name__, __path__)

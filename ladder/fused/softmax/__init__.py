@@ -8,6 +8,9 @@ PyTorch's ``torch.softmax`` (``references.py``). The problem is ``SOFTMAX`` in
 """
 
 from ladder.core.rung import import_rungs
-from ladder.fused.softmax import references  # noqa: F401  (registers the library)
+from ladder.fused.softmax import (  # noqa: F401  (registers the library and the peer)
+    references,
+    triton_peer,
+)
 
 import_rungs(__name__, __path__)
