@@ -1,6 +1,10 @@
 """The FP32 GEMM ladder: C = A @ B, from a NumPy baseline to a tuned register-blocked kernel."""
 
 from ladder.core.rung import import_rungs
-from ladder.gemm import problem, reference_cublas  # noqa: F401  (registers the problem, cuBLAS)
+from ladder.gemm import (  # noqa: F401  (registers the problem, cuBLAS and the Triton peer)
+    problem,
+    reference_cublas,
+    triton_peer,
+)
 
 import_rungs(__name__, __path__)
