@@ -108,7 +108,8 @@ def test_registry_is_ordered_and_documented():
     assert numbers[:6] == [0, 1, 2, 3, 4, 5]
     for r in rungs("gemm"):
         assert r.summary(), f"{r.key} has no docstring"
-    assert [r.name for r in rungs("gemm") if r.reference] == ["cublas"]
+    assert [r.name for r in rungs("gemm") if r.reference and not r.peer] == ["cublas"]
+    assert [r.name for r in rungs("gemm") if r.peer] == ["triton"]
 
 
 def test_units_default_from_the_problem_and_name_tensor_cores():

@@ -5,7 +5,9 @@ against float64: on a GPU compiled, in the simulator through Triton's interprete
 reasons a peer gives when Triton or PyTorch is missing, that a peer is never the library a
 ladder is measured against, that importing ladder imports neither Triton nor PyTorch, views
 the problems accept (contiguous, not 16-byte aligned), more odd sizes (each kernel's other
-paths: rows longer than a block, K past a tile, GQA, odd head dimensions), and the docstrings.
+paths: rows longer than a block, K past a tile, GQA, odd head dimensions), the docstrings, and
+that every peer compiles for sm_90 (the interpreter never runs Triton's compiler), which needs
+no GPU. On a GPU: each peer replays from a CUDA graph.
 """
 
 from __future__ import annotations
@@ -253,6 +255,99 @@ def test_attention_peer_refuses_head_dimensions_past_its_block():
     q, k, v = get_problem("attention").make_inputs((1, 1, 1, 2, 257), "float16", 0)
     with pytest.raises(ValueError, match="head dimensions up to 256"):
         peer.launch(*[to_device(x) for x in (q, k, v)])
+
+
+# ---- compiled for a GPU, without one -----------------------------------------------------------
+
+# The interpreter runs the kernels' Python, not Triton's compiler: this compiles each peer for
+# sm_90 as Triton does for a launch (triton.compile for a GPUTarget needs no GPU, only its
+# bundled ptxas), in a process of its own without TRITON_INTERPRET, at a configuration of each
+# path, on aligned arguments and on ints of 1 (which Triton turns into constants).
+COMPILE = r"""
+import ladder
+from ladder.attention import triton_peer as attention
+from ladder.core import device
+from ladder.fused.elementwise import triton_peer as elementwise
+from ladder.fused.layernorm import triton_peer as layernorm
+from ladder.fused.softmax import triton_peer as softmax
+from ladder.gemm import triton_peer as gemm
+
+device.simulator = lambda: False  # the compiled kernels, not the interpreter's
+import triton
+from triton.backends.compiler import GPUTarget
+from triton.compiler import ASTSource
+
+MAX_SHARED = 227 * 1024  # shared memory per block on an H100
+
+
+def build(fn, args, constants, warps, stages=3):
+    signature = dict(args) | {name: "constexpr" for name in constants}
+    attrs = {(fn.arg_names.index(name),): [["tt.divisibility", 16]]
+             for name, kind in args.items() if kind.startswith("*") or kind == "i32"}
+    source = ASTSource(fn=fn, signature=signature, constexprs=constants, attrs=attrs)
+    options = {"num_warps": warps, "num_stages": stages}
+    done = triton.compile(source, target=GPUTarget("cuda", 90, 32), options=options)
+    assert done.metadata.shared <= MAX_SHARED, (fn.__name__, constants, done.metadata.shared)
+    return done.asm["ptx"]
+
+
+def ones(args, names):
+    return {k: v for k, v in args.items() if k not in names}, {k: 1 for k in names}
+
+
+for ty in ("fp32", "fp16"):
+    args = {"x_ptr": f"*{ty}", "y_ptr": f"*{ty}", "cols": "i32"}
+    for cols in (8192, 50000):
+        block, one, warps = softmax.block_for(cols)
+        build(softmax._kernel(), args, {"BLOCK": block, "ONE_BLOCK": one}, warps)
+    sig, one = ones(args, ["cols"])
+    build(softmax._kernel(), sig, one | {"BLOCK": 16, "ONE_BLOCK": True}, 1)
+    args = {f"{n}_ptr": f"*{ty}" for n in "xaby"} | {"rows": "i32", "cols": "i32"}
+    block_r, block_c = elementwise.tile_for(8192)
+    build(elementwise._kernel(), args, {"BLOCK_R": block_r, "BLOCK_C": block_c}, 8)
+    sig, one = ones(args, ["rows", "cols"])
+    build(elementwise._kernel(), sig, one | {"BLOCK_R": 256, "BLOCK_C": 16}, 8)
+args = {"x_ptr": "*fp32", "gamma_ptr": "*fp32", "beta_ptr": "*fp32", "y_ptr": "*fp32",
+        "cols": "i32", "eps": "fp32"}
+for cols in (8192, 50000):
+    block, one, warps = layernorm.block_for(cols)
+    build(layernorm._kernel(), args, {"BLOCK": block, "ONE_BLOCK": one}, warps)
+for fp32, table in ((True, gemm.FP32_CONFIGS), (False, gemm.HALF_CONFIGS)):
+    ty = "fp32" if fp32 else "fp16"
+    fn = gemm._kernels()[fp32].kernel.fn
+    args = {"a_ptr": f"*{ty}", "b_ptr": f"*{ty}", "c_ptr": f"*{ty}",
+            "M": "i32", "N": "i32", "K": "i32"}
+    for bm, bn, bk, warps, stages in (table[0], table[-1]):
+        tile = {"BLOCK_M": bm, "BLOCK_N": bn, "BLOCK_K": bk, "GROUP_M": gemm.GROUP_M}
+        ptx = build(fn, args, tile, warps, stages)
+        assert fp32 == ("mma" not in ptx), "float32 must be FMAs (IEEE), not tensor cores"
+    sig, one = ones(args, ["M", "N", "K"])
+    build(fn, sig, one | tile, warps, stages)
+for fp32, table in ((True, attention.FP32_CONFIGS), (False, attention.HALF_CONFIGS)):
+    ty = "fp32" if fp32 else "fp16"
+    fn = attention._kernels()[fp32].kernel.fn
+    args = {f"{n}_ptr": f"*{ty}" for n in "qkvo"} | {n: "i32" for n in ("H", "HKV", "N", "D")}
+    args["scale_log2"] = "fp32"
+    bm, bn, warps, stages = table[0]
+    for d_pad, causal in ((64, False), (128, True)):
+        tile = {"BLOCK_M": bm, "BLOCK_N": bn, "D_PAD": d_pad, "CAUSAL": causal}
+        ptx = build(fn, args, tile, warps, stages)
+        assert fp32 == ("mma" not in ptx), "float32 must be FMAs (IEEE), not tensor cores"
+    sig, one = ones(args, ["H", "HKV", "N", "D"])
+    build(fn, sig, one | {"BLOCK_M": bm, "BLOCK_N": bn, "D_PAD": 16, "CAUSAL": True}, warps)
+print("compiled")
+"""
+
+
+@pytest.mark.slow  # some 10 s of Triton's compiler on 2 cores
+@needs_triton
+def test_peers_compile_for_sm_90_without_a_gpu():
+    done = subprocess.run(
+        [sys.executable, "-c", COMPILE], cwd=ROOT, env=clean_environment(),
+        capture_output=True, text=True, timeout=900,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert done.stdout.strip().endswith("compiled")
 
 
 # ---- on a GPU ----------------------------------------------------------------------------------
