@@ -50,9 +50,9 @@ def _index_scalars_under_numpy_2_4() -> None:
     Its patch of ``tl.tensor`` is wrapped once here so that ``__index__`` reads the element."""
     from triton.runtime import interpreter
 
-    patch = interpreter._patch_lang_tensor
-    if getattr(patch, "indexes_one_element", False):
-        return
+    patch = getattr(interpreter, "_patch_lang_tensor", None)
+    if patch is None or getattr(patch, "indexes_one_element", False):
+        return  # another Triton, or wrapped already
 
     def patched(tensor: Any, scope: Any) -> None:
         patch(tensor, scope)
