@@ -13,7 +13,7 @@ tiles that cross it do (``attend``, called twice, ``MASKED`` a compile-time flag
 programs run last query tile first, the longest first. A head dimension that is not a power of
 two is padded in registers to ``D_PAD`` (d = 17 and 80 compute on 32 and 128 lanes): loads
 and stores are masked to ``d``, and the zero padding adds nothing to either product. Tile
-sizes, warps and stages are autotuned per (N, d, causal) over ``HALF_CONFIGS`` or
+sizes, warps and stages are autotuned per (N, D_PAD, causal) over ``HALF_CONFIGS`` or
 ``FP32_CONFIGS``; the interpreter runs the small ``INTERPRETED`` tile, so that the
 simulator's N = 17 crosses query and key tiles.
 
