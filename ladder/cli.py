@@ -99,7 +99,8 @@ def cmd_list(args: argparse.Namespace) -> int:
     for col in columns:
         table.add_column(col)
     for r in rungs(args.problem):
-        first = (r.problem, "ref" if r.reference else str(r.number), r.name)
+        kind = "peer" if r.peer else "ref" if r.reference else str(r.number)  # as report's
+        first = (r.problem, kind, r.name)
         if args.gpus:
             table.add_row(*first, *report.generation_cells(r))
             continue

@@ -10,6 +10,9 @@ import pytest
 # their kernels with the environment as it was (a clean one), so that each notebook chooses
 # its backend itself, as it does for a user.
 USER_BACKEND = os.environ.get("NUMBA_ENABLE_CUDASIM")
+# the same for Triton's interpreter, which ladder turns on in the simulator (at a Triton peer's
+# first call)
+USER_TRITON_INTERPRET = os.environ.get("TRITON_INTERPRET")
 
 import ladder  # noqa: E402, F401
 from ladder.core import device  # noqa: E402
@@ -39,11 +42,16 @@ def pytest_collection_modifyitems(items: list) -> None:
 
 
 def clean_environment() -> dict[str, str]:
-    """``os.environ`` as it was before ladder chose the backend for this test session."""
+    """``os.environ`` as it was before ladder chose the backends (Numba's, Triton's) for this
+    test session."""
     env = dict(os.environ)
-    env.pop("NUMBA_ENABLE_CUDASIM", None)
-    if USER_BACKEND is not None:
-        env["NUMBA_ENABLE_CUDASIM"] = USER_BACKEND
+    for name, chosen in (
+        ("NUMBA_ENABLE_CUDASIM", USER_BACKEND),
+        ("TRITON_INTERPRET", USER_TRITON_INTERPRET),
+    ):
+        env.pop(name, None)
+        if chosen is not None:
+            env[name] = chosen
     return env
 
 

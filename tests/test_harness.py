@@ -163,6 +163,7 @@ def test_registry_is_ordered_and_documented():
         assert r.summary(), f"{r.key} has no docstring"
     libraries = [r.name for r in rungs("gemm") if r.reference and not r.peer]
     assert libraries == ["cublas", "torch-matmul"]
+    assert [r.name for r in rungs("gemm") if r.peer] == ["triton"]
 
 
 def test_units_default_from_the_problem_and_name_tensor_cores():

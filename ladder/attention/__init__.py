@@ -5,7 +5,11 @@ tensor-core flash attention, for multi-head, grouped-query and multi-query atten
 ``rNN_<name>.py`` registers its launcher for both. ``memory`` tracks what the rungs allocate.
 """
 
-from ladder.attention import problem, references  # noqa: F401  (registers problems, libraries)
+from ladder.attention import (  # noqa: F401  (registers problems, libraries, the peer)
+    problem,
+    references,
+    triton_peer,
+)
 from ladder.core.rung import import_rungs
 
 import_rungs(__name__, __path__)

@@ -1,10 +1,11 @@
 """The FP32 GEMM ladder: C = A @ B, from a NumPy baseline to a tuned register-blocked kernel."""
 
 from ladder.core.rung import import_rungs
-from ladder.gemm import (  # noqa: F401  (registers the problem, cuBLAS through CuPy and PyTorch)
+from ladder.gemm import (  # noqa: F401  (registers the problem, cuBLAS through CuPy and PyTorch, and the Triton peer)
     problem,
     reference_cublas,
     reference_torch,
+    triton_peer,
 )
 
 import_rungs(__name__, __path__)

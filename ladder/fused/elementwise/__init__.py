@@ -8,6 +8,9 @@ that reads x once and writes y once in 16-byte accesses, against one fused CuPy
 """
 
 from ladder.core.rung import import_rungs
-from ladder.fused.elementwise import references  # noqa: F401  (registers the libraries)
+from ladder.fused.elementwise import (  # noqa: F401  (registers the libraries and the peer)
+    references,
+    triton_peer,
+)
 
 import_rungs(__name__, __path__)

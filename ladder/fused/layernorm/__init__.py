@@ -7,6 +7,9 @@ Welford statistics with the row held in registers and 16-byte loads, against PyT
 """
 
 from ladder.core.rung import import_rungs
-from ladder.fused.layernorm import references  # noqa: F401  (registers the libraries)
+from ladder.fused.layernorm import (  # noqa: F401  (registers the libraries and the peer)
+    references,
+    triton_peer,
+)
 
 import_rungs(__name__, __path__)

@@ -8,6 +8,9 @@ pass), to the row held in registers (one read and one write of every element), a
 """
 
 from ladder.core.rung import import_rungs
-from ladder.fused.softmax import references  # noqa: F401  (registers the libraries)
+from ladder.fused.softmax import (  # noqa: F401  (registers the libraries and the peer)
+    references,
+    triton_peer,
+)
 
 import_rungs(__name__, __path__)
