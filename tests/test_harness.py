@@ -277,13 +277,16 @@ def _runs_with_a_peer():
 def test_a_peer_is_never_the_library_but_is_beside_it():
     doc = _runs_with_a_peer()
     (row,) = derived.best_rows(doc)
-    assert (row["rung"], row["library"], row["peer"]) == ("rung-b", "sdpa", "triton")
+    assert (row["rung"], row["library"], row["peer"]) == ("rung-b", "sdpa (flash)", "triton")
     assert row["vs_library"] == pytest.approx(1.25) and row["vs_peer"] == pytest.approx(0.5)
     text = report.markdown(doc)
     assert "| 1.250 | 1.000 | 0.500 |" in text  # x library, then the Triton columns
     assert "| peer | triton |" in text and "| ref | sdpa (flash) |" in text
     assert "Every library configuration and peer" in text and "| 1 | triton | peer |" in text
-    assert "- p float16 8: rung 2 rung-b takes 2.000 ms; faster: triton 1.000 ms" in text
+    assert (
+        "- p float16 8: rung 2 rung-b 2.000 ms; fastest peer: triton 1.000 ms (the rung at "
+        "0.50× its speed)"
+    ) in text
 
 
 def test_contenders_list_the_best_rung_every_library_and_every_peer_fastest_first(tmp_path):

@@ -66,6 +66,12 @@ def peer(group: list[dict[str, Any]]) -> dict[str, Any] | None:
     return min(timed, key=lambda r: r["median_ms"]) if timed else None
 
 
+def label(run: dict[str, Any]) -> str:
+    """A library or peer row's name with the configuration it ran in, where it recorded one:
+    'cudnn-channels-last (cuDNN fp16 channels_last)'."""
+    return run["rung"] + (f" ({run['config']})" if run.get("config") else "")
+
+
 def contenders(group: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """Everything a user could run for one case, fastest first: the best rung, every library
     configuration and every peer that passed, each as {label, kind ('rung', 'library' or
@@ -83,12 +89,9 @@ def contenders(group: list[dict[str, Any]]) -> list[dict[str, Any]]:
     out = []
     for r in sorted(picked, key=lambda r: r["median_ms"]):
         kind = "peer" if r.get("peer") else "library" if r["reference"] else "rung"
-        label = f"rung {r['number']} {r['rung']}" if kind == "rung" else r["rung"]
-        if r.get("config"):
-            label += f" ({r['config']})"
         out.append(
             {
-                "label": label,
+                "label": f"rung {r['number']} {r['rung']}" if kind == "rung" else label(r),
                 "kind": kind,
                 "rung": r["rung"],
                 "config": r.get("config"),
@@ -168,7 +171,7 @@ def best_rows(doc: dict[str, Any]) -> list[dict[str, Any]]:
                 "rung": best["rung"],
                 "number": best["number"],
                 "median_ms": best["median_ms"],
-                "library": lib["rung"] if lib else None,
+                "library": label(lib) if lib else None,
                 "library_ms": lib["median_ms"] if lib else None,
                 "vs_library": lib["median_ms"] / best["median_ms"] if lib else None,
                 "peer": fellow["rung"] if fellow else None,

@@ -340,11 +340,11 @@ def _losses(doc: dict[str, Any]) -> list[str]:
         rung = next((c for c in found if c["kind"] == "rung"), None)
         if rung is None or found[0] is rung:
             continue
-        ahead = [c for c in found if c["median_ms"] < rung["median_ms"]]
-        who = ", ".join(f"{c['label']} {c['median_ms']:.3f} ms" for c in ahead)
+        first = found[0]
         lost.append(
-            f"- {problem} {dtype} {' × '.join(map(str, shape))}: {rung['label']} takes "
-            f"{rung['median_ms']:.3f} ms; faster: {who}"
+            f"- {problem} {dtype} {' × '.join(map(str, shape))}: {rung['label']} "
+            f"{rung['median_ms']:.3f} ms; fastest {first['kind']}: {first['label']} "
+            f"{first['median_ms']:.3f} ms (the rung at {1 / rung['x_best']:.2f}× its speed)"
         )
     if not lost:
         return []
