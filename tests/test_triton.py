@@ -145,8 +145,10 @@ def test_the_peers_docstrings_tell_their_story():
         for part in ("What the program does:", "What Triton did", "What Triton could not"):
             assert part in doc, f"{peer.key}: no {part!r}"
         assert "TODO" not in doc
-        # numbers measured on a GPU are added with their results file, not before
-        assert not re.search(r"\d\s*(ms|µs|TFLOP/s|TB/s)\b", doc), peer.key
+        # a measured number comes with its GPU and its results file
+        if re.search(r"\d\s*(ms|µs|TFLOP/s|TB/s)\b", doc):
+            assert re.search(r"Measured \(NVIDIA \w+, ``results/[\w.-]+\.json``", doc), peer.key
+            assert "The verdict" in doc, f"{peer.key}: a measurement without its verdict"
 
 
 def test_next_power_of_2_is_tritons():

@@ -31,12 +31,13 @@ fastest of them, and the table names it.
   instead (it does without the mask on CPU); otherwise the mask and softmax become one kernel
   between the two matmuls.
 
-SDPA is the bar in float16 (0.596 ms at [4, 16, 16, 4096, 64] on an NVIDIA H200,
-results/nvidia-h200.json, against rung 5's 0.902 ms). In float32 with grouped-query inputs it is
-not: 15.198 ms at [4, 16, 4, 4096, 64] against 7.850 ms at [4, 16, 16, 4096, 64], the same
-FLOPs, and causal 19.578 ms, slower than rung 3's 14.998 ms. Which kernel PyTorch picked there
-that file does not say (it predates the backend the ``sdpa`` row now records), and no profile of
-the references is in results/.
+SDPA is the bar in float16 (0.599 ms at [4, 16, 16, 4096, 64] on an NVIDIA H200,
+results/nvidia-h200.json, its default call picking cuDNN, against rung 5's 0.899 ms). In
+float32 with grouped-query inputs it is not: 15.186 ms at [4, 16, 4, 4096, 64] against 7.907 ms
+at [4, 16, 16, 4096, 64], the same FLOPs, and causal 19.616 ms, slower than rung 3's 14.955 ms.
+The recorded configuration says why: there the default call picks the math backend, because
+the memory-efficient kernel refuses grouped-query inputs (``sdpa-efficient`` is unavailable
+at that shape, with PyTorch's reason in the results).
 """
 
 from __future__ import annotations

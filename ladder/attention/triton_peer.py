@@ -36,6 +36,13 @@ here. Float32 products are FMAs on register tiles, so at d = 128 only small tile
 spilling, learned by compiling (the autotuner sees the others slow). Rung 6's packing of a GQA
 group into one block is index arithmetic a Triton program could do; this one, like most,
 runs the group's heads as separate programs and leaves their shared k and v to L2.
+
+Measured (NVIDIA H200, ``results/nvidia-h200.json``): FP16, B = 4, H = 16, N = 4096, d = 64: 0.676
+ms (407 TFLOP/s) against rung 5's 0.899 and SDPA's 0.599 (its default picks cuDNN); causal 0.392
+against 0.519 and 0.354. FP32 23.8 ms against rung 3's 28.7 and SDPA's memory-efficient kernel's
+7.9. The verdict: ahead of rung 5 because ``tl.dot`` compiles to Hopper's ``wgmma`` fed by a 3-stage
+``cp.async`` ring (the PTX), where rung 5 is ``mma.sync``; behind cuDNN, which also overlaps softmax
+and products.
 """
 
 from __future__ import annotations

@@ -22,6 +22,11 @@ out; an unaligned view or a width that is not a multiple of 16 quietly gets a na
 (the PTX tells). Block sizes must be powers of two, so a 1000-column matrix is covered by
 1024-column tiles with 24 masked lanes each. The column tiles are the grid's second dimension,
 whose 65535 limit caps ``cols`` at 65535 x 1024.
+
+Measured (NVIDIA H200, ``results/nvidia-h200.json``): at 8192 x 8192 it takes 0.137 ms in float32
+and 0.072 ms in float16, rung 3's 0.131 and 0.068 and ``torch.compile``'s 0.130 and 0.068: within 5
+to 6% of them, all at the copy's pace (3.9 and 3.7 TB/s). The verdict: the minimum bytes, a little
+less of the copy's rate than rung 3.
 """
 
 from __future__ import annotations

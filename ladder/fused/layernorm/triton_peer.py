@@ -24,6 +24,11 @@ just past a power of two compute on nearly twice the lanes; a reduction over a b
 the compiler chooses, so a one-pass Welford merge across lanes would need ``tl.reduce`` with a
 combine function of three values, where the two-step variance on the block in registers is
 simpler and as accurate. Long rows need a second path written by hand.
+
+Measured (NVIDIA H200, ``results/nvidia-h200.json``): at 8192 x 8192 it takes 0.135 ms against rung
+2's 0.138, ``torch.compile``'s 0.229 and ``F.layer_norm``'s 0.352: one read and one write at the
+copy's pace, as rung 2. The verdict: the same bytes as rung 2, so the same time; the two-step
+variance on a row in registers costs no extra read.
 """
 
 from __future__ import annotations

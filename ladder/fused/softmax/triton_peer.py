@@ -23,6 +23,11 @@ power of two, so a 5000-column row computes on 8192 lanes, and each row length p
 two compiles a new kernel. The block size and ``num_warps`` (and thus registers per thread) are
 the user's choice; nothing in the language says whether the block stayed in registers or
 spilled (the PTX does). Long rows need a second kernel path written by hand.
+
+Measured (NVIDIA H200, ``results/nvidia-h200.json``): at 8192 x 8192 it takes 0.134 ms in float32
+and 0.068 ms in float16, rung 5's 0.134 and 0.071: both move the minimum at about 4.0 TB/s, the
+copy's pace. The verdict: the block-as-a-value program reaches what rung 5 reached by hand, and
+passes ``torch.compile`` (0.152 and 0.153 ms).
 """
 
 from __future__ import annotations
