@@ -9,6 +9,7 @@ from __future__ import annotations
 import ast
 import inspect
 import sys
+from pathlib import Path
 from typing import Any
 
 from ladder.core import derived, device, report, roofline, timing
@@ -133,18 +134,33 @@ def profile_figures(path: str) -> dict[str, Any]:
     return doc
 
 
+def committed(name: str) -> Path | None:
+    """The committed results file ``name`` (``results/<name>`` of the repository), found from
+    a notebook's folder or the repository's, or None where it is not (an installed package)."""
+    for path in (Path(name), Path("..") / "results" / name, Path("results") / name):
+        if path.is_file():
+            return path
+    root = Path(__file__).resolve().parents[2] / "results" / name
+    return root if root.is_file() else None
+
+
 def contenders(
-    path: str, problems: list[str], dtypes: list[str] | None = None, figure: bool = True
-) -> dict[str, Any]:
-    """From a committed results file: per case, the best rung, every library configuration and
-    every peer, fastest first (a table), and their bars (``report.plot_contenders``)."""
+    name: str, problems: list[str], dtypes: list[str] | None = None, figure: bool = True
+) -> dict[str, Any] | None:
+    """From the committed results file ``name``: per case, the best rung, every library
+    configuration and every peer, fastest first (a table), and their bars
+    (``report.plot_contenders``). None, said, where the file is not here."""
     from IPython.display import Markdown, display
 
+    path = committed(name)
+    if path is None:
+        print(f"results/{name} is not here (it comes with the repository, not the package)")
+        return None
     doc = report.read_results(path)
     display(
         Markdown(
-            f"From `{path}`, measured on {doc['gpu']} in one run:\n\n"
-            + report.contenders_markdown(doc, problems)
+            f"From `results/{path.name}`, measured on {doc['gpu']} in one run per problem:\n\n"
+            + report.contenders_markdown(doc, problems, dtypes)
         )
     )
     if figure:
