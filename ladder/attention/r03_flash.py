@@ -30,9 +30,9 @@ Prediction: roughly the GEMM ladder's shared-tiling rung (7.8 TFLOP/s at 4096³ 
 the softmax work: 3 to 8 TFLOP/s in float32, tens of times faster than rung 1 at N = 4096, and
 far below SDPA, capped by FP32 arithmetic on the CUDA cores.
 Measured: on an NVIDIA H200 (results/nvidia-h200.json, ``ladder bench``), at the SDPA shape
-[4, 16, 16, 4096, 64] (B, H, HKV, N, d): 28.778 ms and 9.6 TFLOP/s in float32 (rung 2:
-313.588 ms, rung 1: 302.559 ms, SDPA: 7.850 ms) and 29.083 ms in float16 (rung 2: 311.307 ms).
-Verdict: the rate beat the prediction (10.90x rung 2, 10.51x rung 1 in float32; 0.27x SDPA),
+[4, 16, 16, 4096, 64] (B, H, HKV, N, d): 28.736 ms and 9.6 TFLOP/s in float32 (rung 2:
+313.264 ms, rung 1: 301.258 ms, SDPA: 7.907 ms) and 28.897 ms in float16 (rung 2: 311.494 ms).
+Verdict: the rate beat the prediction (10.90x rung 2, 10.48x rung 1 in float32; 0.28x SDPA),
 likely because each shared value serves 4 or 2 multiply-adds where the GEMM's shared-tiling
 rung does two shared loads per multiply-add; the ratio to rung 1 is about 10x, not tens,
 because rung 1 ran at 0.9 TFLOP/s, not the 0.5 the prediction assumed.

@@ -16,9 +16,9 @@ Prediction: 1.2 to 1.5x rung 3 in float16, from the wider tiles, less the conver
 instruction per value read from shared memory). Still FP32 arithmetic on the CUDA cores: the
 tensor cores of rung 5 are the step that matters.
 Measured: on an NVIDIA H200 (results/nvidia-h200.json, ``ladder bench``), at the SDPA shape
-[4, 16, 16, 4096, 64] (B, H, HKV, N, d) in float16: 24.049 ms and 11.4 TFLOP/s (rung 3:
-29.083 ms; SDPA: 0.596 ms); causal, 12.595 ms (rung 3: 15.511 ms).
-Verdict: held at its low end, 1.21x rung 3 (causal 1.23x); 0.02x SDPA. Likely because only
+[4, 16, 16, 4096, 64] (B, H, HKV, N, d) in float16: 24.013 ms and 11.4 TFLOP/s (rung 3:
+28.897 ms; SDPA: 0.599 ms); causal, 12.541 ms (rung 3: 15.255 ms).
+Verdict: held at its low end, 1.20x rung 3 (causal 1.22x); 0.02x SDPA. Likely because only
 Q·Kᵀ gains from the wider tiles, while ``P·V`` keeps rung 3's 16 multiply-adds per 8 shared
 loads and every value read from shared memory now pays a conversion (not profiled).
 

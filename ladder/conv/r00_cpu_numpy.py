@@ -11,9 +11,9 @@ Prediction: seconds per layer. conv2 is 72.5 GFLOP and conv1 25.1 GFLOP, and the
 each slice are copied (K² = 49 copies of every input value) before BLAS multiplies them; at a
 few tens of GFLOP/s that is seconds.
 Measured: on an NVIDIA H200's host by ``ladder bench`` (results/nvidia-h200.json), float32:
-conv1 9569.610 ms and conv2 1941.493 ms, about 2.6 and 37 GFLOP/s; cuDNN FP32 on the GPU is
-810x and 277x faster.
-Verdict: held for conv2; conv1 is five times slower than conv2 for a third of its FLOPs. With
+conv1 8039.214 ms and conv2 1820.456 ms, about 3.1 and 40 GFLOP/s; cuDNN FP32 on the GPU is
+710x and 273x faster.
+Verdict: held for conv2; conv1 is 4.4 times slower than conv2 for a third of its FLOPs. With
 C = 1 and M = 4 each contraction is 4 x 49 by 49 x pixels, so copying the windows likely costs
 more than the multiply; no CPU profile was taken, so this is not yet measured.
 

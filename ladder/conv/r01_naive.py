@@ -16,9 +16,9 @@ Prediction: two loads per multiply-add (conv2, C = 4, K = 7: 196 inputs and 196 
 output, 8 bytes per multiply-add in float32), each an instruction, an address computation and a
 cache lookup: bound by load instructions and L1 traffic, not by DRAM or arithmetic, a few
 percent of the FP32 peak (66.9 TFLOP/s on the H200).
-Measured: on an NVIDIA H200 by ``ladder bench`` (results/nvidia-h200.json): conv1 23.670 ms and
-conv2 62.809 ms in float32 (1.06 and 1.15 TFLOP/s, 1.6% and 1.7% of the FP32 peak; 0.50x and
-0.11x cuDNN FP32), 24.280 ms and 64.383 ms in float16.
+Measured: on an NVIDIA H200 by ``ladder bench`` (results/nvidia-h200.json): conv1 23.650 ms and
+conv2 62.807 ms in float32 (1.06 and 1.15 TFLOP/s, 1.6% and 1.7% of the FP32 peak; 0.48x and
+0.11x cuDNN FP32), 24.241 ms and 64.367 ms in float16.
 Verdict: held, at its low end. Float16 halves the bytes read yet takes slightly longer, so DRAM
 is not the limit; the load instructions, their address arithmetic and, in float16, a conversion
 per value are the likely cost. This rung has no profile, so which of them dominates is not yet

@@ -16,9 +16,9 @@ constant cache broadcasts it to the warp and feeds it straight into the FMA.
 Prediction: for K = 7, 484 global loads per channel instead of 12,544, one per multiply-add:
 several times faster than rung 1, now bound by one shared-memory load per multiply-add. Each
 block still handles one output channel (the input tile is reloaded, from L2, for each of M).
-Measured: on an NVIDIA H200 by ``ladder bench`` (results/nvidia-h200.json): conv1 7.917 ms and
-conv2 37.270 ms in float32 (2.99x and 1.69x over rung 1; 1.49x and 0.19x cuDNN FP32),
-7.980 ms and 37.618 ms in float16.
+Measured: on an NVIDIA H200 by ``ladder bench`` (results/nvidia-h200.json): conv1 7.812 ms and
+conv2 37.089 ms in float32 (3.03x and 1.69x over rung 1; 1.45x and 0.18x cuDNN FP32),
+7.866 ms and 37.449 ms in float16.
 Verdict: held on conv1, where this rung already beats cuDNN FP32; short on conv2. conv2's
 34 x 34 output does not divide into 16 x 16 tiles: its 3 x 3 tiles per channel run 2,304
 threads for 1,156 outputs, and every thread runs the whole C K² loop whether it stores or not,

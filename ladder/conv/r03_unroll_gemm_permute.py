@@ -12,11 +12,11 @@ reference): a GEMM tile reuses every loaded value for many outputs.
 Prediction: slower than rung 2 at these shapes. The arithmetic is the same, but U costs K²
 times the input's bytes, written and read again: the file counts 28.46 GB moved on conv1 in
 float32 against 1.32 GB for the layer. With M = 4 or 16 rows the GEMM is bound by reading U.
-Measured: on an NVIDIA H200 by ``ladder bench`` (results/nvidia-h200.json): conv1 77.030 ms and
-conv2 53.321 ms in float32 (0.10x and 0.70x rung 2; 0.15x and 0.13x cuDNN FP32), 76.694 ms
-and 53.571 ms in float16.
+Measured: on an NVIDIA H200 by ``ladder bench`` (results/nvidia-h200.json): conv1 76.782 ms and
+conv2 53.273 ms in float32 (0.10x and 0.70x rung 2; 0.15x and 0.13x cuDNN FP32), 76.279 ms
+and 53.078 ms in float16.
 Verdict: held, but not for the reason given. conv1 moves its 28.46 GB at 0.37 TB/s, under a
-tenth of the 4.24 TB/s copy bandwidth, and float16, which halves U, is within 1% of float32's
+tenth of the 4.27 TB/s copy bandwidth, and float16, which halves U, is within 1% of float32's
 time: bytes are not the limit. Instructions are: Nsight Compute counts 64.9 billion warp
 instructions on conv1 over the unroll, GEMM and permute kernels, 10x rung 2's 6.43 billion,
 with the schedulers issuing on about 80% of cycles (results/nvidia-h200-profile-conv1-

@@ -16,9 +16,9 @@ Prediction: per (c, p, q) a thread loads mg weights and th tw inputs for mg th t
 loads per multiply-add fall from about 2 to 1/(th tw) + 1/mg, 0.35 for conv1's tiles
 (mg 4, th 2, tw 5) and 0.31 for conv2's (mg 16, th 2, tw 2). A large step over rung 4, towards
 the FP32 peak. The tile sizes are a reasoned guess per layer; rung 6 measures instead.
-Measured: on an NVIDIA H200 by ``ladder bench`` (results/nvidia-h200.json): conv1 2.084 ms and
-conv2 4.116 ms in float32 (24.01x and 8.73x over rung 4; 5.665x and 1.704x cuDNN FP32), 12.04
-and 17.61 TFLOP/s, 18.0% and 26.3% of the 66.9 TFLOP/s FP32 peak.
+Measured: on an NVIDIA H200 by ``ladder bench`` (results/nvidia-h200.json): conv1 2.071 ms and
+conv2 4.101 ms in float32 (24.16x and 8.76x over rung 4; 5.471x and 1.624x cuDNN FP32), 12.11
+and 17.68 TFLOP/s, 18.1% and 26.4% of the 66.9 TFLOP/s FP32 peak.
 Verdict: the large step held, and the rung beats cuDNN FP32 on both layers, but it stays far
 from the peak. Likely the instructions around the FMAs are still the limit: about one shared
 load per three multiply-adds, and in every block a staging phase with integer divisions per

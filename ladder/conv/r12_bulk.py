@@ -17,8 +17,8 @@ epilogue (a 64-bit global address per store), with 21.8% of the stall samples in
 Prediction: the copy shrinks to a few dozen instructions and the epilogue to about a third:
 about 8,500 per image, so conv2 near 0.23 ms, within 2x its floor (0.235 ms; the floor is
 0.117), if the schedulers kept issuing as often.
-Measured: on an NVIDIA H200 by ``ladder bench`` (results/nvidia-h200.json): conv2 0.261 ms
-(rung 11: 0.290), 2.22x its floor; conv1 0.220 ms (rung 11: 0.235), 1.42x; the sum 39.12x
+Measured: on an NVIDIA H200 by ``ladder bench`` (results/nvidia-h200.json): conv2 0.255 ms
+(rung 11: 0.288), 2.19x its floor; conv1 0.219 ms (rung 11: 0.234), 1.42x; the sum 37.94x
 faster than cuDNN FP32. Nsight Compute on conv2 (results/nvidia-h200-profile-conv2-bulk.json):
 9,551 warp instructions per image, the schedulers issuing on 39.99% of cycles (rung 11:
 42.55%).

@@ -10,8 +10,8 @@ useful floats, and its stores of C are N floats apart. Only the B load is shared
 warp reads one element. Per step of k a warp touches 33 sectors.
 Prediction: memory transactions, not arithmetic, set the pace; a few percent of the FP32
 peak (66.9 TFLOP/s on the H200, from its SMs, lanes and clock).
-Measured: on an NVIDIA H200 by ``ladder bench`` (results/nvidia-h200.json): 4.426 ms at
-1024³ (0.49 TFLOP/s) and 276.145 ms at 4096³ (0.50 TFLOP/s, 0.7% of the FP32 peak), slower
+Measured: on an NVIDIA H200 by ``ladder bench`` (results/nvidia-h200.json): 4.431 ms at
+1024³ (0.48 TFLOP/s) and 276.079 ms at 4096³ (0.50 TFLOP/s, 0.7% of the FP32 peak), slower
 than NumPy on the CPU at both sizes. Nsight Compute at 4096³
 (results/nvidia-h200-profile-float32.json): DRAM throughput 0.6% of its peak, L2 hit rate
 87%, SM throughput (its busiest unit, as % of that unit's peak) 26.8%, occupancy (warps

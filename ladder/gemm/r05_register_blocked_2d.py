@@ -8,8 +8,8 @@ passes so that neighbouring threads read neighbouring addresses.
 Why: rung 4 reuses each B value 8 times but each A value only once per thread. An outer
 product reuses both, and its 64 independent accumulators give the FMA pipes work in flight.
 Prediction: shared loads per multiply-add fall from 9/8 to 1/4; two to three times rung 4.
-Measured: on an NVIDIA H200 by ``ladder bench`` (results/nvidia-h200.json): 8.164 ms at 4096³
-(16.83 TFLOP/s, 2.20x rung 4) but 0.344 ms at 1024³ (0.86x rung 4). Nsight Compute at 4096³
+Measured: on an NVIDIA H200 by ``ladder bench`` (results/nvidia-h200.json): 8.152 ms at 4096³
+(16.86 TFLOP/s, 2.19x rung 4) but 0.341 ms at 1024³ (0.86x rung 4). Nsight Compute at 4096³
 (results/nvidia-h200-profile-float32.json): 1.07 billion shared-load bank conflicts (rung 4:
 61 thousand), occupancy 23.8%.
 Verdict: held at 4096³, missed at 1024³. A 1024 x 1024 C is only 64 tiles of 128 x 128, so

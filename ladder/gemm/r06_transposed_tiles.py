@@ -17,8 +17,8 @@ Why: rung 5's profile shows 1.07 billion shared-load bank conflicts, and its PTX
 index code that does no arithmetic of the product.
 Prediction: fewer instructions per multiply-add and no shared-memory replays; a clear step
 over rung 5, still with scalar loads everywhere.
-Measured: on an NVIDIA H200 by ``ladder bench`` (results/nvidia-h200.json): 0.221 ms at
-1024³ (1.55x rung 5) and 4.780 ms at 4096³ (28.75 TFLOP/s, 43% of the FP32 peak, 1.71x).
+Measured: on an NVIDIA H200 by ``ladder bench`` (results/nvidia-h200.json): 0.219 ms at
+1024³ (1.56x rung 5) and 4.815 ms at 4096³ (28.54 TFLOP/s, 43% of the FP32 peak, 1.69x).
 Nsight Compute at 4096³ (results/nvidia-h200-profile-float32.json): shared-load bank
 conflicts 7.7 thousand (rung 5: 1.07 billion), SM throughput 68.0% (61.6%).
 Verdict: held: the load conflicts are gone and the step is 1.7x. The profile still counts 5.0

@@ -26,14 +26,14 @@ Prediction: close to the copy bandwidth in float32, about three times rung 1 (a 
 bytes, one launch instead of three); float16 half the bytes, so about half float32's time and
 about a fifth of rung 2's, perhaps a little further from the copy (8-byte vectors: twice the
 instructions per byte and half the bytes in flight per thread).
-Measured: on an NVIDIA H200 (results/nvidia-h200.json, ``ladder bench``, 8192 x 8192): 0.130 ms
-in float32, 4.115 TB/s, 0.97 of the 4.242 TB/s copy (rung 1: 0.703 ms); 0.068 ms in float16,
-3.939 TB/s, 0.93 of the copy (rung 2: 0.356 ms, rung 1: 0.629 ms). The library, CuPy's fused
-``ElementwiseKernel``: 0.321 ms in float32 and 0.320 ms in float16.
-Verdict: held, and beat the 3x over rung 1 (5.39x), because rung 1 also fell short of the copy
-on its own bytes (0.54). float16 takes 0.52 of float32's time, 5.23x faster than rung 2, and
-sits a little further from the copy (0.93), as predicted. CuPy is 2.46x slower in float32 and
-4.69x in float16 with the same minimum bytes in one kernel: it runs at the pace of CuPy's own
+Measured: on an NVIDIA H200 (results/nvidia-h200.json, ``ladder bench``, 8192 x 8192): 0.131 ms
+in float32, 4.105 TB/s, 0.96 of the 4.269 TB/s copy (rung 1: 0.694 ms); 0.068 ms in float16,
+3.948 TB/s, 0.92 of the copy (rung 2: 0.354 ms, rung 1: 0.622 ms). The library, CuPy's fused
+``ElementwiseKernel``: 0.320 ms in float32 and 0.320 ms in float16.
+Verdict: held, and beat the 3x over rung 1 (5.31x), because rung 1 also fell short of the copy
+on its own bytes (0.54). float16 takes 0.52 of float32's time, 5.21x faster than rung 2, and
+sits a little further from the copy (0.92), as predicted. CuPy is 2.45x slower in float32 and
+4.70x in float16 with the same minimum bytes in one kernel: it runs at the pace of CuPy's own
 copy kernel whatever the element size (``references.py`` counts it).
 
 Lab notes: docs/notes/fused.md
