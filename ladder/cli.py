@@ -503,6 +503,12 @@ def cmd_transfer(args: argparse.Namespace) -> int:
     return bench.run_args(args)
 
 
+def cmd_models(args: argparse.Namespace) -> int:
+    from ladder.models import bench
+
+    return bench.run_args(args)
+
+
 def cmd_child(argv: list[str]) -> int:
     """``ladder _child ...``: what profile and sanitize run under the NVIDIA tools; not a
     command of the help."""
@@ -650,6 +656,20 @@ def build_parser() -> argparse.ArgumentParser:
     )
     transfer_options.add_arguments(p)
     p.set_defaults(func=cmd_transfer)
+
+    p = command(
+        "models",
+        "the course's LeNet and a GPT-2 block on the ladder's operators, against PyTorch eager "
+        "and torch.compile -> results/<gpu>-models.json (needs PyTorch: the ops extra)",
+    )
+    p.add_argument("--parts", nargs="+", default=["lenet", "block"], choices=["lenet", "block"])
+    p.add_argument("--dtypes", nargs="+", metavar="DTYPE", help="only these dtypes")
+    p.add_argument(
+        "--out",
+        help="results file (default: results/<gpu>-models.json on a GPU; in the simulator "
+        "nothing is written without --out)",
+    )
+    p.set_defaults(func=cmd_models)
 
     p = command("plot", "figures (PNG) of a results file: an overview, and one per problem")
     p.add_argument("results", help="results/<gpu>.json")

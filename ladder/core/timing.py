@@ -510,6 +510,23 @@ def measure(
     return result
 
 
+def time_ms(
+    launch: Callable[[], Any],
+    *,
+    before: Callable[[], None] = lambda: None,
+    repeats: int | None = None,
+    warmup: int = WARMUP,
+    time_budget_s: float = TIME_BUDGET_S,
+) -> list[float]:
+    """Samples in ms of ``launch()`` timed as ``measure`` times a rung, for work that is not a
+    rung (a model's forward, one of its layers): on a GPU, CUDA events after ``warmup`` calls,
+    each repeat after a head start and with the L2 flushed, ``before()`` (untimed) first; in
+    the simulator, the host clock, once."""
+    if device.simulator():
+        return _time_host(launch, before, 1)
+    return _time_gpu(launch, before, repeats, warmup, time_budget_s)
+
+
 def _time_host(launch: Any, poison_all: Callable[[], None], repeats: int) -> list[float]:
     samples = []
     for _ in range(repeats):

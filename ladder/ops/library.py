@@ -1,0 +1,336 @@
+"""The PyTorch operators (``torch.ops.ladder.*``): each runs its problem's best rung that takes
+the input (``routes``), else PyTorch's own, and has a fake implementation (for
+``torch.compile`` and meta tensors) and a backward.
+
+No ``from __future__ import annotations`` here: ``torch.library.custom_op`` reads the schema
+from the annotations themselves.
+"""
+
+import math
+from typing import Any
+
+import torch
+import torch.nn.functional as F
+
+from ladder.fused.problem import LAYERNORM_EPS
+from ladder.ops import backward
+from ladder.ops.routes import Operator, run_kernel, torch_route
+
+GEMM = Operator("ladder::matmul", "gemm")
+LINEAR_GELU = Operator("ladder::linear_gelu", "gemm-epilogue")
+SOFTMAX = Operator("ladder::softmax", "softmax")
+LAYER_NORM = Operator("ladder::layer_norm", "layernorm")
+ATTENTION = Operator("ladder::attention", "attention")
+ATTENTION_CAUSAL = Operator("ladder::attention", "attention-causal")
+CONV2D = Operator("ladder::conv2d", "conv")
+OPERATORS = (GEMM, LINEAR_GELU, SOFTMAX, LAYER_NORM, ATTENTION, ATTENTION_CAUSAL, CONV2D)
+
+
+def _key(*tensors: torch.Tensor, **options: Any) -> tuple:
+    """A call's signature: what a route depends on (never the data or the pointers, which a
+    launcher's own plans key on)."""
+    return (
+        tuple((t.shape, t.dtype, t.device) for t in tensors),
+        tuple(sorted(options.items())),
+    )
+
+
+def _t(x: torch.Tensor) -> torch.Tensor:
+    """``x`` transposed and contiguous: what the GEMM rungs take (row-major operands only)."""
+    return x.t().contiguous()
+
+
+# --- matmul: C = A @ B --------------------------------------------------------------------
+
+
+@torch.library.custom_op("ladder::matmul", mutates_args=())
+def matmul_op(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+    a, b = a.contiguous(), b.contiguous()
+    out = a.new_empty((a.shape[0], b.shape[1]))
+    GEMM.call(_key(a, b), (a, b), out, lambda: torch.matmul(a, b, out=out))
+    return out
+
+
+@matmul_op.register_fake
+def _(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+    return a.new_empty((a.shape[0], b.shape[1]))
+
+
+def _matmul_setup(ctx: Any, inputs: tuple, output: torch.Tensor) -> None:
+    ctx.save_for_backward(*inputs)
+
+
+def _matmul_backward(ctx: Any, grad: torch.Tensor) -> tuple:
+    a, b = ctx.saved_tensors
+    grad = grad.contiguous()
+    grad_a = matmul_op(grad, _t(b)) if ctx.needs_input_grad[0] else None  # dA = dC @ Bᵀ
+    grad_b = matmul_op(_t(a), grad) if ctx.needs_input_grad[1] else None  # dB = Aᵀ @ dC
+    return grad_a, grad_b
+
+
+matmul_op.register_autograd(_matmul_backward, setup_context=_matmul_setup)
+
+
+# --- gelu(A @ W + bias), the GEMM with the bias + GELU epilogue ----------------------------
+
+
+@torch.library.custom_op("ladder::linear_gelu", mutates_args=())
+def linear_gelu_op(x: torch.Tensor, w: torch.Tensor, bias: torch.Tensor) -> torch.Tensor:
+    x, w, bias = x.contiguous(), w.contiguous(), bias.contiguous()
+    out = x.new_empty((x.shape[0], w.shape[1]))
+
+    def unfused() -> None:  # the GEMM's own route (a rung where one takes the dtype), then PyTorch
+        out.copy_(F.gelu(matmul_op(x, w) + bias))
+
+    LINEAR_GELU.call(_key(x, w, bias), (x, w, bias), out, unfused)
+    return out
+
+
+@linear_gelu_op.register_fake
+def _(x: torch.Tensor, w: torch.Tensor, bias: torch.Tensor) -> torch.Tensor:
+    return x.new_empty((x.shape[0], w.shape[1]))
+
+
+@torch.library.custom_op("ladder::gelu_backward", mutates_args=())
+def gelu_backward_op(pre: torch.Tensor, grad: torch.Tensor) -> torch.Tensor:
+    pre, grad = pre.contiguous(), grad.contiguous()
+    out = torch.empty_like(pre)
+
+    def in_torch() -> None:
+        cdf = 0.5 * (1.0 + torch.erf(pre.float() * (1.0 / math.sqrt(2.0))))
+        pdf = torch.exp(-0.5 * pre.float() ** 2) / math.sqrt(2.0 * math.pi)
+        out.copy_(grad.float() * (cdf + pre.float() * pdf))
+
+    flat = (pre.view(-1), grad.view(-1), out.view(-1))
+    run_kernel("ladder::gelu_backward", "gelu-backward", flat, backward.gelu_backward, in_torch)
+    return out
+
+
+@gelu_backward_op.register_fake
+def _(pre: torch.Tensor, grad: torch.Tensor) -> torch.Tensor:
+    return torch.empty_like(pre)
+
+
+def _linear_gelu_setup(ctx: Any, inputs: tuple, output: torch.Tensor) -> None:
+    ctx.save_for_backward(*inputs)
+
+
+def _linear_gelu_backward(ctx: Any, grad: torch.Tensor) -> tuple:
+    x, w, bias = ctx.saved_tensors
+    pre = matmul_op(x, w) + bias  # recomputed: cheaper to keep than the M x N pre-activation
+    dpre = gelu_backward_op(pre, grad.contiguous())
+    grad_x = matmul_op(dpre, _t(w)) if ctx.needs_input_grad[0] else None
+    grad_w = matmul_op(_t(x), dpre) if ctx.needs_input_grad[1] else None
+    grad_bias = dpre.sum(0) if ctx.needs_input_grad[2] else None
+    return grad_x, grad_w, grad_bias
+
+
+linear_gelu_op.register_autograd(_linear_gelu_backward, setup_context=_linear_gelu_setup)
+
+
+# --- softmax over the rows of a 2-D tensor ------------------------------------------------
+
+
+@torch.library.custom_op("ladder::softmax", mutates_args=())
+def softmax_op(x: torch.Tensor) -> torch.Tensor:
+    x = x.contiguous()
+    out = torch.empty_like(x)
+    SOFTMAX.call(_key(x), (x,), out, lambda: torch.softmax(x, dim=-1, out=out))
+    return out
+
+
+@softmax_op.register_fake
+def _(x: torch.Tensor) -> torch.Tensor:
+    return torch.empty_like(x)
+
+
+@torch.library.custom_op("ladder::softmax_backward", mutates_args=())
+def softmax_backward_op(y: torch.Tensor, grad: torch.Tensor) -> torch.Tensor:
+    y, grad = y.contiguous(), grad.contiguous()
+    out = torch.empty_like(y)
+
+    def in_torch() -> None:
+        y32, g32 = y.float(), grad.float()
+        out.copy_(y32 * (g32 - (g32 * y32).sum(-1, keepdim=True)))
+
+    run_kernel(
+        "ladder::softmax_backward",
+        "softmax-backward",
+        (y, grad, out),
+        backward.softmax_backward,
+        in_torch,
+    )
+    return out
+
+
+@softmax_backward_op.register_fake
+def _(y: torch.Tensor, grad: torch.Tensor) -> torch.Tensor:
+    return torch.empty_like(y)
+
+
+def _softmax_setup(ctx: Any, inputs: tuple, output: torch.Tensor) -> None:
+    ctx.save_for_backward(output)
+
+
+def _softmax_backward(ctx: Any, grad: torch.Tensor) -> torch.Tensor:
+    (y,) = ctx.saved_tensors
+    return softmax_backward_op(y, grad)
+
+
+softmax_op.register_autograd(_softmax_backward, setup_context=_softmax_setup)
+
+
+# --- layer norm over the rows of a 2-D tensor ---------------------------------------------
+
+
+@torch.library.custom_op("ladder::layer_norm", mutates_args=())
+def layer_norm_op(
+    x: torch.Tensor, gamma: torch.Tensor, beta: torch.Tensor, eps: float
+) -> torch.Tensor:
+    x, gamma, beta = x.contiguous(), gamma.contiguous(), beta.contiguous()
+    out = torch.empty_like(x)
+
+    def in_torch() -> None:
+        out.copy_(F.layer_norm(x, x.shape[-1:], gamma, beta, eps))
+
+    if eps != LAYERNORM_EPS:  # the rungs' epsilon is a constant of their kernels
+        in_torch()
+        torch_route(LAYER_NORM.op, f"eps={eps}: the layer norm rungs use {LAYERNORM_EPS}")
+    else:
+        LAYER_NORM.call(_key(x, gamma, beta), (x, gamma, beta), out, in_torch)
+    return out
+
+
+@layer_norm_op.register_fake
+def _(x: torch.Tensor, gamma: torch.Tensor, beta: torch.Tensor, eps: float) -> torch.Tensor:
+    return torch.empty_like(x)
+
+
+@torch.library.custom_op("ladder::layer_norm_backward", mutates_args=())
+def layer_norm_backward_op(
+    x: torch.Tensor, gamma: torch.Tensor, grad: torch.Tensor, eps: float
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    x, gamma, grad = x.contiguous(), gamma.contiguous(), grad.contiguous()
+    dx = torch.empty_like(x)
+    dgamma = x.new_zeros(gamma.shape, dtype=torch.float32)
+    dbeta = x.new_zeros(gamma.shape, dtype=torch.float32)
+    stats = x.new_empty((x.shape[0], 2), dtype=torch.float32)
+
+    def in_torch() -> None:
+        x32 = x.float()
+        mean = x32.mean(-1, keepdim=True)
+        rstd = torch.rsqrt(x32.var(-1, unbiased=False, keepdim=True) + eps)
+        xhat = (x32 - mean) * rstd
+        g = grad.float() * gamma.float()
+        dx.copy_(rstd * (g - g.mean(-1, keepdim=True) - xhat * (g * xhat).mean(-1, keepdim=True)))
+        dgamma.copy_((grad.float() * xhat).sum(0))
+        dbeta.copy_(grad.float().sum(0))
+
+    def launch(x: Any, gamma: Any, grad: Any, dx: Any, dgamma: Any, dbeta: Any, stats: Any) -> None:
+        backward.layer_norm_backward(x, gamma, grad, dx, dgamma, dbeta, stats, eps)
+
+    tensors = (x, gamma, grad, dx, dgamma, dbeta, stats)
+    run_kernel("ladder::layer_norm_backward", "layer-norm-backward", tensors, launch, in_torch)
+    return dx, dgamma.to(gamma.dtype), dbeta.to(gamma.dtype)
+
+
+@layer_norm_backward_op.register_fake
+def _(
+    x: torch.Tensor, gamma: torch.Tensor, grad: torch.Tensor, eps: float
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    return torch.empty_like(x), torch.empty_like(gamma), torch.empty_like(gamma)
+
+
+def _layer_norm_setup(ctx: Any, inputs: tuple, output: torch.Tensor) -> None:
+    x, gamma, _, eps = inputs
+    ctx.save_for_backward(x, gamma)
+    ctx.eps = eps
+
+
+def _layer_norm_backward(ctx: Any, grad: torch.Tensor) -> tuple:
+    x, gamma = ctx.saved_tensors
+    dx, dgamma, dbeta = layer_norm_backward_op(x, gamma, grad, ctx.eps)
+    return dx, dgamma, dbeta, None
+
+
+layer_norm_op.register_autograd(_layer_norm_backward, setup_context=_layer_norm_setup)
+
+
+# --- attention: softmax(Q Kᵀ / √d) V, GQA/MQA, causal or not -----------------------------
+
+
+def _sdpa(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: bool) -> torch.Tensor:
+    """PyTorch's attention on the same inputs (K/V heads shared by q.shape[1] // k.shape[1]
+    query heads each)."""
+    group = q.shape[1] // k.shape[1]
+    if group > 1:
+        k, v = k.repeat_interleave(group, dim=1), v.repeat_interleave(group, dim=1)
+    return F.scaled_dot_product_attention(q, k, v, is_causal=causal)
+
+
+@torch.library.custom_op("ladder::attention", mutates_args=())
+def attention_op(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: bool) -> torch.Tensor:
+    q, k, v = q.contiguous(), k.contiguous(), v.contiguous()
+    out = torch.empty_like(q)
+    operator = ATTENTION_CAUSAL if causal else ATTENTION  # a problem each, their own launchers
+    operator.call(_key(q, k, v), (q, k, v), out, lambda: out.copy_(_sdpa(q, k, v, causal)))
+    return out
+
+
+@attention_op.register_fake
+def _(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: bool) -> torch.Tensor:
+    return torch.empty_like(q)
+
+
+def _attention_setup(ctx: Any, inputs: tuple, output: torch.Tensor) -> None:
+    q, k, v, causal = inputs
+    ctx.save_for_backward(q, k, v)
+    ctx.causal = causal
+
+
+def _attention_backward(ctx: Any, grad: torch.Tensor) -> tuple:
+    """PyTorch's attention backward (SDPA's, on the saved inputs) until the attention ladder
+    has a backward of its own."""
+    q, k, v = (t.detach().requires_grad_() for t in ctx.saved_tensors)
+    with torch.enable_grad():
+        out = _sdpa(q, k, v, ctx.causal)
+    grads = torch.autograd.grad(out, (q, k, v), grad)
+    return *grads, None
+
+
+attention_op.register_autograd(_attention_backward, setup_context=_attention_setup)
+
+
+# --- conv2d: NCHW, stride 1, no padding (the course's layers) -----------------------------
+
+
+@torch.library.custom_op("ladder::conv2d", mutates_args=())
+def conv2d_op(x: torch.Tensor, w: torch.Tensor) -> torch.Tensor:
+    x, w = x.contiguous(), w.contiguous()
+    b, _, h, wd = x.shape
+    m, _, k, _ = w.shape
+    out = x.new_empty((b, m, h - k + 1, wd - k + 1))
+    CONV2D.call(_key(x, w), (x, w), out, lambda: out.copy_(F.conv2d(x, w)))
+    return out
+
+
+@conv2d_op.register_fake
+def _(x: torch.Tensor, w: torch.Tensor) -> torch.Tensor:
+    b, _, h, wd = x.shape
+    m, _, k, _ = w.shape
+    return x.new_empty((b, m, h - k + 1, wd - k + 1))
+
+
+def _conv2d_setup(ctx: Any, inputs: tuple, output: torch.Tensor) -> None:
+    ctx.save_for_backward(*inputs)
+
+
+def _conv2d_backward(ctx: Any, grad: torch.Tensor) -> tuple:
+    """PyTorch's (cuDNN's) convolution gradients: the conv ladder is a forward ladder."""
+    x, w = ctx.saved_tensors
+    grad_x = torch.nn.grad.conv2d_input(x.shape, w, grad) if ctx.needs_input_grad[0] else None
+    grad_w = torch.nn.grad.conv2d_weight(x, w.shape, grad) if ctx.needs_input_grad[1] else None
+    return grad_x, grad_w
+
+
+conv2d_op.register_autograd(_conv2d_backward, setup_context=_conv2d_setup)

@@ -1,0 +1,232 @@
+"""Which kernel an operator runs: the best rung that takes the input here, else PyTorch.
+
+An operator of ``ladder.ops`` names a problem (``softmax``, ``gemm``, ...). Its *route* for an
+input is found once per signature (dtype, shapes, device, keyword arguments) and kept: the
+problem's rungs are tried from the top of the ladder down, and the first that is available
+here (``Rung.unavailable_reason``) and takes the input (its launcher raises no ``ValueError``
+or ``NotApplicable``, which it does before launching anything) is the route. When none takes
+it, the route is PyTorch's own operator, with the reasons kept. The top of the ladder is the
+best rung by construction (each rung beats the one below it on the sizes its problem is
+measured at); where a higher rung is not for this GPU (wgmma on an A100) or this shape (a head
+dimension past a tile), a lower one runs.
+
+``routes()`` records the route of every call made inside it, so a user can see which path ran;
+``route_for`` says it without running. On a GPU the rungs get the CUDA tensors themselves, on
+PyTorch's current stream (so CUDA graphs and streams work as they do for PyTorch's own
+operators). In Numba's CUDA simulator they get the CPU tensors' memory (zero-copy): answers are
+checked there, and times mean nothing.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+from collections.abc import Callable, Hashable, Iterator
+from dataclasses import dataclass
+from typing import Any
+
+from ladder.core import device, fastcall
+from ladder.core.rung import NotApplicable, Rung, rungs
+
+TORCH = "torch"  # the path of a call that PyTorch's own operator ran
+
+
+@dataclass(frozen=True)
+class Route:
+    """The path one call took: ``op`` (``ladder::softmax``), ``path`` (a rung's key such as
+    ``softmax/rows-in-registers``, or ``torch``) and, for PyTorch, ``why`` no rung took it."""
+
+    op: str
+    path: str
+    why: str = ""
+
+    @property
+    def rung(self) -> bool:
+        return self.path != TORCH
+
+    def __str__(self) -> str:
+        return f"{self.op}: {self.path}" + (f" ({self.why})" if self.why else "")
+
+
+class _Log(threading.local):
+    calls: list[Route] | None = None
+
+
+_LOG = _Log()
+
+
+@contextlib.contextmanager
+def routes() -> Iterator[list[Route]]:
+    """Inside, every operator call appends its ``Route`` to the list this yields (per thread):
+    ``with ladder.ops.routes() as ran: model(x)`` then ``ran`` says which kernels ran."""
+    saved = _LOG.calls
+    _LOG.calls = found = []
+    try:
+        yield found
+    finally:
+        _LOG.calls = saved
+
+
+def _note(route: Route) -> None:
+    calls = _LOG.calls
+    if calls is not None:
+        calls.append(route)
+
+
+def views(*tensors: Any) -> list[Any]:
+    """What a launcher takes for each tensor: the tensor on a GPU; in the simulator, a
+    simulator device array over the CPU tensor's memory (so a rung's writes land in it)."""
+    if not device.simulator():
+        return [t.detach() for t in tensors]
+    from numba.cuda.simulator.cudadrv.devicearray import FakeCUDAArray
+
+    return [FakeCUDAArray(t.detach().numpy()) for t in tensors]
+
+
+def _stream(tensor: Any) -> int:
+    """PyTorch's current stream on ``tensor``'s device (0 in the simulator)."""
+    if device.simulator():
+        return 0
+    import torch
+
+    return torch.cuda.current_stream(tensor.device).cuda_stream
+
+
+def unsupported(tensor: Any) -> str | None:
+    """Why no rung can take ``tensor`` here (a CPU tensor on a machine with a GPU, a CUDA
+    tensor in the simulator), or None."""
+    on_cuda = tensor.device.type == "cuda"
+    if device.simulator():
+        return "a CUDA tensor, but ladder runs in the CUDA simulator" if on_cuda else None
+    return None if on_cuda else f"a tensor on {tensor.device}; the rungs run on CUDA tensors"
+
+
+@dataclass
+class _Choice:
+    rung: Rung | None
+    why: str
+
+
+class Operator:
+    """One problem's operator: ``call(key, tensors, out, fallback, **options)`` runs the
+    route for ``key`` (a hashable signature of the input) and returns the ``Route``.
+
+    ``tensors`` and ``out`` are PyTorch tensors, contiguous, already checked; ``options`` go to
+    the launcher (``causal=True``); ``fallback()`` fills ``out`` with PyTorch."""
+
+    def __init__(self, op: str, problem: str) -> None:
+        self.op = op
+        self.problem = problem
+        self._chosen: dict[Hashable, _Choice] = {}
+
+    def candidates(self, dtype: str) -> list[Rung]:
+        """The problem's GPU rungs that support ``dtype``, best (highest) first."""
+        found = [r for r in rungs(self.problem, references=False) if not r.on_cpu]
+        return [r for r in reversed(found) if dtype in r.dtypes]
+
+    def call(
+        self,
+        key: Hashable,
+        tensors: tuple[Any, ...],
+        out: Any,
+        fallback: Callable[[], None],
+        **options: Any,
+    ) -> Route:
+        choice = self._chosen.get(key)
+        if choice is None:
+            choice = self._choose(key, tensors, out, fallback, options)
+            route = self._route(choice)
+        elif choice.rung is None:
+            fallback()
+            route = self._route(choice)
+        else:
+            route = self._run(choice.rung, tensors, out, options)
+        _note(route)
+        return route
+
+    def route_for(self, key: Hashable) -> Route | None:
+        """The route already chosen for ``key``, or None before its first call."""
+        choice = self._chosen.get(key)
+        return None if choice is None else self._route(choice)
+
+    def forget(self) -> None:
+        """Drop every chosen route (the next call of each signature chooses again)."""
+        self._chosen.clear()
+
+    def _route(self, choice: _Choice) -> Route:
+        if choice.rung is None:
+            return Route(self.op, TORCH, choice.why)
+        return Route(self.op, choice.rung.key)
+
+    def _run(self, rung: Rung, tensors: tuple[Any, ...], out: Any, options: dict) -> Route:
+        _launch_on(_stream(out), rung.launch, views(*tensors, out), options)
+        return Route(self.op, rung.key)
+
+    def _choose(
+        self,
+        key: Hashable,
+        tensors: tuple[Any, ...],
+        out: Any,
+        fallback: Callable[[], None],
+        options: dict,
+    ) -> _Choice:
+        reasons = [why for why in map(unsupported, (*tensors, out)) if why]
+        dtype = str(out.dtype).removeprefix("torch.")
+        candidates = [] if reasons else self.candidates(dtype)
+        if not reasons and not candidates:
+            reasons.append(f"no {self.problem} rung supports {dtype}")
+        for r in candidates:
+            why = r.unavailable_reason()
+            if why is not None:
+                reasons.append(f"{r.name}: {why}")
+                continue
+            try:
+                self._run(r, tensors, out, options)
+            except (ValueError, NotApplicable) as err:
+                reasons.append(f"{r.name}: {err}")
+                continue
+            choice = self._chosen[key] = _Choice(r, "")
+            return choice
+        fallback()
+        choice = self._chosen[key] = _Choice(None, "; ".join(reasons))
+        return choice
+
+
+def _launch_on(handle: int, launch: Callable[..., Any], args: list[Any], options: dict) -> None:
+    """``launch(*args, **options)`` with every launch on the CUstream ``handle``."""
+    if handle == fastcall.current_stream():
+        launch(*args, **options)
+    else:
+        with fastcall.on_stream(handle):
+            launch(*args, **options)
+
+
+KERNEL_DTYPES = ("float32", "float16")  # what ladder.ops' own kernels take (Numba has no bf16)
+
+
+def run_kernel(
+    op: str, name: str, tensors: tuple[Any, ...], launch: Callable[..., None], fallback: Callable
+) -> Route:
+    """Run one of ``ladder.ops``' own kernels (a backward, not a rung) on ``tensors`` (inputs
+    and outputs, as ``launch`` takes them; the first one's dtype is the kernel's, one of
+    KERNEL_DTYPES), or ``fallback()`` where no kernel can take them; the path of a kernel is
+    ``ops/<name>``."""
+    dtype = str(tensors[0].dtype).removeprefix("torch.")
+    why = next((w for w in map(unsupported, tensors) if w), None)
+    if why is None and dtype not in KERNEL_DTYPES:
+        why = f"{name} takes {' or '.join(KERNEL_DTYPES)}, not {dtype}"
+    if why is None:
+        _launch_on(_stream(tensors[0]), launch, views(*tensors), {})
+        route = Route(op, f"ops/{name}")
+    else:
+        fallback()
+        route = Route(op, TORCH, why)
+    _note(route)
+    return route
+
+
+def torch_route(op: str, why: str) -> Route:
+    """Record a call that PyTorch ran before any rung was asked (an option no rung has)."""
+    route = Route(op, TORCH, why)
+    _note(route)
+    return route

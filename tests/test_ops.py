@@ -1,0 +1,273 @@
+"""ladder.ops: the best rungs as PyTorch operators, their gradients, routes and fallbacks.
+
+Every operator is checked against PyTorch in float64, forward and backward, on odd shapes; in
+the simulator the rungs run on CPU tensors, on a GPU on CUDA tensors.
+"""
+
+import pytest
+
+torch = pytest.importorskip("torch", reason="ladder.ops needs PyTorch: pip install '.[ops]'")
+
+import torch.nn.functional as F  # noqa: E402
+
+import ladder.ops as ops  # noqa: E402
+from tests.conftest import ON_GPU, gpu_only, quick_unless  # noqa: E402
+
+DEVICE = "cuda" if ON_GPU else "cpu"
+TOLERANCE = {torch.float32: 2e-5, torch.float16: 3e-3}  # relative error of the norm
+
+
+def _group(q, k):
+    return q.shape[1] // k.shape[1]
+
+
+def _sdpa(q, k, v, causal=False):
+    g = _group(q, k)
+    k, v = k.repeat_interleave(g, 1), v.repeat_interleave(g, 1)
+    return F.scaled_dot_product_attention(q, k, v, is_causal=causal)
+
+
+# name: (ladder's function, PyTorch's, input shapes); every input is random normal
+CASES = {
+    "matmul": (ops.matmul, torch.matmul, [(5, 7), (7, 3)]),
+    "matmul-1": (ops.matmul, torch.matmul, [(1, 1), (1, 1)]),
+    "linear-gelu": (
+        lambda x, w, b: ops.linear(x, w, b, "gelu"),
+        lambda x, w, b: F.gelu(x @ w + b),
+        [(2, 3, 9), (9, 5), (5,)],
+    ),
+    "linear-bias": (
+        lambda x, w, b: ops.linear(x, w, b),
+        lambda x, w, b: x @ w + b,
+        [(4, 6), (6, 3), (3,)],
+    ),
+    "softmax": (ops.softmax, lambda x: torch.softmax(x, -1), [(3, 2, 11)]),
+    "layer-norm": (
+        ops.layer_norm,
+        lambda x, g, b: F.layer_norm(x, x.shape[-1:], g, b),
+        [(5, 13), (13,), (13,)],
+    ),
+    "attention": (ops.attention, _sdpa, [(1, 2, 7, 8), (1, 2, 7, 8), (1, 2, 7, 8)]),
+    "attention-gqa-causal": (
+        lambda q, k, v: ops.attention(q, k, v, causal=True),
+        lambda q, k, v: _sdpa(q, k, v, causal=True),
+        [(2, 4, 5, 16), (2, 1, 5, 16), (2, 1, 5, 16)],
+    ),
+    "conv2d": (ops.conv2d, F.conv2d, [(2, 3, 9, 8), (4, 3, 3, 3)]),
+}
+
+
+def _inputs(shapes, dtype, seed=0):
+    gen = torch.Generator().manual_seed(seed)
+    return [torch.randn(s, generator=gen).to(DEVICE, dtype) for s in shapes]
+
+
+def _error(found, expected):
+    found, expected = found.double(), expected.double()
+    return ((found - expected).norm() / expected.norm().clamp_min(1e-30)).item()
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float16], ids=["float32", "float16"])
+@pytest.mark.parametrize("case", list(CASES))
+def test_forward_and_backward_match_float64(case, dtype):
+    ours, theirs, shapes = CASES[case]
+    inputs = [x.requires_grad_() for x in _inputs(shapes, dtype)]
+    wide = [x.detach().double().requires_grad_() for x in inputs]
+    with ops.routes() as ran:
+        out = ours(*inputs)
+        grad = torch.randn_like(out)
+        out.backward(grad)
+    expected = theirs(*wide)
+    expected.backward(grad.double())
+    assert out.dtype == dtype and out.shape == expected.shape
+    assert _error(out, expected) < TOLERANCE[dtype], ran
+    for i, (x, w) in enumerate(zip(inputs, wide, strict=True)):
+        assert _error(x.grad, w.grad) < TOLERANCE[dtype], (i, ran)
+    assert ran, "every call is recorded"
+    if dtype == torch.float32 and not case.startswith("linear-bias"):
+        # float32 has a rung in every problem, here and on every GPU: the first call ran one
+        assert ran[0].rung, ran[0]
+
+
+# tiny shapes: every finite difference is a kernel launch (in the simulator, a slow one)
+GRADCHECK = {
+    "matmul": [(2, 3), (3, 2)],
+    "softmax": [(2, 5)],
+    "layer-norm": [(1, 4), (4,), (4,)],
+    "linear-gelu": [(2, 3), (3, 2), (2,)],
+}
+
+
+@pytest.mark.parametrize("case", [pytest.param(c, marks=quick_unless(True)) for c in GRADCHECK])
+def test_gradcheck(case):
+    ours = CASES[case][0]
+    inputs = [x.requires_grad_() for x in _inputs(GRADCHECK[case], torch.float32)]
+    # float32 finite differences: a step of 1e-2 keeps rounding (1e-7 / 1e-2) and curvature
+    # (1e-4) below the tolerance
+    with pytest.warns(UserWarning, match="double precision"):
+        assert torch.autograd.gradcheck(ours, inputs, eps=1e-2, atol=2e-2, rtol=2e-2)
+
+
+def test_a_rung_writes_every_element():
+    """A NaN-filled output buffer is never read: the result holds no NaN (the operators allocate
+    their outputs, and a rung that skipped an element would leave garbage or NaN)."""
+    a, b = _inputs([(33, 17), (17, 65)], torch.float32, seed=3)
+    assert not torch.isnan(ops.matmul(a, b)).any()
+
+
+def test_transposed_and_strided_inputs():
+    a, b = _inputs([(7, 5), (3, 7)], torch.float32, seed=1)
+    out = ops.matmul(a.t(), b.t())  # views, not contiguous: copied for the rungs
+    assert _error(out, a.t().double() @ b.t().double()) < 2e-5
+
+
+def test_layer_norm_with_another_eps_runs_pytorch_and_says_why():
+    x, g, b = _inputs(CASES["layer-norm"][2], torch.float32)
+    with ops.routes() as ran:
+        out = ops.layer_norm(x, g, b, eps=1e-3)
+    assert ran[0].path == "torch" and "eps=0.001" in ran[0].why
+    assert _error(out, F.layer_norm(x.double(), (13,), g.double(), b.double(), 1e-3)) < 2e-5
+
+
+def test_a_dtype_without_rung_runs_pytorch_and_says_why():
+    x = _inputs([(4, 6)], torch.float32)[0].to(torch.float64)
+    with ops.routes() as ran:
+        out = ops.softmax(x)
+    assert ran[0].path == "torch"
+    assert "no softmax rung supports float64" in ran[0].why
+    assert torch.allclose(out, torch.softmax(x, -1))
+
+
+def test_routes_are_chosen_once_per_signature():
+    x = _inputs([(3, 5)], torch.float32)[0]
+    ops.forget_routes()
+    with ops.routes() as ran:
+        ops.softmax(x)
+        ops.softmax(x + 1)
+    assert ran[0] == ran[1]
+    assert str(ran[0]).startswith("ladder::softmax: softmax/")
+
+
+@pytest.mark.parametrize(
+    "call, message",
+    [
+        (lambda: ops.matmul(torch.ones(2, 3), torch.ones(4, 2)), "inner dimensions differ"),
+        (lambda: ops.matmul(torch.ones(2, 3), torch.ones(3)), "b must be 2-D"),
+        (lambda: ops.matmul(torch.ones(2, 3), torch.ones(3, 2).half()), "b must be torch.float32"),
+        (lambda: ops.matmul(torch.ones(2, 3).long(), torch.ones(3, 2)), "a must be a floating"),
+        (lambda: ops.matmul([[1.0]], torch.ones(1, 1)), "a must be a torch.Tensor"),
+        (lambda: ops.linear(torch.ones(2, 3), torch.ones(3, 4), torch.ones(3)), "bias must have"),
+        (lambda: ops.linear(torch.ones(2, 3), torch.ones(3, 4), None, "relu"), "activation"),
+        (lambda: ops.linear(torch.ones(2, 5), torch.ones(3, 4)), "x's last dimension"),
+        (lambda: ops.softmax(torch.ones(2, 3), dim=0), "dim must be the last"),
+        (lambda: ops.layer_norm(torch.ones(2, 3), torch.ones(2), torch.ones(3)), "weight must"),
+        (
+            lambda: ops.attention(
+                torch.ones(1, 3, 4, 8), torch.ones(1, 2, 4, 8), torch.ones(1, 2, 4, 8)
+            ),
+            "multiple of k's 2",
+        ),
+        (
+            lambda: ops.attention(
+                torch.ones(1, 2, 4, 8), torch.ones(1, 2, 5, 8), torch.ones(1, 2, 5, 8)
+            ),
+            "q's batch, N and d",
+        ),
+        (
+            lambda: ops.attention(torch.ones(2, 4, 8), torch.ones(2, 4, 8), torch.ones(2, 4, 8)),
+            "q must be 4-D",
+        ),
+        (lambda: ops.conv2d(torch.ones(1, 2, 5, 5), torch.ones(3, 1, 3, 3)), "input channels"),
+        (lambda: ops.conv2d(torch.ones(1, 1, 5, 5), torch.ones(3, 1, 6, 6)), "does not fit"),
+        (lambda: ops.conv2d(torch.ones(1, 1, 5, 5), torch.ones(3, 1, 3, 2)), "square"),
+    ],
+)
+def test_bad_arguments_are_named(call, message):
+    with pytest.raises((TypeError, ValueError), match=message):
+        call()
+
+
+OPCHECK = {
+    "matmul": (torch.ops.ladder.matmul, [(3, 5), (5, 2)], ()),
+    "linear_gelu": (torch.ops.ladder.linear_gelu, [(3, 5), (5, 2), (2,)], ()),
+    "softmax": (torch.ops.ladder.softmax, [(3, 5)], ()),
+    "layer_norm": (torch.ops.ladder.layer_norm, [(3, 5), (5,), (5,)], (1e-5,)),
+    "attention": (torch.ops.ladder.attention, [(1, 2, 3, 8)] * 3, (True,)),
+    "conv2d": (torch.ops.ladder.conv2d, [(1, 2, 5, 5), (3, 2, 3, 3)], ()),
+}
+
+
+@pytest.mark.parametrize("name", list(OPCHECK))
+def test_opcheck(name):
+    """PyTorch's own check of a custom operator: its schema, its fake implementation against
+    the real one, its autograd registration, and the operator under AOT dispatch."""
+    op, shapes, extra = OPCHECK[name]
+    inputs = [x.requires_grad_() for x in _inputs(shapes, torch.float32)]
+    torch.library.opcheck(op, (*inputs, *extra))
+
+
+def test_torch_compile_traces_the_operators():
+    """The fake implementations let Dynamo trace through the operators in one graph
+    (``fullgraph``), forward and backward (AOT autograd; the eager backend, so no C
+    compiler is needed here)."""
+    x, w, b, g, beta = _inputs([(4, 6), (6, 6), (6,), (6,), (6,)], torch.float32)
+    w.requires_grad_()
+
+    def block(x):
+        return ops.softmax(ops.linear(ops.layer_norm(x, g, beta), w, b, "gelu"))
+
+    compiled = torch.compile(block, backend="aot_eager", fullgraph=True)
+    out = compiled(x)
+    out.sum().backward()
+    expected = block(x)
+    assert torch.allclose(out, expected, atol=1e-6)
+    assert w.grad is not None and torch.isfinite(w.grad).all()
+
+
+@gpu_only
+def test_the_best_rung_runs_on_a_gpu():
+    """On a GPU the top rung that supports the GPU runs: for FP16 GEMM, wgmma on Hopper."""
+    a, b = _inputs([(256, 128), (128, 64)], torch.float16)
+    with ops.routes() as ran:
+        ops.matmul(a, b)
+    major, _ = torch.cuda.get_device_capability()
+    assert ran[0].path == ("gemm/wgmma" if major == 9 else "gemm/mma-sync"), ran
+
+
+@gpu_only
+def test_cuda_graph_replays_the_operators():
+    """After a warm-up (compiling each kernel, choosing each route), a CUDA graph captured
+    through torch.cuda.graph holds the rungs' launches, on PyTorch's capture stream."""
+    x, w, b, g, beta = _inputs([(64, 96), (96, 96), (96,), (96,), (96,)], torch.float32)
+
+    def block(x):
+        return ops.softmax(ops.linear(ops.layer_norm(x, g, beta), w, b, "gelu"))
+
+    stream = torch.cuda.Stream()
+    stream.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(stream):
+        block(x)
+    torch.cuda.current_stream().wait_stream(stream)
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        out = block(x)
+    x.copy_(torch.randn_like(x))
+    graph.replay()
+    torch.cuda.synchronize()
+    assert _error(out, block(x)) < 1e-6
+
+
+def test_bfloat16_gradients_fall_back_to_pytorch_and_say_why():
+    """The backward kernels are Numba's, which has no bfloat16: PyTorch computes those."""
+    x, w, b = (
+        t.to(torch.bfloat16).requires_grad_()
+        for t in _inputs([(3, 4), (4, 2), (2,)], torch.float32)
+    )
+    with ops.routes() as ran:
+        ops.linear(x, w, b, "gelu").sum().backward()
+    gelu = [r for r in ran if r.op == "ladder::gelu_backward"]
+    assert gelu and gelu[0].path == "torch" and "not bfloat16" in gelu[0].why
+    expected = torch.autograd.grad(
+        torch.nn.functional.gelu(x.double() @ w.double() + b.double()).sum(), x
+    )[0]
+    assert _error(x.grad, expected) < 2e-2
