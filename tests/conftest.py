@@ -10,8 +10,7 @@ import pytest
 # their kernels with the environment as it was (a clean one), so that each notebook chooses
 # its backend itself, as it does for a user.
 USER_BACKEND = os.environ.get("NUMBA_ENABLE_CUDASIM")
-# the same for Triton's interpreter, which ladder turns on in the simulator (at a Triton peer's
-# first call)
+# the same for Triton's interpreter, which ladder turns on when it chooses the simulator
 USER_TRITON_INTERPRET = os.environ.get("TRITON_INTERPRET")
 
 import ladder  # noqa: E402, F401

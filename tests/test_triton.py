@@ -384,3 +384,26 @@ def test_peer_replays_from_a_graph(peer):
             cuda.synchronize()
             result = out.copy_to_host()
             assert timing.relative_error(result, case.ref) <= problem.tolerance(dtype)
+
+
+@needs_triton
+def test_the_interpreter_survives_pytorch_importing_triton_first():
+    """``torch.profiler`` (and ``torch.compile``) import ``triton.language`` unasked; in the
+    simulator that must still give interpreted kernels, or the peers' ``tl.sum`` fails inside
+    them ("Cannot call @triton.jit'd outside of the scope of a kernel")."""
+    code = (
+        "import ladder, torch\n"
+        "from torch.profiler import profile\n"
+        "with profile():\n"
+        "    torch.ones(2) + 1\n"
+        "from ladder.core import timing\n"
+        "from ladder.core.rung import get_problem, get_rung\n"
+        "case = timing.prepare(get_problem('softmax'), (3, 65))\n"
+        "m = timing.measure(case, get_rung('softmax', 'triton'))\n"
+        "print(m.status, m.error)\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], env=clean_environment(), capture_output=True, text=True
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.strip().splitlines()[-1].startswith("ok"), done.stdout

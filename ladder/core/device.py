@@ -60,6 +60,7 @@ def choose_backend() -> None:
     this raises ``BackendOrderError`` with the fix instead of letting the first launch fail.
     """
     if "NUMBA_ENABLE_CUDASIM" in os.environ:
+        _interpret_triton()
         return
     if "numba.cuda" in sys.modules:  # already imported: its choice stands, if it can work
         from numba.cuda.core import config
@@ -72,6 +73,17 @@ def choose_backend() -> None:
         config = sys.modules.get("numba.core.config")
         if config is not None:  # numba read the environment already (``import numba`` does)
             config.reload_config()
+        _interpret_triton()
+
+
+def _interpret_triton() -> None:
+    """In the simulator, Triton's interpreter for the Triton peers (``TRITON_INTERPRET=1``,
+    unless the user set it): now, not at a peer's first call, because ``triton.language``
+    decorates its own library functions (``tl.sum``'s combine function, say) when it is first
+    imported, and PyTorch imports it without being asked (``torch.profiler`` does); compiled
+    for a GPU there, they cannot be called from an interpreted kernel."""
+    if os.environ.get("NUMBA_ENABLE_CUDASIM") == "1":
+        os.environ.setdefault("TRITON_INTERPRET", "1")
 
 
 def simulator() -> bool:

@@ -6,8 +6,9 @@ Triton is optional (``pip install 'numba-ladder[triton]'``) and importing ``ladd
 imports it, nor PyTorch: a peer module builds its kernels in a cached loader, at its first call,
 after ``load()``:
 
-- ``load()`` imports Triton. In Numba's CUDA simulator (no GPU) it first sets
-  ``TRITON_INTERPRET=1``, which Triton reads when ``@triton.jit`` decorates a function: the
+- ``load()`` imports Triton. In Numba's CUDA simulator (no GPU) ``TRITON_INTERPRET=1`` is set
+  (by ``import ladder``, ``device.choose_backend``, and again here for a user who chose the
+  simulator after), which Triton reads when ``@triton.jit`` decorates a function: the
   kernels then run in Triton's interpreter, on PyTorch CPU tensors over the simulator's memory
   (``ladder.core.torch_views``), with NumPy doing each block operation. The answers are
   checked; the times mean nothing, as for the simulator's.
