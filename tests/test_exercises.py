@@ -70,6 +70,8 @@ WRONG = {
     "online_softmax": softmax_without_rescale,
     "score_memory": {**solutions.score_memory, "growth": 2},
     "flash_merge": merge_without_rescaling_o,
+    "matmul_backward": lambda A, B, dC: (dC @ B.T, dC.T @ A),  # dB transposed
+    "softmax_backward": lambda y, dy: y * dy,  # the row sum left out
 }
 
 CASES = [(module, name) for module, names in EXERCISES.items() for name in names]

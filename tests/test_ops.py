@@ -271,3 +271,24 @@ def test_bfloat16_gradients_fall_back_to_pytorch_and_say_why():
         torch.nn.functional.gelu(x.double() @ w.double() + b.double()).sum(), x
     )[0]
     assert _error(x.grad, expected) < 2e-2
+
+
+def test_a_rung_skipped_for_an_input_says_why(monkeypatch):
+    """An operator may pass over a rung that takes the input where a lower one is faster
+    (attention's rung 6 without grouped heads); the reason is kept like any other."""
+    from ladder.ops import library
+
+    operator = library.SOFTMAX
+    top = operator.candidates("float32")[0].name
+    monkeypatch.setitem(operator.skip, top, lambda x: "a test's reason")
+    operator.forget()
+    x = _inputs([(3, 5)], torch.float32)[0]
+    try:
+        with ops.routes() as ran:
+            ops.softmax(x)
+        assert ran[0].rung and not ran[0].path.endswith(top)
+    finally:
+        operator.forget()
+    assert "gqa-packed" in library.ATTENTION.skip
+    q = torch.ones(1, 4, 2, 8)
+    assert library._no_groups(q, q, q) and library._no_groups(q, q[:, :2], q[:, :2]) is None

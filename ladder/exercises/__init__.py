@@ -5,7 +5,8 @@ problem's and the rungs' constants, a lane model, the compiler, or by running yo
 Numba's simulator), never from ``solutions.py``, which holds worked answers: read it last.
 
 One module per notebook: ``nb00_start_here``, ``nb01_gemm``, ``nb02_tensor_cores``,
-``nb03_conv``, ``nb04_streams_and_graphs``, ``nb05_fusion``, ``nb06_attention``.
+``nb03_conv``, ``nb04_streams_and_graphs``, ``nb05_fusion``, ``nb06_attention``,
+``nb08_models``.
 """
 
 EXERCISES = {
@@ -16,4 +17,5 @@ EXERCISES = {
     "nb04_streams_and_graphs": ("pipeline_time", "graph_launches", "call_costs"),
     "nb05_fusion": ("fusion_bytes", "online_softmax"),
     "nb06_attention": ("score_memory", "flash_merge"),
+    "nb08_models": ("matmul_backward", "softmax_backward"),
 }

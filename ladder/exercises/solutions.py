@@ -84,3 +84,12 @@ def flash_merge(a: tuple[Any, ...], b: tuple[Any, ...]) -> tuple[Any, ...]:
     m = max(ma, mb)
     wa, wb = np.exp(ma - m), np.exp(mb - m)
     return m, la * wa + lb * wb, oa * wa + ob * wb
+
+
+# nb08_models
+def matmul_backward(A: np.ndarray, B: np.ndarray, dC: np.ndarray) -> tuple[np.ndarray, ...]:
+    return dC @ B.T, A.T @ dC
+
+
+def softmax_backward(y: np.ndarray, dy: np.ndarray) -> np.ndarray:
+    return y * (dy - (dy * y).sum(1, keepdims=True))

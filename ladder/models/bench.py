@@ -347,6 +347,27 @@ def run_args(args: Any) -> int:
         console.print(device.SIMULATOR_NOTE)
     out = report.results_path(args.out, default_path())
     if out is not None:
+        from ladder.models import plot
+
         report.write_results(doc, out)
+        for path in plot.figures(doc, out.parent, out.stem):
+            console.print(f"wrote {path}")
     console.print(f"wrote {out}" if out else report.NOT_WRITTEN)
     return 0 if all(c["met"] is not False for c in doc["checks"].values()) else 1
+
+
+def committed() -> dict[str, Any] | None:
+    """The committed ``ladder models`` results (``results/*-models.json`` of the repository,
+    found from a notebook's folder or the repository's; the first by name), or None."""
+    folders = (
+        Path("results"),
+        Path("..") / "results",
+        Path(__file__).resolve().parents[2] / "results",
+    )
+    for folder in folders:
+        found = sorted(folder.glob("*-models.json"))
+        if found:
+            doc = report.read_results(found[0])
+            doc["path"] = str(found[0])
+            return doc
+    return None

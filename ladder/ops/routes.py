@@ -114,9 +114,17 @@ class Operator:
     ``tensors`` and ``out`` are PyTorch tensors, contiguous, already checked; ``options`` go to
     the launcher (``causal=True``); ``fallback()`` fills ``out`` with PyTorch."""
 
-    def __init__(self, op: str, problem: str) -> None:
+    def __init__(
+        self,
+        op: str,
+        problem: str,
+        skip: dict[str, Callable[..., str | None]] | None = None,
+    ) -> None:
         self.op = op
         self.problem = problem
+        # rung name -> skip(*tensors): why that rung is not the route for these inputs although
+        # it takes them (a lower rung is faster there), or None
+        self.skip = skip or {}
         self._chosen: dict[Hashable, _Choice] = {}
 
     def candidates(self, dtype: str) -> list[Rung]:
@@ -177,6 +185,8 @@ class Operator:
             reasons.append(f"no {self.problem} rung supports {dtype}")
         for r in candidates:
             why = r.unavailable_reason()
+            if why is None and r.name in self.skip:
+                why = self.skip[r.name](*tensors)
             if why is not None:
                 reasons.append(f"{r.name}: {why}")
                 continue

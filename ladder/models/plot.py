@@ -1,0 +1,91 @@
+"""Figures of a ``ladder models`` results file, named for the GPU that wrote it: LeNet's time
+per layer, the block's forward and forward + backward per contender, and the block's
+``torch.profiler`` breakdown before and after the ladder's operators."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from ladder.core import report
+
+COLORS = {"ladder": "#4c72b0", "torch": "#dd8452", "torch.compile": "#55a868"}
+
+
+def _gpu(doc: dict[str, Any]) -> str:
+    return doc.get("gpu") or "the CUDA simulator"
+
+
+def lenet_layers(doc: dict[str, Any], path: str | Path) -> Path:
+    """Each layer's ms on the ladder's operators and on PyTorch's, per dtype (log scale)."""
+    import matplotlib.pyplot as plt
+
+    cases = doc["lenet"]
+    fig, axes = plt.subplots(1, len(cases), figsize=(6 * len(cases), 4), squeeze=False)
+    for ax, (dtype, case) in zip(axes[0], cases.items(), strict=True):
+        layered = {n: e["layers"] for n, e in case["contenders"].items() if "layers" in e}
+        names = list(next(iter(layered.values())))
+        width = 0.8 / len(layered)
+        for i, (contender, layers) in enumerate(layered.items()):
+            xs = [j + i * width for j in range(len(names))]
+            ax.bar(xs, [layers[n] for n in names], width, label=contender, color=COLORS[contender])
+        ax.set_xticks([j + width * (len(layered) - 1) / 2 for j in range(len(names))])
+        ax.set_xticklabels(names, rotation=30, ha="right")
+        ax.set_yscale("log")
+        ax.set_ylabel("ms per layer (median)")
+        ax.set_title(f"LeNet, batch {case['batch']}, {dtype}, {_gpu(doc)}")
+        ax.legend()
+    return report._save(fig, path, doc)
+
+
+def block_times(doc: dict[str, Any], path: str | Path) -> Path:
+    """The block's forward and forward + backward ms per contender, per dtype."""
+    import matplotlib.pyplot as plt
+
+    cases = doc["block"]
+    fig, axes = plt.subplots(1, len(cases), figsize=(6 * len(cases), 4), squeeze=False)
+    for ax, (dtype, case) in zip(axes[0], cases.items(), strict=True):
+        contenders = case["contenders"]
+        for i, part in enumerate(("forward", "forward_backward")):
+            for j, (name, entry) in enumerate(contenders.items()):
+                x = i + j * 0.8 / len(contenders)
+                ms = entry[part]["median_ms"]
+                label = name if i == 0 else None
+                ax.bar(x, ms, 0.8 / len(contenders), color=COLORS[name], label=label)
+                ax.annotate(f"{ms:.3g}", (x, ms), ha="center", va="bottom", fontsize=8)
+        ax.set_xticks([0.3, 1.3])
+        ax.set_xticklabels(["forward", "forward + backward"])
+        ax.set_ylabel("ms (median)")
+        shape = f"{case['batch']} x {case['sequence']} x {case['channels']}"
+        ax.set_title(f"GPT-2 block {shape}, {dtype}, {_gpu(doc)}")
+        ax.legend()
+    return report._save(fig, path, doc)
+
+
+def block_profile(doc: dict[str, Any], dtype: str, path: str | Path) -> Path:
+    """The forward + backward's operators by self GPU time, PyTorch eager beside the ladder's."""
+    import matplotlib.pyplot as plt
+
+    profiles = doc["block"][dtype]["profile"]
+    fig, axes = plt.subplots(1, len(profiles), figsize=(7 * len(profiles), 4.5), squeeze=False)
+    unit = "CPU" if doc.get("simulated") else "GPU"
+    for ax, (name, rows) in zip(axes[0], profiles.items(), strict=True):
+        labels = [r["name"][:48] for r in rows][::-1]
+        ax.barh(labels, [r["self_us"] / 1e3 for r in rows][::-1], color=COLORS[name])
+        ax.set_xlabel(f"self {unit} ms in one forward + backward")
+        ax.set_title(f"{name}: the block, {dtype}, {_gpu(doc)}")
+        ax.tick_params(axis="y", labelsize=7)
+    return report._save(fig, path, doc)
+
+
+def figures(doc: dict[str, Any], folder: str | Path, stem: str) -> list[Path]:
+    """Every figure of ``doc`` into ``folder``, named ``<stem>-<figure>.png``."""
+    folder = Path(folder)
+    made = []
+    if doc.get("lenet"):
+        made.append(lenet_layers(doc, folder / f"{stem}-lenet.png"))
+    if doc.get("block"):
+        made.append(block_times(doc, folder / f"{stem}-block.png"))
+        for dtype in doc["block"]:
+            made.append(block_profile(doc, dtype, folder / f"{stem}-block-profile-{dtype}.png"))
+    return made
