@@ -13,10 +13,14 @@ PyTorch eager and ``torch.compile`` in the same run -> ``results/<gpu>-models.js
 
 PyTorch eager runs at its best: cuDNN autotuned (``benchmark``), TF32 off (FP32 means FP32, as
 for every rung). ``torch.compile`` compiles the PyTorch version of each model (Inductor,
-``dynamic=False``) before timing. Times are the harness's (``timing.time_ms``): CUDA events
-after warm-up, the L2 flushed, medians. The targets (``TARGETS``) are checked in the results
-(``checks``), never in a test. In the simulator everything runs at tiny sizes, without
-``torch.compile``, and the times mean nothing.
+``dynamic=False``) before timing. Each family also runs as CUDA graphs (``+graph``), which take
+the host's time per launch away: the ladder's and PyTorch eager's model captured with
+``torch.cuda.graph`` (``make_graphed_callables`` for the forward + backward), ``torch.compile``
+with ``mode="reduce-overhead"``. A target compares the fastest of the ladder's two with the
+fastest of the other family's two (``FAMILIES``) and names both. Times are the harness's
+(``timing.time_ms``): CUDA events after warm-up, the L2 flushed, medians. The targets
+(``TARGETS``) are checked in the results (``checks``), never in a test. In the simulator
+everything runs at tiny sizes, without graphs or ``torch.compile``, and the times mean nothing.
 """
 
 from __future__ import annotations
@@ -74,12 +78,54 @@ def library_at_its_best() -> Iterator[None]:
         torch.backends.cudnn.benchmark = saved
 
 
-def _compile(model: torch.nn.Module) -> Callable[..., Any] | None:
-    """``torch.compile`` of the model (Inductor, no dynamic shapes), or None in the
-    simulator."""
+# each contender's family: a target compares the fastest of the ladder's with the fastest of
+# another family, so that CUDA graphs (which cut the host's time per launch) count for both
+FAMILIES = {
+    "ladder": ("ladder", "ladder+graph"),
+    "torch": ("torch", "torch+graph"),
+    "torch.compile": ("torch.compile", "torch.compile+graph"),
+}
+
+
+def _compiled(model: torch.nn.Module) -> dict[str, Callable[..., Any]]:
+    """``torch.compile`` of the model (Inductor, no dynamic shapes) by default and with
+    ``mode="reduce-overhead"`` (its CUDA graphs), or nothing in the simulator."""
     if device.simulator():
-        return None
-    return torch.compile(model, dynamic=False)
+        return {}
+    return {
+        "torch.compile": torch.compile(model, dynamic=False),
+        "torch.compile+graph": torch.compile(model, dynamic=False, mode="reduce-overhead"),
+    }
+
+
+def _graphed(run: Callable[[], Any]) -> Callable[[], Any]:
+    """``run()`` captured into a CUDA graph, after three calls on a side stream (they choose the
+    operators' routes and compile their kernels, which a capture must not do): each call then
+    replays the graph and returns the graph's own output."""
+    side = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(side):
+        for _ in range(3):
+            run()
+    torch.cuda.current_stream().wait_stream(side)
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        out = run()
+
+    def replay() -> Any:
+        graph.replay()
+        return out
+
+    return replay
+
+
+def _attempt(build: Callable[[], Any]) -> tuple[Any, str | None]:
+    """``build()``, or None and the error (a contender that cannot be built is reported, not
+    fatal: a capture that fails, a compile that does not fit)."""
+    try:
+        return build(), None
+    except Exception as err:
+        return None, f"{type(err).__name__}: {err}"[:300]
 
 
 def _stats(samples: list[float]) -> dict[str, Any]:
@@ -133,28 +179,35 @@ def lenet(dtype: str, log: Callable[[str], None] = print) -> dict[str, Any]:
     x = torch.randn(sizes["batch"], 1, sizes["image"], sizes["image"], generator=gen)
     x = x.to(dev, dt)
     models = {
-        name: LeNet(ops=ops, dtype=dt, device=dev, image=sizes["image"])
-        for name, ops in (("ladder", "ladder"), ("torch", "torch"))
+        name: LeNet(ops=name, dtype=dt, device=dev, image=sizes["image"])
+        for name in ("ladder", "torch")
     }
     wide = LeNet(ops="torch", dtype=torch.float64, device=dev, image=sizes["image"])
-    expected = wide(x.double())
     found: dict[str, Any] = {"batch": sizes["batch"], "image": sizes["image"], "contenders": {}}
-    calls = {name: model for name, model in models.items()}
-    compiled = _compile(models["torch"])
-    if compiled is not None:
-        calls["torch.compile"] = compiled
-    classes = models["torch"](x).argmax(-1)
-    for name, call in calls.items():
-        log(f"lenet {dtype}: {name}")
-        with torch.no_grad():
-            probabilities = call(x)
-            entry = _stats(timing.time_ms(lambda call=call: call(x)))
+    with torch.no_grad():
+        expected = wide(x.double())
+        classes = models["torch"](x).argmax(-1)
+        builders: dict[str, Callable[[], Callable[[], Any]]] = {
+            name: (lambda m=model: lambda: m(x)) for name, model in models.items()
+        }
+        if not device.simulator():
+            for name, model in models.items():
+                builders[f"{name}+graph"] = lambda m=model: _graphed(lambda: m(x))
+        for name, compiled in _compiled(models["torch"]).items():
+            builders[name] = lambda c=compiled: lambda: c(x)
+        for name, build in builders.items():
+            log(f"lenet {dtype}: {name}")
+            call, error = _attempt(build)
+            if call is None:
+                found["contenders"][name] = {"error": error}
+                continue
+            probabilities = call()
+            entry = _stats(timing.time_ms(call))
             entry["rel_err_vs_float64"] = _error(probabilities, expected)
             entry["classes_differing_from_torch"] = int((probabilities.argmax(-1) != classes).sum())
             if name in models:
                 entry["layers"] = _layer_times(models[name], x)
-        found["contenders"][name] = entry
-    with torch.no_grad():
+            found["contenders"][name] = entry
         found["routes"] = _routes(lambda: models["ladder"](x))
     return found
 
@@ -178,10 +231,7 @@ def block(dtype: str, log: Callable[[str], None] = print) -> dict[str, Any]:
     gen = torch.Generator().manual_seed(2)
     x = torch.randn(batch, sequence, width.channels, generator=gen).to(dev, dt)
     grad = torch.randn(batch, sequence, width.channels, generator=gen).to(dev, dt)
-    models = {
-        name: Block(width, ops=ops, dtype=dt, device=dev)
-        for name, ops in (("ladder", "ladder"), ("torch", "torch"))
-    }
+    models = {name: Block(width, ops=name, dtype=dt, device=dev) for name in ("ladder", "torch")}
     wide = Block(width, ops="torch", dtype=torch.float32, device=dev)
     expected = wide(x.float())
     expected.backward(grad.float())
@@ -192,34 +242,43 @@ def block(dtype: str, log: Callable[[str], None] = print) -> dict[str, Any]:
         "heads": width.heads,
         "contenders": {},
     }
-    calls: dict[str, Callable[..., Any]] = dict(models)
-    compiled = _compile(models["torch"])
-    if compiled is not None:
-        calls["torch.compile"] = compiled
-    for name, call in calls.items():
+    # name -> (the model whose parameters it trains, a builder of (forward, forward_backward))
+    builders: dict[str, tuple[Block, Callable[[], tuple[Callable, Callable]]]] = {}
+    for name, model in models.items():
+        builders[name] = (model, lambda m=model: (lambda: m(x), lambda: m(x).backward(grad)))
+        if not sim:
+            builders[f"{name}+graph"] = (model, lambda m=model: _graph_both(m, x, grad))
+    for name, compiled in _compiled(models["torch"]).items():
+        builders[name] = (
+            models["torch"],
+            lambda c=compiled: (lambda: c(x), lambda: c(x).backward(grad)),
+        )
+    for name, (model, build) in builders.items():
         log(f"block {dtype}: {name}")
-        params = list((models["torch"] if name == "torch.compile" else models[name]).parameters())
-
-        def step(call: Callable[..., Any] = call) -> None:
-            call(x).backward(grad)
+        params = list(model.parameters())
 
         def zero(params: list[torch.nn.Parameter] = params) -> None:
             for p in params:
                 p.grad = None
 
+        built, error = _attempt(build)
+        if built is None:
+            found["contenders"][name] = {"error": error}
+            continue
+        forward, step = built
         with torch.no_grad():
-            out = call(x)
-            forward = _stats(timing.time_ms(lambda call=call: call(x)))
+            out = forward()
+            forward_ms = _stats(timing.time_ms(forward))
         zero()
         step()
         errors = [_error(p.grad, w.grad) for p, w in zip(params, wide.parameters(), strict=True)]
-        entry = {
-            "forward": forward,
+        found["contenders"][name] = {
+            "forward": forward_ms,
             "forward_backward": _stats(timing.time_ms(step, before=zero)),
             "rel_err_vs_float32": _error(out, expected),
             "grad_rel_err_vs_float32_max": max(errors),
         }
-        found["contenders"][name] = entry
+        zero()
     found["routes"] = _routes(lambda: models["ladder"](x).backward(grad))
     found["profile"] = {
         name: profile(lambda m=models[name]: m(x).backward(grad)) for name in ("torch", "ladder")
@@ -227,18 +286,29 @@ def block(dtype: str, log: Callable[[str], None] = print) -> dict[str, Any]:
     return found
 
 
+def _graph_both(model: Block, x: torch.Tensor, grad: torch.Tensor) -> tuple[Callable, Callable]:
+    """The block's forward as one CUDA graph (under no_grad) and its forward + backward as
+    two (``torch.cuda.make_graphed_callables``: the backward's graph replays when autograd
+    reaches it)."""
+    with torch.no_grad():
+        forward = _graphed(lambda: model(x))
+    graphed = torch.cuda.make_graphed_callables(model, (x,))
+    return forward, lambda: graphed(x).backward(grad)
+
+
 def checks(doc: dict[str, Any]) -> dict[str, Any]:
     """Each target with its figure and whether it is met (None in the simulator)."""
     timed = not doc.get("simulated")
     found: dict[str, Any] = {}
 
-    def ratio(case: dict[str, Any], of: str, against: str, part: str | None) -> float | None:
-        contenders = case["contenders"]
-        if of not in contenders or against not in contenders:
-            return None
-        mine = contenders[of][part] if part else contenders[of]
-        theirs = contenders[against][part] if part else contenders[against]
-        return theirs["median_ms"] / mine["median_ms"]
+    def best(case: dict[str, Any], family: str, part: str | None) -> tuple[float, str] | None:
+        """The fastest median of ``family``'s contenders in ``case`` and its name."""
+        times = [
+            ((entry[part] if part else entry)["median_ms"], name)
+            for name, entry in case["contenders"].items()
+            if name in FAMILIES[family] and "error" not in entry
+        ]
+        return min(times) if times else None
 
     specs = {
         "lenet forward, x PyTorch eager": ("lenet", "torch", None),
@@ -247,9 +317,15 @@ def checks(doc: dict[str, Any]) -> dict[str, Any]:
     }
     for target, (part, against, which) in specs.items():
         for dtype, case in (doc.get(part) or {}).items():
-            value = ratio(case, "ladder", against, which)
+            mine, theirs = best(case, "ladder", which), best(case, against, which)
+            value = None if mine is None or theirs is None else theirs[0] / mine[0]
             met = None if not timed or value is None else value >= TARGETS[target]
-            found[f"{target} ({dtype})"] = {"value": value, "target": TARGETS[target], "met": met}
+            found[f"{target} ({dtype})"] = {
+                "value": value,
+                "target": TARGETS[target],
+                "met": met,
+                "contenders": None if value is None else [mine[1], theirs[1]],
+            }
     for dtype, case in (doc.get("lenet") or {}).items():
         differing = case["contenders"]["ladder"]["classes_differing_from_torch"]
         found[f"lenet classes identical to PyTorch's ({dtype})"] = {
@@ -282,34 +358,42 @@ def run(
 
 
 def table_rows(doc: dict[str, Any]) -> list[tuple[str, ...]]:
-    """One row per model, dtype and contender: the figures ``ladder models`` prints."""
+    """One row per model, dtype and contender: the figures ``ladder models`` prints (a
+    contender that could not be built shows its error)."""
     rows = []
-    for dtype, case in (doc.get("lenet") or {}).items():
-        for name, entry in case["contenders"].items():
-            rows.append(
-                (
-                    f"lenet B={case['batch']}",
-                    dtype,
-                    name,
-                    f"{entry['median_ms']:.3f}",
-                    "",
-                    f"{entry['rel_err_vs_float64']:.1e}",
-                    str(entry["classes_differing_from_torch"]),
-                )
-            )
-    for dtype, case in (doc.get("block") or {}).items():
-        for name, entry in case["contenders"].items():
-            rows.append(
-                (
-                    f"block {case['batch']}x{case['sequence']}x{case['channels']}",
-                    dtype,
-                    name,
-                    f"{entry['forward']['median_ms']:.3f}",
-                    f"{entry['forward_backward']['median_ms']:.3f}",
-                    f"{entry['rel_err_vs_float32']:.1e}",
-                    f"{entry['grad_rel_err_vs_float32_max']:.1e}",
-                )
-            )
+    for model in ("lenet", "block"):
+        for dtype, case in (doc.get(model) or {}).items():
+            if model == "lenet":
+                label = f"lenet B={case['batch']}"
+            else:
+                label = f"block {case['batch']}x{case['sequence']}x{case['channels']}"
+            for name, entry in case["contenders"].items():
+                if "error" in entry:
+                    rows.append((label, dtype, name, entry["error"], "", "", ""))
+                elif model == "lenet":
+                    rows.append(
+                        (
+                            label,
+                            dtype,
+                            name,
+                            f"{entry['median_ms']:.3f}",
+                            "",
+                            f"{entry['rel_err_vs_float64']:.1e}",
+                            str(entry["classes_differing_from_torch"]),
+                        )
+                    )
+                else:
+                    rows.append(
+                        (
+                            label,
+                            dtype,
+                            name,
+                            f"{entry['forward']['median_ms']:.3f}",
+                            f"{entry['forward_backward']['median_ms']:.3f}",
+                            f"{entry['rel_err_vs_float32']:.1e}",
+                            f"{entry['grad_rel_err_vs_float32_max']:.1e}",
+                        )
+                    )
     return rows
 
 
@@ -342,7 +426,10 @@ def run_args(args: Any) -> int:
         verdict = {True: "met", False: "MISSED", None: "not judged (simulator)"}[check["met"]]
         value = check["value"]
         shown = f"{value:.2f}" if isinstance(value, float) else str(value)
-        console.print(f"{name}: {shown} - {verdict}")
+        between = check.get("contenders")
+        console.print(
+            f"{name}: {shown}" + (f" ({' vs '.join(between)})" if between else "") + f" - {verdict}"
+        )
     if doc.get("simulated"):
         console.print(device.SIMULATOR_NOTE)
     out = report.results_path(args.out, default_path())

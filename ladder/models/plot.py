@@ -9,7 +9,14 @@ from typing import Any
 
 from ladder.core import report
 
-COLORS = {"ladder": "#4c72b0", "torch": "#dd8452", "torch.compile": "#55a868"}
+COLORS = {
+    "ladder": "#4c72b0",
+    "ladder+graph": "#8fa9d6",
+    "torch": "#dd8452",
+    "torch+graph": "#f0b58c",
+    "torch.compile": "#55a868",
+    "torch.compile+graph": "#9ccfa9",
+}
 
 
 def _gpu(doc: dict[str, Any]) -> str:
@@ -45,7 +52,7 @@ def block_times(doc: dict[str, Any], path: str | Path) -> Path:
     cases = doc["block"]
     fig, axes = plt.subplots(1, len(cases), figsize=(6 * len(cases), 4), squeeze=False)
     for ax, (dtype, case) in zip(axes[0], cases.items(), strict=True):
-        contenders = case["contenders"]
+        contenders = {n: e for n, e in case["contenders"].items() if "error" not in e}
         for i, part in enumerate(("forward", "forward_backward")):
             for j, (name, entry) in enumerate(contenders.items()):
                 x = i + j * 0.8 / len(contenders)
