@@ -198,10 +198,11 @@ def lenet(dtype: str, log: Callable[[str], None] = print) -> dict[str, Any]:
         for name, build in builders.items():
             log(f"lenet {dtype}: {name}")
             call, error = _attempt(build)
-            if call is None:
+            # the first call compiles (torch.compile) or captures: a failure there is reported too
+            probabilities, error = _attempt(call) if call is not None else (None, error)
+            if probabilities is None:
                 found["contenders"][name] = {"error": error}
                 continue
-            probabilities = call()
             entry = _stats(timing.time_ms(call))
             entry["rel_err_vs_float64"] = _error(probabilities, expected)
             entry["classes_differing_from_torch"] = int((probabilities.argmax(-1) != classes).sum())
@@ -262,15 +263,17 @@ def block(dtype: str, log: Callable[[str], None] = print) -> dict[str, Any]:
                 p.grad = None
 
         built, error = _attempt(build)
-        if built is None:
+        if built is not None:  # the first calls compile (torch.compile): report a failure there
+            forward, step = built
+            with torch.no_grad():
+                out, error = _attempt(forward)
+            zero()
+            error = error or _attempt(step)[1]
+        if built is None or error is not None:
             found["contenders"][name] = {"error": error}
             continue
-        forward, step = built
         with torch.no_grad():
-            out = forward()
             forward_ms = _stats(timing.time_ms(forward))
-        zero()
-        step()
         errors = [_error(p.grad, w.grad) for p, w in zip(params, wide.parameters(), strict=True)]
         found["contenders"][name] = {
             "forward": forward_ms,
