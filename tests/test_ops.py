@@ -138,6 +138,18 @@ def test_a_dtype_without_rung_runs_pytorch_and_says_why():
     assert torch.allclose(out, torch.softmax(x, -1))
 
 
+def test_routes_record_calls_from_other_threads():
+    """On a GPU autograd runs the backward in threads of its own: the record sees them."""
+    import threading
+
+    x = _inputs([(3, 5)], torch.float32)[0]
+    with ops.routes() as ran:
+        worker = threading.Thread(target=ops.softmax, args=(x,))
+        worker.start()
+        worker.join()
+    assert len(ran) == 1 and ran[0].op == "ladder::softmax"
+
+
 def test_routes_are_chosen_once_per_signature():
     x = _inputs([(3, 5)], torch.float32)[0]
     ops.forget_routes()
@@ -193,6 +205,8 @@ OPCHECK = {
     "softmax": (torch.ops.ladder.softmax, [(3, 5)], ()),
     "layer_norm": (torch.ops.ladder.layer_norm, [(3, 5), (5,), (5,)], (1e-5,)),
     "attention": (torch.ops.ladder.attention, [(1, 2, 3, 8)] * 3, (True,)),
+    # q as the GPT block makes it, a transposed view: the fake's strides must be the real ones'
+    "attention-strided": (torch.ops.ladder.attention, [(1, 3, 2, 8), (1, 2, 3, 8)], (True,)),
     "conv2d": (torch.ops.ladder.conv2d, [(1, 2, 5, 5), (3, 2, 3, 3)], ()),
 }
 
@@ -203,6 +217,9 @@ def test_opcheck(name):
     the real one, its autograd registration, and the operator under AOT dispatch."""
     op, shapes, extra = OPCHECK[name]
     inputs = [x.requires_grad_() for x in _inputs(shapes, torch.float32)]
+    if name == "attention-strided":
+        q, kv = inputs
+        inputs = [q.transpose(1, 2), kv, kv]
     torch.library.opcheck(op, (*inputs, *extra))
 
 
@@ -255,6 +272,9 @@ def test_cuda_graph_replays_the_operators():
     graph.replay()
     torch.cuda.synchronize()
     assert _error(out, block(x)) < 1e-6
+    with pytest.raises(RuntimeError, match="call it once before capturing"):
+        with torch.cuda.graph(torch.cuda.CUDAGraph()):
+            ops.softmax(x[:7])  # a signature never called: no route yet
 
 
 def test_bfloat16_gradients_fall_back_to_pytorch_and_say_why():
@@ -292,3 +312,21 @@ def test_a_rung_skipped_for_an_input_says_why(monkeypatch):
     assert "gqa-packed" in library.ATTENTION.skip
     q = torch.ones(1, 4, 2, 8)
     assert library._no_groups(q, q, q) and library._no_groups(q, q[:, :2], q[:, :2]) is None
+
+
+def test_meta_tensors_give_shapes_without_running_anything():
+    """The fake implementations serve meta tensors too: shapes and dtypes, no kernel."""
+    meta = {"device": "meta", "dtype": torch.float16}
+    assert ops.matmul(torch.empty(5, 7, **meta), torch.empty(7, 3, **meta)).shape == (5, 3)
+    x = torch.empty(2, 3, 9, **meta)
+    assert ops.linear(x, torch.empty(9, 4, **meta), torch.empty(4, **meta), "gelu").shape == (
+        2,
+        3,
+        4,
+    )
+    assert ops.softmax(x).shape == x.shape
+    q = torch.empty(1, 4, 6, 8, **meta)
+    kv = torch.empty(1, 2, 6, 8, **meta)
+    assert ops.attention(q, kv, kv, causal=True).shape == q.shape
+    out = ops.conv2d(torch.empty(2, 3, 9, 8, **meta), torch.empty(4, 3, 3, 3, **meta))
+    assert out.shape == (2, 4, 7, 6) and out.device.type == "meta"

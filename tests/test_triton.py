@@ -265,7 +265,7 @@ def test_attention_peer_refuses_head_dimensions_past_its_block():
 
 # The interpreter runs the kernels' Python, not Triton's compiler: this compiles each peer for
 # sm_90 as Triton does for a launch (triton.compile for a GPUTarget needs no GPU, only its
-# bundled ptxas), in a process of its own without TRITON_INTERPRET, at a configuration of each
+# bundled ptxas), in a process of its own with TRITON_INTERPRET=0, at a configuration of each
 # path, on aligned arguments and on ints of 1 (which Triton turns into constants).
 COMPILE = r"""
 import ladder
@@ -347,7 +347,9 @@ print("compiled")
 @needs_triton
 def test_peers_compile_for_sm_90_without_a_gpu():
     env = clean_environment()
-    env.pop("TRITON_INTERPRET", None)  # compiled, whatever the session runs
+    # compiled, whatever the session runs: without a GPU `import ladder` turns the interpreter
+    # on unless the environment says otherwise
+    env["TRITON_INTERPRET"] = "0"
     done = subprocess.run(
         [sys.executable, "-c", COMPILE], cwd=ROOT, env=env,
         capture_output=True, text=True, timeout=900,

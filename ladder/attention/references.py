@@ -88,7 +88,7 @@ def _sdpa_takes_gqa() -> bool:
         return True
 
 
-def _sdpa(tq: Any, tk: Any, tv: Any, causal: bool, group: int, gqa: bool = True) -> Any:
+def sdpa_tensors(tq: Any, tk: Any, tv: Any, causal: bool, group: int, gqa: bool = True) -> Any:
     """SDPA on PyTorch tensors, grouped-query inputs as PyTorch takes them (``gqa``: pass
     ``enable_gqa=True`` where PyTorch has it, else repeat k and v per query head)."""
     import torch.nn.functional as F
@@ -150,7 +150,7 @@ def sdpa(q: Any, k: Any, v: Any, out: Any = None, causal: bool = False) -> Any:
     q, k, v, out, shape = check_arrays(q, k, v, out, ("float32", "float16"))
     if out.size:
         tq, tk, tv, to = _tensors(q, k, v, out)
-        to.copy_(_sdpa(tq, tk, tv, causal, shape.group))
+        to.copy_(sdpa_tensors(tq, tk, tv, causal, shape.group))
     return out
 
 
@@ -173,7 +173,7 @@ def pinned(backend: str, dtypes: tuple[str, ...]) -> Any:
             warnings.simplefilter("always")
             try:
                 with sdpa_kernel([getattr(SDPBackend, backend)]):
-                    result = _sdpa(tq, tk, tv, causal, shape.group)
+                    result = sdpa_tensors(tq, tk, tv, causal, shape.group)
             except torch.cuda.OutOfMemoryError as err:
                 raise MemoryError(f"SDPA {name}: {err}") from err
             except RuntimeError as err:

@@ -46,8 +46,8 @@ def check_matmul_backward(fn: Callable[..., Any]) -> str:
         "dB: each B[k, j] meets every A[i, k] of column k: sum dC[i, j] A[i, k] over i",
     )
     return (
-        "right: the backward of one GEMM is two GEMMs of the same FLOPs, so a training step "
-        "costs about three forward GEMMs; ladder::matmul runs both on the GEMM rungs"
+        "right: the backward of one GEMM is two GEMMs of the same FLOPs as the forward's; "
+        "ladder::matmul runs both on the GEMM rungs"
     )
 
 
@@ -64,7 +64,7 @@ def check_softmax_backward(fn: Callable[..., Any]) -> str:
     if _relative(found, y * dy, "dx") < 1e-12:
         raise AssertionError(
             "each y[j] depends on every x[i] of its row (through the sum), so dx[i] gathers "
-            "dy[j] * dy[j]/dx[i] over j: y[i] * (dy[i] - the row's sum of dy * y)"
+            "dy[j] * ∂y[j]/∂x[i] over j: y[i] * (dy[i] - the row's sum of dy * y)"
         )
     require(
         _relative(found, right, "dx") < 1e-12,

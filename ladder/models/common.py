@@ -14,6 +14,7 @@ import torch
 import torch.nn.functional as F
 
 import ladder.ops as ladder_ops
+from ladder.attention.references import sdpa_tensors
 from ladder.fused.problem import LAYERNORM_EPS
 
 
@@ -28,10 +29,7 @@ def _linear(
 def _attention(
     q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: bool = False
 ) -> torch.Tensor:
-    group = q.shape[1] // k.shape[1]
-    if group > 1:
-        k, v = k.repeat_interleave(group, dim=1), v.repeat_interleave(group, dim=1)
-    return F.scaled_dot_product_attention(q, k, v, is_causal=causal)
+    return sdpa_tensors(q, k, v, causal, q.shape[1] // k.shape[1])
 
 
 def _layer_norm(
@@ -61,8 +59,15 @@ TORCH = SimpleNamespace(
 OPS = {"ladder": LADDER, "torch": TORCH}
 
 
-def operators(name: str) -> SimpleNamespace:
-    """The operators called ``name``: "ladder" or "torch"; ValueError naming the choices."""
-    if name not in OPS:
-        raise ValueError(f"ops must be one of {', '.join(OPS)}, got {name!r}")
-    return OPS[name]
+def operators(ops: str | SimpleNamespace) -> SimpleNamespace:
+    """The operators ``ops`` names, "ladder" or "torch", or ``ops`` itself when it is a set of
+    one's own (``SimpleNamespace(**vars(TORCH), linear=LADDER.linear)`` replaces one kind of
+    operator only); ValueError naming the choices otherwise."""
+    if isinstance(ops, SimpleNamespace):
+        missing = [n for n in vars(TORCH) if not hasattr(ops, n)]
+        if missing:
+            raise ValueError(f"ops lacks {', '.join(missing)}: start from vars(TORCH)")
+        return ops
+    if ops not in OPS:
+        raise ValueError(f"ops must be one of {', '.join(OPS)}, got {ops!r}")
+    return OPS[ops]

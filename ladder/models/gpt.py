@@ -13,6 +13,7 @@ seeded, in (in, out) layout (``ladder.ops.linear``'s).
 from __future__ import annotations
 
 from dataclasses import dataclass
+from types import SimpleNamespace
 
 import torch
 from torch import nn
@@ -41,7 +42,7 @@ class Block(nn.Module):
     def __init__(
         self,
         width: Width = GPT2_SMALL,
-        ops: str = "ladder",
+        ops: str | SimpleNamespace = "ladder",
         dtype: torch.dtype = torch.float32,
         device: str | torch.device = "cpu",
         seed: int = 0,

@@ -15,6 +15,7 @@ operators predict the same classes, not that the network was trained.
 from __future__ import annotations
 
 from collections.abc import Callable
+from types import SimpleNamespace
 
 import torch
 import torch.nn.functional as F
@@ -46,7 +47,7 @@ class LeNet(nn.Module):
 
     def __init__(
         self,
-        ops: str = "ladder",
+        ops: str | SimpleNamespace = "ladder",
         dtype: torch.dtype = torch.float32,
         device: str | torch.device = "cpu",
         seed: int = 0,

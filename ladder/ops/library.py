@@ -12,6 +12,7 @@ from typing import Any
 import torch
 import torch.nn.functional as F
 
+from ladder.attention.references import sdpa_tensors
 from ladder.fused.problem import LAYERNORM_EPS
 from ladder.ops import backward
 from ladder.ops.routes import Operator, run_kernel, torch_route
@@ -44,6 +45,12 @@ def _key(*tensors: torch.Tensor, **options: Any) -> tuple:
         tuple((t.shape, t.dtype, t.device) for t in tensors),
         tuple(sorted(options.items())),
     )
+
+
+def _like(x: torch.Tensor) -> torch.Tensor:
+    """A new contiguous tensor of ``x``'s shape, dtype and device: what every operator returns,
+    whatever the strides of its input (a fake implementation must say the same)."""
+    return x.new_empty(x.shape)
 
 
 def _t(x: torch.Tensor) -> torch.Tensor:
@@ -90,7 +97,7 @@ def linear_gelu_op(x: torch.Tensor, w: torch.Tensor, bias: torch.Tensor) -> torc
     x, w, bias = x.contiguous(), w.contiguous(), bias.contiguous()
     out = x.new_empty((x.shape[0], w.shape[1]))
 
-    def unfused() -> None:  # the GEMM's own route (a rung where one takes the dtype), then PyTorch
+    def unfused() -> None:  # the GEMM's own route (its own record), then PyTorch's add and GELU
         out.copy_(F.gelu(matmul_op(x, w) + bias))
 
     LINEAR_GELU.call(_key(x, w, bias), (x, w, bias), out, unfused)
@@ -105,7 +112,7 @@ def _(x: torch.Tensor, w: torch.Tensor, bias: torch.Tensor) -> torch.Tensor:
 @torch.library.custom_op("ladder::gelu_backward", mutates_args=())
 def gelu_backward_op(pre: torch.Tensor, grad: torch.Tensor) -> torch.Tensor:
     pre, grad = pre.contiguous(), grad.contiguous()
-    out = torch.empty_like(pre)
+    out = _like(pre)
 
     def in_torch() -> None:
         cdf = 0.5 * (1.0 + torch.erf(pre.float() * (1.0 / math.sqrt(2.0))))
@@ -119,7 +126,7 @@ def gelu_backward_op(pre: torch.Tensor, grad: torch.Tensor) -> torch.Tensor:
 
 @gelu_backward_op.register_fake
 def _(pre: torch.Tensor, grad: torch.Tensor) -> torch.Tensor:
-    return torch.empty_like(pre)
+    return _like(pre)
 
 
 def _linear_gelu_setup(ctx: Any, inputs: tuple, output: torch.Tensor) -> None:
@@ -128,7 +135,9 @@ def _linear_gelu_setup(ctx: Any, inputs: tuple, output: torch.Tensor) -> None:
 
 def _linear_gelu_backward(ctx: Any, grad: torch.Tensor) -> tuple:
     x, w, bias = ctx.saved_tensors
-    pre = matmul_op(x, w) + bias  # recomputed: cheaper to keep than the M x N pre-activation
+    # recomputed: one more GEMM, instead of keeping an M x N pre-activation per layer until
+    # the backward reaches it
+    pre = matmul_op(x, w) + bias
     dpre = gelu_backward_op(pre, grad.contiguous())
     grad_x = matmul_op(dpre, _t(w)) if ctx.needs_input_grad[0] else None
     grad_w = matmul_op(_t(x), dpre) if ctx.needs_input_grad[1] else None
@@ -145,20 +154,20 @@ linear_gelu_op.register_autograd(_linear_gelu_backward, setup_context=_linear_ge
 @torch.library.custom_op("ladder::softmax", mutates_args=())
 def softmax_op(x: torch.Tensor) -> torch.Tensor:
     x = x.contiguous()
-    out = torch.empty_like(x)
+    out = _like(x)
     SOFTMAX.call(_key(x), (x,), out, lambda: torch.softmax(x, dim=-1, out=out))
     return out
 
 
 @softmax_op.register_fake
 def _(x: torch.Tensor) -> torch.Tensor:
-    return torch.empty_like(x)
+    return _like(x)
 
 
 @torch.library.custom_op("ladder::softmax_backward", mutates_args=())
 def softmax_backward_op(y: torch.Tensor, grad: torch.Tensor) -> torch.Tensor:
     y, grad = y.contiguous(), grad.contiguous()
-    out = torch.empty_like(y)
+    out = _like(y)
 
     def in_torch() -> None:
         y32, g32 = y.float(), grad.float()
@@ -176,7 +185,7 @@ def softmax_backward_op(y: torch.Tensor, grad: torch.Tensor) -> torch.Tensor:
 
 @softmax_backward_op.register_fake
 def _(y: torch.Tensor, grad: torch.Tensor) -> torch.Tensor:
-    return torch.empty_like(y)
+    return _like(y)
 
 
 def _softmax_setup(ctx: Any, inputs: tuple, output: torch.Tensor) -> None:
@@ -199,7 +208,7 @@ def layer_norm_op(
     x: torch.Tensor, gamma: torch.Tensor, beta: torch.Tensor, eps: float
 ) -> torch.Tensor:
     x, gamma, beta = x.contiguous(), gamma.contiguous(), beta.contiguous()
-    out = torch.empty_like(x)
+    out = _like(x)
 
     def in_torch() -> None:
         out.copy_(F.layer_norm(x, x.shape[-1:], gamma, beta, eps))
@@ -214,7 +223,7 @@ def layer_norm_op(
 
 @layer_norm_op.register_fake
 def _(x: torch.Tensor, gamma: torch.Tensor, beta: torch.Tensor, eps: float) -> torch.Tensor:
-    return torch.empty_like(x)
+    return _like(x)
 
 
 @torch.library.custom_op("ladder::layer_norm_backward", mutates_args=())
@@ -222,7 +231,7 @@ def layer_norm_backward_op(
     x: torch.Tensor, gamma: torch.Tensor, grad: torch.Tensor, eps: float
 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     x, gamma, grad = x.contiguous(), gamma.contiguous(), grad.contiguous()
-    dx = torch.empty_like(x)
+    dx = _like(x)
     dgamma = x.new_zeros(gamma.shape, dtype=torch.float32)
     dbeta = x.new_zeros(gamma.shape, dtype=torch.float32)
     stats = x.new_empty((x.shape[0], 2), dtype=torch.float32)
@@ -249,7 +258,7 @@ def layer_norm_backward_op(
 def _(
     x: torch.Tensor, gamma: torch.Tensor, grad: torch.Tensor, eps: float
 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-    return torch.empty_like(x), torch.empty_like(gamma), torch.empty_like(gamma)
+    return _like(x), _like(gamma), _like(gamma)
 
 
 def _layer_norm_setup(ctx: Any, inputs: tuple, output: torch.Tensor) -> None:
@@ -271,18 +280,15 @@ layer_norm_op.register_autograd(_layer_norm_backward, setup_context=_layer_norm_
 
 
 def _sdpa(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: bool) -> torch.Tensor:
-    """PyTorch's attention on the same inputs (K/V heads shared by q.shape[1] // k.shape[1]
-    query heads each)."""
-    group = q.shape[1] // k.shape[1]
-    if group > 1:
-        k, v = k.repeat_interleave(group, dim=1), v.repeat_interleave(group, dim=1)
-    return F.scaled_dot_product_attention(q, k, v, is_causal=causal)
+    """PyTorch's attention on the same inputs, K/V heads shared by q.shape[1] // k.shape[1]
+    query heads each (as the attention ladder's library row calls it)."""
+    return sdpa_tensors(q, k, v, causal, q.shape[1] // k.shape[1])
 
 
 @torch.library.custom_op("ladder::attention", mutates_args=())
 def attention_op(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: bool) -> torch.Tensor:
     q, k, v = q.contiguous(), k.contiguous(), v.contiguous()
-    out = torch.empty_like(q)
+    out = _like(q)
     operator = ATTENTION_CAUSAL if causal else ATTENTION  # a problem each, their own launchers
     operator.call(_key(q, k, v), (q, k, v), out, lambda: out.copy_(_sdpa(q, k, v, causal)))
     return out
@@ -290,7 +296,7 @@ def attention_op(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: bool
 
 @attention_op.register_fake
 def _(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: bool) -> torch.Tensor:
-    return torch.empty_like(q)
+    return _like(q)
 
 
 def _attention_setup(ctx: Any, inputs: tuple, output: torch.Tensor) -> None:
@@ -300,8 +306,9 @@ def _attention_setup(ctx: Any, inputs: tuple, output: torch.Tensor) -> None:
 
 
 def _attention_backward(ctx: Any, grad: torch.Tensor) -> tuple:
-    """PyTorch's attention backward (SDPA's, on the saved inputs) until the attention ladder
-    has a backward of its own."""
+    """PyTorch's attention backward until the attention ladder has a backward of its own: SDPA's
+    forward again on the saved inputs (the forward ran on a rung, so autograd has no SDPA graph
+    to reuse), then its backward."""
     q, k, v = (t.detach().requires_grad_() for t in ctx.saved_tensors)
     with torch.enable_grad():
         out = _sdpa(q, k, v, ctx.causal)

@@ -1,20 +1,21 @@
 """Which kernel an operator runs: the best rung that takes the input here, else PyTorch.
 
 An operator of ``ladder.ops`` names a problem (``softmax``, ``gemm``, ...). Its *route* for an
-input is found once per signature (dtype, shapes, device, keyword arguments) and kept: the
-problem's rungs are tried from the top of the ladder down, and the first that is available
-here (``Rung.unavailable_reason``) and takes the input (its launcher raises no ``ValueError``
-or ``NotApplicable``, which it does before launching anything) is the route. When none takes
-it, the route is PyTorch's own operator, with the reasons kept. The top of the ladder is the
-best rung by construction (each rung beats the one below it on the sizes its problem is
-measured at); where a higher rung is not for this GPU (wgmma on an A100) or this shape (a head
-dimension past a tile), a lower one runs.
+input is found once per signature (dtype, shapes, device) and kept: the problem's rungs are
+tried from the top of the ladder down, and the first that is available here
+(``Rung.unavailable_reason``) and takes the input (its launcher raises no ``ValueError`` or
+``NotApplicable``, which it does before launching anything) is the route. When none takes it,
+the route is PyTorch's own operator, with the reasons kept. The top rung is the fastest at the
+sizes its ladder is measured at; where it is not for this GPU (wgmma on an A100) or this shape
+(a head dimension past a tile), a lower one runs, and ``Operator.skip`` passes over a rung
+that takes an input a lower one is known to do faster.
 
-``routes()`` records the route of every call made inside it, so a user can see which path ran;
-``route_for`` says it without running. On a GPU the rungs get the CUDA tensors themselves, on
-PyTorch's current stream (so CUDA graphs and streams work as they do for PyTorch's own
-operators). In Numba's CUDA simulator they get the CPU tensors' memory (zero-copy): answers are
-checked there, and times mean nothing.
+``routes()`` records the route of every call made inside it, in any thread (autograd runs a
+CUDA backward in threads of its own), so a user can see which path ran. On a GPU the rungs get
+the CUDA tensors themselves, on PyTorch's current stream, so ``torch.cuda.graph`` captures
+them; a signature must be called once before a capture (its route is chosen, its kernels
+compiled, by running them). In Numba's CUDA simulator the rungs get the CPU tensors' memory
+(zero-copy): answers are checked there, and times mean nothing.
 """
 
 from __future__ import annotations
@@ -48,29 +49,30 @@ class Route:
         return f"{self.op}: {self.path}" + (f" ({self.why})" if self.why else "")
 
 
-class _Log(threading.local):
-    calls: list[Route] | None = None
-
-
-_LOG = _Log()
+_LOCK = threading.Lock()
+_RECORDS: list[list[Route]] = []  # the lists of the ``routes()`` blocks open now
 
 
 @contextlib.contextmanager
 def routes() -> Iterator[list[Route]]:
-    """Inside, every operator call appends its ``Route`` to the list this yields (per thread):
-    ``with ladder.ops.routes() as ran: model(x)`` then ``ran`` says which kernels ran."""
-    saved = _LOG.calls
-    _LOG.calls = found = []
+    """Inside, every operator call appends its ``Route`` to the list this yields, whichever
+    thread makes it: ``with ladder.ops.routes() as ran: model(x).sum().backward()`` then
+    ``ran`` says which kernels ran, the backward's too."""
+    found: list[Route] = []
+    with _LOCK:
+        _RECORDS.append(found)
     try:
         yield found
     finally:
-        _LOG.calls = saved
+        with _LOCK:
+            _RECORDS.remove(found)
 
 
 def _note(route: Route) -> None:
-    calls = _LOG.calls
-    if calls is not None:
-        calls.append(route)
+    if _RECORDS:
+        with _LOCK:
+            for record in _RECORDS:
+                record.append(route)
 
 
 def views(*tensors: Any) -> list[Any]:
@@ -94,11 +96,31 @@ def _stream(tensor: Any) -> int:
 
 def unsupported(tensor: Any) -> str | None:
     """Why no rung can take ``tensor`` here (a CPU tensor on a machine with a GPU, a CUDA
-    tensor in the simulator), or None."""
+    tensor in the simulator, a tensor on another GPU than the current one, where Numba and
+    CuPy launch), or None."""
     on_cuda = tensor.device.type == "cuda"
     if device.simulator():
         return "a CUDA tensor, but ladder runs in the CUDA simulator" if on_cuda else None
-    return None if on_cuda else f"a tensor on {tensor.device}; the rungs run on CUDA tensors"
+    if not on_cuda:
+        return f"a tensor on {tensor.device}; the rungs run on CUDA tensors"
+    import torch
+
+    current = torch.cuda.current_device()
+    if tensor.device.index not in (None, current):
+        return f"a tensor on {tensor.device}; the rungs launch on the current GPU, cuda:{current}"
+    return None
+
+
+def capturing() -> bool:
+    """True while PyTorch records a CUDA graph on the current stream."""
+    if device.simulator():
+        return False
+    import torch
+
+    return torch.cuda.is_current_stream_capturing()
+
+
+_nothing = contextlib.nullcontext
 
 
 @dataclass
@@ -142,6 +164,12 @@ class Operator:
     ) -> Route:
         choice = self._chosen.get(key)
         if choice is None:
+            if capturing():  # choosing runs rungs (and compiles them): never inside a graph
+                raise RuntimeError(
+                    f"{self.op}: first call of this signature during CUDA graph capture; call "
+                    f"it once before capturing, so that its route is chosen and its kernels "
+                    f"compiled"
+                )
             choice = self._choose(key, tensors, out, fallback, options)
             route = self._route(choice)
         elif choice.rung is None:
@@ -203,12 +231,14 @@ class Operator:
 
 
 def _launch_on(handle: int, launch: Callable[..., Any], args: list[Any], options: dict) -> None:
-    """``launch(*args, **options)`` with every launch on the CUstream ``handle``."""
+    """``launch(*args, **options)`` with every launch on the CUstream ``handle``; during a
+    capture inside ``fastcall.capturing()``, so that a launcher that cannot be recorded
+    (host work between its launches) refuses with its reason."""
     if handle == fastcall.current_stream():
         launch(*args, **options)
-    else:
-        with fastcall.on_stream(handle):
-            launch(*args, **options)
+        return
+    with fastcall.on_stream(handle), fastcall.capturing() if capturing() else _nothing():
+        launch(*args, **options)
 
 
 KERNEL_DTYPES = ("float32", "float16")  # what ladder.ops' own kernels take (Numba has no bf16)
