@@ -106,7 +106,12 @@ def test_ladder_models_writes_its_results(tmp_path):
     assert doc["checks"]["lenet classes identical to PyTorch's (float32)"]["met"]
     assert doc["checks"]["lenet forward, x PyTorch eager (float32)"]["met"] is None
     figures = {p.name for p in tmp_path.glob("*.png")}
-    assert figures == {"models-lenet.png", "models-block.png", "models-block-profile-float16.png"}
+    assert figures == {
+        "models-lenet.png",
+        "models-block.png",
+        "models-block-routes.png",
+        "models-block-profile-float16.png",
+    }
 
 
 def test_ladder_models_names_a_bad_part(capsys):

@@ -1,6 +1,7 @@
 """Figures of a ``ladder models`` results file, named for the GPU that wrote it: LeNet's time
-per layer, the block's forward and forward + backward per contender, and the block's
-``torch.profiler`` breakdown before and after the ladder's operators."""
+per layer, the block's forward and forward + backward per contender, which path each of the
+block's operators took per dtype, and the block's ``torch.profiler`` breakdown before and
+after the ladder's operators."""
 
 from __future__ import annotations
 
@@ -93,6 +94,44 @@ def figures(doc: dict[str, Any], folder: str | Path, stem: str) -> list[Path]:
         made.append(lenet_layers(doc, folder / f"{stem}-lenet.png"))
     if doc.get("block"):
         made.append(block_times(doc, folder / f"{stem}-block.png"))
+        routes = {dtype: case["routes"] for dtype, case in doc["block"].items()}
+        title = f"the block's operators, forward + backward, {_gpu(doc)}"
+        made.append(routes_table(routes, folder / f"{stem}-block-routes.png", title))
         for dtype in doc["block"]:
             made.append(block_profile(doc, dtype, folder / f"{stem}-block-profile-{dtype}.png"))
     return made
+
+
+def routes_table(routes: dict[str, list[str]], path: str | Path, title: str) -> Path:
+    """Which path each operator took, per dtype (``routes``: dtype -> the ``str(Route)``s of
+    one run, as ``ladder models`` records them): a grid coloured by whether a rung or one of
+    ``ladder.ops``' kernels ran (blue) or PyTorch did (orange), the path written in each cell."""
+    import matplotlib.pyplot as plt
+
+    table: dict[str, dict[str, str]] = {}
+    for dtype, found in routes.items():
+        for line in found:
+            op, _, rest = line.partition(": ")
+            table.setdefault(op.removeprefix("ladder::"), {})[dtype] = rest
+    ops, dtypes = sorted(table), list(routes)
+    fig, ax = plt.subplots(figsize=(3.2 + 3.6 * len(dtypes), 0.9 + 0.42 * len(ops)))
+    for i, op in enumerate(ops):
+        for j, dtype in enumerate(dtypes):
+            route = table[op].get(dtype)
+            if route is None:
+                continue
+            color = COLORS["torch"] if route.startswith("torch") else COLORS["ladder"]
+            ax.add_patch(plt.Rectangle((j, i), 0.96, 0.9, color=color, alpha=0.35))
+            text = route if len(route) <= 46 else route[:45] + "…"
+            ax.text(j + 0.48, i + 0.45, text, ha="center", va="center", fontsize=7)
+    ax.set_xlim(0, len(dtypes))
+    ax.set_ylim(len(ops), 0)
+    ax.set_xticks([j + 0.48 for j in range(len(dtypes))])
+    ax.set_xticklabels(dtypes)
+    ax.xaxis.tick_top()
+    ax.set_yticks([i + 0.45 for i in range(len(ops))])
+    ax.set_yticklabels(ops)
+    ax.set_title(title + "  (blue: a rung or a ladder.ops kernel; orange: PyTorch)", fontsize=9)
+    for side in ("right", "bottom"):
+        ax.spines[side].set_visible(False)
+    return report._save(fig, path, {})
