@@ -263,13 +263,13 @@ def test_a_pinned_backend_that_refuses_is_not_applicable(monkeypatch):
 
     library = get_rung("attention", "sdpa-efficient")
     _, _, arrays, out = _attention_arrays()
-    monkeypatch.setattr(references, "_sdpa", refuses)
+    monkeypatch.setattr(references, "sdpa_tensors", refuses)
     with pytest.raises(NotApplicable, match=r"memory-efficient refuses this input: Flash .*dim 17"):
         library.launch(*arrays, out)
-    monkeypatch.setattr(references, "_sdpa", out_of_memory)
+    monkeypatch.setattr(references, "sdpa_tensors", out_of_memory)
     with pytest.raises(MemoryError, match="64 GiB"):
         library.launch(*arrays, out)
-    monkeypatch.setattr(references, "_sdpa", breaks)
+    monkeypatch.setattr(references, "sdpa_tensors", breaks)
     with pytest.raises(RuntimeError, match="illegal memory access"):
         library.launch(*arrays, out)
     cudnn_error = RuntimeError("cuDNN Frontend error: no valid execution plan for this graph")
@@ -277,7 +277,7 @@ def test_a_pinned_backend_that_refuses_is_not_applicable(monkeypatch):
     assert not references.refused("EFFICIENT_ATTENTION", cudnn_error)
     assert not references.refused("CUDNN_ATTENTION", RuntimeError("CUDA error: cudnn kernel"))
     # the harness reports the refusal as unavailable, with the reason
-    monkeypatch.setattr(references, "_sdpa", refuses)
+    monkeypatch.setattr(references, "sdpa_tensors", refuses)
     case = timing.prepare(get_problem("attention"), (1, 2, 1, 17, 16))
     m = timing.measure(case, _as_run(library))
     assert m.status is timing.Status.UNAVAILABLE and "head dim 17" in m.error
