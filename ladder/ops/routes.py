@@ -120,9 +120,6 @@ def capturing() -> bool:
     return torch.cuda.is_current_stream_capturing()
 
 
-_nothing = contextlib.nullcontext
-
-
 @dataclass
 class _Choice:
     rung: Rung | None
@@ -180,11 +177,6 @@ class Operator:
         _note(route)
         return route
 
-    def route_for(self, key: Hashable) -> Route | None:
-        """The route already chosen for ``key``, or None before its first call."""
-        choice = self._chosen.get(key)
-        return None if choice is None else self._route(choice)
-
     def forget(self) -> None:
         """Drop every chosen route (the next call of each signature chooses again)."""
         self._chosen.clear()
@@ -237,7 +229,10 @@ def _launch_on(handle: int, launch: Callable[..., Any], args: list[Any], options
     if handle == fastcall.current_stream():
         launch(*args, **options)
         return
-    with fastcall.on_stream(handle), fastcall.capturing() if capturing() else _nothing():
+    with (
+        fastcall.on_stream(handle),
+        fastcall.capturing() if capturing() else contextlib.nullcontext(),
+    ):
         launch(*args, **options)
 
 
