@@ -77,7 +77,8 @@ def test_version_and_help(capsys):
     assert "--force" in text
 
 
-def test_a_run_in_the_simulator_shows_answers_not_speeds(capsys):
+def test_a_run_in_the_simulator_shows_answers_not_speeds(capsys, monkeypatch):
+    monkeypatch.delenv("COLUMNS", raising=False)  # an 80-column table would elide the units
     argv = ["run", "gemm", "--size", "2", "3", "4", "--rungs", "naive", "cpu-numpy", "cublas"]
     assert cli.main(argv) == 0
     captured = capsys.readouterr()

@@ -57,7 +57,8 @@ def test_a_correct_user_gemm_runs_beside_the_rungs(tmp_path):
     assert runs["naive"]["status"] == "ok" and runs["mine"]["shape"] == [5, 7, 9]
 
 
-def test_an_off_by_one_user_gemm_fails_and_names_its_file(tmp_path, capsys):
+def test_an_off_by_one_user_gemm_fails_and_names_its_file(tmp_path, capsys, monkeypatch):
+    monkeypatch.delenv("COLUMNS", raising=False)  # 80 columns would wrap the file's long path
     wrong = _write(tmp_path, "off_by_one.py", GEMM.format(stop=" - 1", decorator=""))
     code, runs = _run(tmp_path, wrong)
     assert code == 1
