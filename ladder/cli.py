@@ -669,6 +669,12 @@ def build_parser() -> argparse.ArgumentParser:
         help="results file (default: results/<gpu>-models.json on a GPU; in the simulator "
         "nothing is written without --out)",
     )
+    p.add_argument(
+        "--from-results",
+        metavar="FILE",
+        help="measure nothing: read this results file and draw its figures again (beside it)",
+    )
+    p.add_argument("--readme", help="also write this README's models block from the results")
     p.set_defaults(func=cmd_models)
 
     p = command("plot", "figures (PNG) of a results file: an overview, and one per problem")

@@ -520,7 +520,8 @@ def time_ms(
 ) -> list[float]:
     """Samples in ms of ``launch()`` timed as ``measure`` times a rung, for work that is not a
     rung (a model's forward, one of its layers): on a GPU, CUDA events after ``warmup`` calls,
-    each repeat after a head start and with the L2 flushed, ``before()`` (untimed) first; in
+    each repeat after a head start and with the L2 flushed, ``before()`` (untimed) before each
+    call, the warm-up's too (a step that accumulates gradients needs them zeroed); in
     the simulator, the host clock, once."""
     if device.simulator():
         return _time_host(launch, before, 1)
@@ -614,6 +615,7 @@ def _time_gpu(
     from numba import cuda
 
     for _ in range(warmup):
+        poison_all()  # as before every timed call: a launch may need it (zeroed gradients)
         launch()
     cuda.synchronize()
     start, end = cuda.event(), cuda.event()

@@ -18,6 +18,7 @@ COLORS = {
     "torch.compile": "#55a868",
     "torch.compile+graph": "#9ccfa9",
 }
+MIXED = "#8172b3"  # an operator that ran on a rung for some shapes and on PyTorch for others
 
 
 def _gpu(doc: dict[str, Any]) -> str:
@@ -75,12 +76,16 @@ def block_profile(doc: dict[str, Any], dtype: str, path: str | Path) -> Path:
     import matplotlib.pyplot as plt
 
     profiles = doc["block"][dtype]["profile"]
-    fig, axes = plt.subplots(1, len(profiles), figsize=(7 * len(profiles), 4.5), squeeze=False)
+    fig, axes = plt.subplots(
+        1, len(profiles), figsize=(7 * len(profiles), 4.5), squeeze=False, sharex=True
+    )
     unit = "CPU" if doc.get("simulated") else "GPU"
     for ax, (name, rows) in zip(axes[0], profiles.items(), strict=True):
-        labels = [r["name"][:48] for r in rows][::-1]
-        ax.barh(labels, [r["self_us"] / 1e3 for r in rows][::-1], color=COLORS[name])
-        ax.set_xlabel(f"self {unit} ms in one forward + backward")
+        rows = sorted(rows, key=lambda r: r["self_us"])
+        # positions, not labels: two kernels may share the first 48 characters of a name
+        ax.barh(range(len(rows)), [r["self_us"] / 1e3 for r in rows], color=COLORS[name])
+        ax.set_yticks(range(len(rows)), [r["name"][:48] for r in rows])
+        ax.set_xlabel(f"self {unit} ms, one forward + backward (operators, kernels)")
         ax.set_title(f"{name}: the block, {dtype}, {_gpu(doc)}")
         ax.tick_params(axis="y", labelsize=7)
     return report._save(fig, path, doc)
@@ -105,24 +110,32 @@ def figures(doc: dict[str, Any], folder: str | Path, stem: str) -> list[Path]:
 def routes_table(routes: dict[str, list[str]], path: str | Path, title: str) -> Path:
     """Which path each operator took, per dtype (``routes``: dtype -> the ``str(Route)``s of
     one run, as ``ladder models`` records them): a grid coloured by whether a rung or one of
-    ``ladder.ops``' kernels ran (blue) or PyTorch did (orange), the path written in each cell."""
+    ``ladder.ops``' kernels ran (blue), PyTorch did (orange) or each did for some shapes
+    (purple), the paths written in each cell."""
     import matplotlib.pyplot as plt
 
-    table: dict[str, dict[str, str]] = {}
+    table: dict[str, dict[str, set[str]]] = {}
     for dtype, found in routes.items():
         for line in found:
             op, _, rest = line.partition(": ")
-            table.setdefault(op.removeprefix("ladder::"), {})[dtype] = rest
+            if not rest.startswith("torch"):  # a rung's path; its "why" (times) left out
+                rest = rest.split(" (")[0]
+            table.setdefault(op.removeprefix("ladder::"), {}).setdefault(dtype, set()).add(rest)
     ops, dtypes = sorted(table), list(routes)
-    fig, ax = plt.subplots(figsize=(3.2 + 3.6 * len(dtypes), 0.9 + 0.42 * len(ops)))
+    fig, ax = plt.subplots(figsize=(3.2 + 3.6 * len(dtypes), 0.9 + 0.5 * len(ops)))
     for i, op in enumerate(ops):
         for j, dtype in enumerate(dtypes):
-            route = table[op].get(dtype)
-            if route is None:
+            paths = sorted(table[op].get(dtype, ()))
+            if not paths:
                 continue
-            color = COLORS["torch"] if route.startswith("torch") else COLORS["ladder"]
+            by_torch = [p.startswith("torch") for p in paths]
+            color = COLORS["torch"] if all(by_torch) else COLORS["ladder"]
+            if any(by_torch) and not all(by_torch):
+                color = MIXED
             ax.add_patch(plt.Rectangle((j, i), 0.96, 0.9, color=color, alpha=0.35))
-            text = route if len(route) <= 46 else route[:45] + "…"
+            text = "\n".join(p if len(p) <= 46 else p[:45] + "…" for p in paths[:2])
+            if len(paths) > 2:
+                text += f" (+{len(paths) - 2})"
             ax.text(j + 0.48, i + 0.45, text, ha="center", va="center", fontsize=7)
     ax.set_xlim(0, len(dtypes))
     ax.set_ylim(len(ops), 0)
@@ -131,7 +144,10 @@ def routes_table(routes: dict[str, list[str]], path: str | Path, title: str) -> 
     ax.xaxis.tick_top()
     ax.set_yticks([i + 0.45 for i in range(len(ops))])
     ax.set_yticklabels(ops)
-    ax.set_title(title + "  (blue: a rung or a ladder.ops kernel; orange: PyTorch)", fontsize=9)
+    ax.set_title(
+        title + "\n(blue: a rung or a ladder.ops kernel; orange: PyTorch; purple: both, by shape)",
+        fontsize=9,
+    )
     for side in ("right", "bottom"):
         ax.spines[side].set_visible(False)
     return report._save(fig, path, {})
