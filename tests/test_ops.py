@@ -54,6 +54,13 @@ CASES = {
         [(2, 4, 5, 16), (2, 1, 5, 16), (2, 1, 5, 16)],
     ),
     "conv2d": (ops.conv2d, F.conv2d, [(2, 3, 9, 8), (4, 3, 3, 3)]),
+    # odd H and W: the last row and column are dropped, and their gradient is 0
+    "relu-max-pool": (ops.relu_max_pool2d, lambda x: F.max_pool2d(F.relu(x), 2), [(2, 3, 7, 9)]),
+    "relu-max-pool-2x2": (
+        ops.relu_max_pool2d,
+        lambda x: F.max_pool2d(F.relu(x), 2),
+        [(1, 1, 2, 2)],
+    ),
 }
 
 
@@ -192,6 +199,8 @@ def test_routes_are_chosen_once_per_signature():
         (lambda: ops.conv2d(torch.ones(1, 2, 5, 5), torch.ones(3, 1, 3, 3)), "input channels"),
         (lambda: ops.conv2d(torch.ones(1, 1, 5, 5), torch.ones(3, 1, 6, 6)), "does not fit"),
         (lambda: ops.conv2d(torch.ones(1, 1, 5, 5), torch.ones(3, 1, 3, 2)), "square"),
+        (lambda: ops.relu_max_pool2d(torch.ones(3, 4, 4)), "x must be 4-D"),
+        (lambda: ops.relu_max_pool2d(torch.ones(1, 1, 1, 4)), "at least 2 x 2"),
     ],
 )
 def test_bad_arguments_are_named(call, message):
@@ -208,6 +217,7 @@ OPCHECK = {
     # q as the GPT block makes it, a transposed view: the fake's strides must be the real ones'
     "attention-strided": (torch.ops.ladder.attention, [(1, 3, 2, 8), (1, 2, 3, 8)], (True,)),
     "conv2d": (torch.ops.ladder.conv2d, [(1, 2, 5, 5), (3, 2, 3, 3)], ()),
+    "relu_max_pool2d": (torch.ops.ladder.relu_max_pool2d, [(2, 3, 5, 6)], ()),
 }
 
 
@@ -330,3 +340,85 @@ def test_meta_tensors_give_shapes_without_running_anything():
     assert ops.attention(q, kv, kv, causal=True).shape == q.shape
     out = ops.conv2d(torch.empty(2, 3, 9, 8, **meta), torch.empty(4, 3, 3, 3, **meta))
     assert out.shape == (2, 4, 7, 6) and out.device.type == "meta"
+
+
+def test_relu_max_pool_sends_the_gradient_to_the_first_maximum_above_zero():
+    """Ties and non-positive windows, where a pool's gradient has a choice to make: PyTorch's
+    (the first maximum in the window, nothing where the maximum is 0 or below)."""
+    x = torch.tensor([[[[1.0, 1.0], [0.5, 1.0]], [[-1.0, -2.0], [0.0, -3.0]]]], device=DEVICE)
+    x = x.repeat(1, 1, 1, 2).requires_grad_()  # windows (1, 1 | 0.5, 1) and (-1, -2 | 0, -3)
+    wide = x.detach().double().requires_grad_()
+    with ops.routes() as ran:
+        ops.relu_max_pool2d(x).sum().backward()
+    F.max_pool2d(F.relu(wide), 2).sum().backward()
+    assert torch.equal(x.grad.double(), wide.grad), ran
+    assert [r.path for r in ran] == ["ops/relu-max-pool", "ops/relu-max-pool-backward"]
+
+
+def test_benchmark_keeps_the_fastest_rung_and_says_by_how_much(monkeypatch):
+    """``ops.benchmark()`` times every rung that takes a signature and keeps the fastest;
+    here the times are a test's own (the lowest rung made the fastest), so the choice and
+    the answer it leaves in the output are checked without a GPU."""
+    import importlib
+
+    from ladder.ops import library
+
+    routes = importlib.import_module("ladder.ops.routes")  # ladder.ops.routes is the function
+    names = [r.name for r in library.SOFTMAX.candidates("float32")]
+    fake = iter(range(len(names), 0, -1))  # the top rung slowest, the last timed fastest
+    monkeypatch.setattr(routes, "time_rung", lambda run: (run(), float(next(fake)))[1])
+    x = _inputs([(3, 5)], torch.float32)[0]
+    previous = ops.benchmark(True)
+    try:
+        with ops.routes() as ran:
+            y = ops.softmax(x)
+            ops.softmax(x)  # the chosen route is kept: no second timing
+    finally:
+        assert ops.benchmark(previous) is True
+    assert ran[0] == ran[1] and ran[0].path == f"softmax/{names[-1]}"
+    assert f"fastest of {len(names)} timed: 1 ms; {names[0]} {len(names)} ms" == ran[0].why
+    assert _error(y, torch.softmax(x.double(), -1)) < TOLERANCE[torch.float32]
+    with ops.routes() as ran:  # benchmark(previous) forgot the routes: top-down again
+        ops.softmax(x)
+    assert ran[0].path == f"softmax/{names[0]}" and not ran[0].why
+
+
+@gpu_only
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16], ids=["float16", "bfloat16"])
+@pytest.mark.parametrize("layout", ["tn", "nt"])
+def test_wgmma_reads_a_transposed_operand_in_place(layout, dtype):
+    """GEMM rung 16's transposed entry points against float64, at tile multiples with more
+    than one tile each way (Hopper only: elsewhere the rung is unavailable)."""
+    from ladder.core.rung import get_rung
+    from ladder.gemm import r16_wgmma
+
+    why = get_rung("gemm", "wgmma").unavailable_reason()
+    if why:
+        pytest.skip(why)
+    m, n, k = 256, 512, 192
+    given = {"tn": [(k, m), (k, n)], "nt": [(m, k), (n, k)]}[layout]
+    x, y = _inputs(given, dtype, seed=5)
+    out = torch.full((m, n), float("nan"), device=DEVICE, dtype=dtype)
+    r16_wgmma.launch_transposed(x, y, out, layout)
+    expected = x.double().t() @ y.double() if layout == "tn" else x.double() @ y.double().t()
+    assert _error(out, expected) < 1e-2
+    off = x[:, :-8] if layout == "tn" else x[:-8]  # M = 248: not a multiple of 128
+    with pytest.raises(ValueError, match="multiples"):
+        r16_wgmma.launch_transposed(off.contiguous(), y, out[:-8], layout)
+
+
+@gpu_only
+def test_the_gemm_backward_reads_transposed_operands_in_place_on_hopper():
+    """At tile multiples on Hopper the two GEMMs of the backward read Bᵀ and Aᵀ where they lie
+    (the route says so); the gradients are checked against float64 either way."""
+    a, b = (t.requires_grad_() for t in _inputs([(128, 256), (256, 256)], torch.float16))
+    wide = [t.detach().double().requires_grad_() for t in (a, b)]
+    with ops.routes() as ran:
+        out = ops.matmul(a, b)
+        grad = torch.randn_like(out)
+        out.backward(grad)
+    (wide[0] @ wide[1]).backward(grad.double())
+    assert _error(a.grad, wide[0].grad) < 3e-3 and _error(b.grad, wide[1].grad) < 3e-3
+    in_place = {r.why for r in ran if "read in place" in r.why}
+    major, _ = torch.cuda.get_device_capability()
+    assert in_place == ({"Aᵀ read in place", "Bᵀ read in place"} if major == 9 else set()), ran

@@ -46,6 +46,7 @@ LADDER = SimpleNamespace(
     layer_norm=ladder_ops.layer_norm,
     attention=ladder_ops.attention,
     conv2d=ladder_ops.conv2d,
+    relu_max_pool2d=ladder_ops.relu_max_pool2d,
 )
 TORCH = SimpleNamespace(
     name="torch",
@@ -55,6 +56,7 @@ TORCH = SimpleNamespace(
     layer_norm=_layer_norm,
     attention=_attention,
     conv2d=F.conv2d,
+    relu_max_pool2d=lambda x: F.max_pool2d(F.relu(x), 2),
 )
 OPS = {"ladder": LADDER, "torch": TORCH}
 

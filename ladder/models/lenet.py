@@ -3,9 +3,9 @@ channel), whose two convolution layers are the conv ladder's ``CONV1`` and ``CON
 
 conv1 (4 filters, 7 x 7) → ReLU → 2 x 2 max pool → conv2 (16 filters, 7 x 7) → ReLU → 2 x 2
 max pool → flatten (16 x 17 x 17) → fully connected (``HIDDEN``) → ReLU → fully connected (10
-classes) → softmax. The convolutions, the fully connected layers and the softmax run on the
-ladder's operators (``ops="ladder"``) or PyTorch's (``ops="torch"``), with the same weights;
-the ReLUs and the pools are PyTorch's either way (the ladder has no pooling kernel).
+classes) → softmax. The convolutions, each ReLU + pool, the fully connected layers and the
+softmax run on the ladder's operators (``ops="ladder"``; ReLU + pool is one kernel of
+``ladder.ops.pool``) or PyTorch's (``ops="torch"``), with the same weights.
 
 ``layers()`` lists the steps by name, as the course reports its op times per layer; a forward
 is those steps in order. The weights are random (seeded): the check is that both sets of
@@ -77,9 +77,9 @@ class LeNet(nn.Module):
         ops = self.ops
         return [
             ("conv1", lambda x: ops.conv2d(x, self.conv1)),
-            ("relu+pool1", lambda x: F.max_pool2d(F.relu(x), 2)),
+            ("relu+pool1", ops.relu_max_pool2d),
             ("conv2", lambda x: ops.conv2d(x, self.conv2)),
-            ("relu+pool2", lambda x: F.max_pool2d(F.relu(x), 2)),
+            ("relu+pool2", ops.relu_max_pool2d),
             ("fc1+relu", lambda x: F.relu(ops.linear(x.flatten(1), self.fc1, self.fc1_bias))),
             ("fc2", lambda x: ops.linear(x, self.fc2, self.fc2_bias)),
             ("softmax", ops.softmax),

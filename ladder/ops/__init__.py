@@ -16,6 +16,8 @@ function        forward                          backward
 ``layer_norm``  layer norm rungs                 two kernels: dx per row; dγ, dβ per column
 ``attention``   attention rungs (GQA, causal)    PyTorch's SDPA backward (for now)
 ``conv2d``      conv rungs (stride 1, no pad)    PyTorch's convolution backward
+``relu_max_``   a kernel: ReLU and 2 x 2 max     a kernel: dy to each window's maximum
+``pool2d``      pool in one pass (``ops.pool``)  where it is above 0
 =============== ================================ =========================================
 
 Needs PyTorch 2.4 or later: ``pip install 'numba-ladder[ops]'``. Nothing else in ladder does.
@@ -42,9 +44,10 @@ from ladder.ops.library import (
     layer_norm_op,
     linear_gelu_op,
     matmul_op,
+    relu_max_pool2d_op,
     softmax_op,
 )
-from ladder.ops.routes import Route, routes
+from ladder.ops.routes import SETTINGS, Route, routes
 
 ACTIVATIONS = (None, "gelu")
 
@@ -175,6 +178,16 @@ def conv2d(x: torch.Tensor, w: torch.Tensor) -> torch.Tensor:
     return conv2d_op(x, w)
 
 
+def relu_max_pool2d(x: torch.Tensor) -> torch.Tensor:
+    """``F.max_pool2d(F.relu(x), 2)`` for ``x`` (B, C, H, W) in one pass (the last row or
+    column dropped where H or W is odd), as the course's network pools each convolution."""
+    _tensor(x, "x")
+    _ndim(x, "x", 4, "(B, C, H, W)")
+    if x.shape[2] < 2 or x.shape[3] < 2:
+        raise ValueError(f"x must be at least 2 x 2 to pool, got {tuple(x.shape)}")
+    return relu_max_pool2d_op(x)
+
+
 def forget_routes() -> None:
     """Choose every operator's route again at its next call (after the GPU, the registry or
     the environment changed)."""
@@ -182,14 +195,29 @@ def forget_routes() -> None:
         operator.forget()
 
 
+def benchmark(enabled: bool = True) -> bool:
+    """Choose each signature's route by time (``enabled``) or top-down (the default), and
+    forget the routes chosen so far; returns the previous setting. By time, the first call of
+    a signature runs and times every rung that takes it and keeps the fastest (the route's
+    ``why`` gives the times), as ``torch.backends.cudnn.benchmark`` does for cuDNN: worth it
+    where a model calls a few shapes many times, and the top rung is not the fastest at every
+    shape (a GEMM rung's large tiles leave most SMs idle on a small output)."""
+    previous = SETTINGS.benchmark
+    SETTINGS.benchmark = bool(enabled)
+    forget_routes()
+    return previous
+
+
 __all__ = [
     "Route",
     "attention",
+    "benchmark",
     "conv2d",
     "forget_routes",
     "layer_norm",
     "linear",
     "matmul",
+    "relu_max_pool2d",
     "routes",
     "softmax",
 ]

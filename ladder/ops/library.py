@@ -14,8 +14,9 @@ import torch.nn.functional as F
 
 from ladder.attention.references import sdpa_tensors
 from ladder.fused.problem import LAYERNORM_EPS
-from ladder.ops import backward
-from ladder.ops.routes import Operator, run_kernel, torch_route
+from ladder.gemm import r16_wgmma
+from ladder.ops import backward, pool
+from ladder.ops.routes import Operator, run_entry, run_kernel, torch_route, unsupported
 
 GEMM = Operator("ladder::matmul", "gemm")
 LINEAR_GELU = Operator("ladder::linear_gelu", "gemm-epilogue")
@@ -78,12 +79,43 @@ def _matmul_setup(ctx: Any, inputs: tuple, output: torch.Tensor) -> None:
     ctx.save_for_backward(*inputs)
 
 
+def _in_place(layout: str, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor | None:
+    """Aᵀ·B (``layout="tn"``, ``x`` = A) or A·Bᵀ (``"nt"``, ``y`` = B) on GEMM rung 16,
+    the transposed operand read where it lies (``r16_wgmma.launch_transposed``): where that
+    rung is available here and takes these sizes; else None, and the caller copies."""
+    rung = next((r for r in GEMM.candidates(str(x.dtype)[6:]) if r.name == "wgmma"), None)
+    if rung is None or rung.unavailable_reason() or unsupported(x) or unsupported(y):
+        return None
+    m = x.shape[1] if layout == "tn" else x.shape[0]
+    n = y.shape[1] if layout == "tn" else y.shape[0]
+    out = x.new_empty((m, n))
+    why = ("Aᵀ" if layout == "tn" else "Bᵀ") + " read in place"
+    try:
+        run_entry(GEMM.op, rung, r16_wgmma.launch_transposed, (x, y, out), why, layout=layout)
+    except ValueError:  # sizes off the tiles, a misaligned view: the copy path
+        return None
+    return out
+
+
+def _gemm_grads(
+    a: torch.Tensor, b: torch.Tensor, grad: torch.Tensor, needs: tuple[bool, ...]
+) -> tuple[torch.Tensor | None, torch.Tensor | None]:
+    """dA = dC·Bᵀ and dB = Aᵀ·dC for C = A·B (each where ``needs`` says): the transposed
+    operand read in place where GEMM rung 16 takes it, else copied and multiplied by the
+    operator (``ladder::matmul``: its own route)."""
+    grad_a = grad_b = None
+    if needs[0]:
+        grad_a = _in_place("nt", grad, b)
+        grad_a = matmul_op(grad, _t(b)) if grad_a is None else grad_a
+    if needs[1]:
+        grad_b = _in_place("tn", a, grad)
+        grad_b = matmul_op(_t(a), grad) if grad_b is None else grad_b
+    return grad_a, grad_b
+
+
 def _matmul_backward(ctx: Any, grad: torch.Tensor) -> tuple:
     a, b = ctx.saved_tensors
-    grad = grad.contiguous()
-    grad_a = matmul_op(grad, _t(b)) if ctx.needs_input_grad[0] else None  # dA = dC @ Bᵀ
-    grad_b = matmul_op(_t(a), grad) if ctx.needs_input_grad[1] else None  # dB = Aᵀ @ dC
-    return grad_a, grad_b
+    return _gemm_grads(a, b, grad.contiguous(), ctx.needs_input_grad)
 
 
 matmul_op.register_autograd(_matmul_backward, setup_context=_matmul_setup)
@@ -139,8 +171,7 @@ def _linear_gelu_backward(ctx: Any, grad: torch.Tensor) -> tuple:
     # the backward reaches it
     pre = matmul_op(x, w) + bias
     dpre = gelu_backward_op(pre, grad.contiguous())
-    grad_x = matmul_op(dpre, _t(w)) if ctx.needs_input_grad[0] else None
-    grad_w = matmul_op(_t(x), dpre) if ctx.needs_input_grad[1] else None
+    grad_x, grad_w = _gemm_grads(x, w, dpre, ctx.needs_input_grad)
     grad_bias = dpre.sum(0) if ctx.needs_input_grad[2] else None
     return grad_x, grad_w, grad_bias
 
@@ -352,3 +383,70 @@ def _conv2d_backward(ctx: Any, grad: torch.Tensor) -> tuple:
 
 
 conv2d_op.register_autograd(_conv2d_backward, setup_context=_conv2d_setup)
+
+
+# --- ReLU + 2 x 2 max pool (the course's network's other layer) -------------------------
+
+
+def _pool_launch(launch: Any, height: int, width: int) -> Any:
+    """``launch`` with the input's height and width given: the pool kernels take the planes
+    flattened into 1-D arrays (views of the contiguous tensors)."""
+    return lambda *arrays: launch(*arrays, height, width)
+
+
+@torch.library.custom_op("ladder::relu_max_pool2d", mutates_args=())
+def relu_max_pool2d_op(x: torch.Tensor) -> torch.Tensor:
+    x = x.contiguous()
+    out = x.new_empty((*x.shape[:2], x.shape[2] // 2, x.shape[3] // 2))
+
+    def in_torch() -> None:
+        out.copy_(F.max_pool2d(F.relu(x), 2))
+
+    launch = _pool_launch(pool.relu_max_pool, x.shape[2], x.shape[3])
+    tensors = (x.view(-1), out.view(-1))
+    run_kernel("ladder::relu_max_pool2d", "relu-max-pool", tensors, launch, in_torch)
+    return out
+
+
+@relu_max_pool2d_op.register_fake
+def _(x: torch.Tensor) -> torch.Tensor:
+    return x.new_empty((*x.shape[:2], x.shape[2] // 2, x.shape[3] // 2))
+
+
+@torch.library.custom_op("ladder::relu_max_pool2d_backward", mutates_args=())
+def relu_max_pool2d_backward_op(x: torch.Tensor, grad: torch.Tensor) -> torch.Tensor:
+    x, grad = x.contiguous(), grad.contiguous()
+    odd = x.shape[2] % 2 or x.shape[3] % 2  # a row or column no window covers: its gradient 0
+    out = x.new_zeros(x.shape) if odd else _like(x)
+
+    def in_torch() -> None:  # the gradient to each window's (first) maximum, where above 0
+        y, where = F.max_pool2d(F.relu(x), 2, return_indices=True)
+        flat = out.zero_().view(out.shape[0] * out.shape[1], -1)
+        g = torch.where(y > 0, grad, torch.zeros_like(grad))
+        flat.scatter_(1, where.view(flat.shape[0], -1), g.reshape(flat.shape[0], -1))
+
+    launch = _pool_launch(pool.relu_max_pool_backward, x.shape[2], x.shape[3])
+    tensors = (x.view(-1), grad.view(-1), out.view(-1))
+    run_kernel(
+        "ladder::relu_max_pool2d_backward", "relu-max-pool-backward", tensors, launch, in_torch
+    )
+    return out
+
+
+@relu_max_pool2d_backward_op.register_fake
+def _(x: torch.Tensor, grad: torch.Tensor) -> torch.Tensor:
+    return _like(x)
+
+
+def _relu_max_pool2d_setup(ctx: Any, inputs: tuple, output: torch.Tensor) -> None:
+    ctx.save_for_backward(inputs[0])
+
+
+def _relu_max_pool2d_backward(ctx: Any, grad: torch.Tensor) -> torch.Tensor:
+    (x,) = ctx.saved_tensors
+    return relu_max_pool2d_backward_op(x, grad)
+
+
+relu_max_pool2d_op.register_autograd(
+    _relu_max_pool2d_backward, setup_context=_relu_max_pool2d_setup
+)

@@ -10,6 +10,12 @@ sizes its ladder is measured at; where it is not for this GPU (wgmma on an A100)
 (a head dimension past a tile), a lower one runs, and ``Operator.skip`` passes over a rung
 that takes an input a lower one is known to do faster.
 
+With ``benchmark(True)`` (``torch.backends.cudnn.benchmark``'s idea) the first call of a
+signature instead runs every rung that takes the input, times each on the call's own tensors
+(CUDA events, the median of ``BENCHMARK_REPEATS``), and keeps the fastest; its route says by
+how much it beat the top rung. ``Operator.skip`` does not apply there: the times decide. In
+the simulator the times are the host's and mean nothing; the path is the same.
+
 ``routes()`` records the route of every call made inside it, in any thread (autograd runs a
 CUDA backward in threads of its own), so a user can see which path ran. On a GPU the rungs get
 the CUDA tensors themselves, on PyTorch's current stream, so ``torch.cuda.graph`` captures
@@ -30,12 +36,21 @@ from ladder.core import device, fastcall
 from ladder.core.rung import NotApplicable, Rung, rungs
 
 TORCH = "torch"  # the path of a call that PyTorch's own operator ran
+BENCHMARK_REPEATS = 5  # timed calls per rung when choosing by time
+
+
+class _Settings:
+    benchmark = False  # choose each signature's route by timing every rung that takes it
+
+
+SETTINGS = _Settings()
 
 
 @dataclass(frozen=True)
 class Route:
     """The path one call took: ``op`` (``ladder::softmax``), ``path`` (a rung's key such as
-    ``softmax/rows-in-registers``, or ``torch``) and, for PyTorch, ``why`` no rung took it."""
+    ``softmax/rows-in-registers``, or ``torch``) and ``why``: for PyTorch, why no rung took
+    it; for a rung chosen by time (``benchmark``), its time and the top rung's."""
 
     op: str
     path: str
@@ -173,7 +188,8 @@ class Operator:
             fallback()
             route = self._route(choice)
         else:
-            route = self._run(choice.rung, tensors, out, options)
+            self._run(choice.rung, tensors, out, options)
+            route = self._route(choice)
         _note(route)
         return route
 
@@ -184,7 +200,7 @@ class Operator:
     def _route(self, choice: _Choice) -> Route:
         if choice.rung is None:
             return Route(self.op, TORCH, choice.why)
-        return Route(self.op, choice.rung.key)
+        return Route(self.op, choice.rung.key, choice.why)
 
     def _run(self, rung: Rung, tensors: tuple[Any, ...], out: Any, options: dict) -> Route:
         _launch_on(_stream(out), rung.launch, views(*tensors, out), options)
@@ -203,9 +219,10 @@ class Operator:
         candidates = [] if reasons else self.candidates(dtype)
         if not reasons and not candidates:
             reasons.append(f"no {self.problem} rung supports {dtype}")
+        timed: list[tuple[float, int, Rung]] = []  # (ms, rank from the top, rung)
         for r in candidates:
             why = r.unavailable_reason()
-            if why is None and r.name in self.skip:
+            if why is None and r.name in self.skip and not SETTINGS.benchmark:
                 why = self.skip[r.name](*tensors)
             if why is not None:
                 reasons.append(f"{r.name}: {why}")
@@ -215,11 +232,50 @@ class Operator:
             except (ValueError, NotApplicable) as err:
                 reasons.append(f"{r.name}: {err}")
                 continue
-            choice = self._chosen[key] = _Choice(r, "")
+            if not SETTINGS.benchmark:
+                choice = self._chosen[key] = _Choice(r, "")
+                return choice
+            timed.append(
+                (time_rung(lambda r=r: self._run(r, tensors, out, options)), len(timed), r)
+            )
+        if timed:
+            ms, _, best = min(timed)
+            self._run(best, tensors, out, options)  # ``out`` is the chosen rung's answer
+            top_ms, _, top = timed[0]
+            why = f"fastest of {len(timed)} timed: {ms:.3g} ms"
+            if best is not top:
+                why += f"; {top.name} {top_ms:.3g} ms"
+            choice = self._chosen[key] = _Choice(best, why)
             return choice
         fallback()
         choice = self._chosen[key] = _Choice(None, "; ".join(reasons))
         return choice
+
+
+def time_rung(run: Callable[[], Any], repeats: int = BENCHMARK_REPEATS) -> float:
+    """The median ms of ``run()`` (after the one call that chose it, so compiled): CUDA events
+    on PyTorch's current stream; in the simulator one call on the host's clock (its times
+    mean nothing, and each call is slow)."""
+    import statistics
+    import time
+
+    if device.simulator():
+        start = time.perf_counter()
+        run()
+        return (time.perf_counter() - start) * 1e3
+    import torch
+
+    samples = []
+
+    run()  # a warm-up: the first call compiled and chose
+    for _ in range(repeats):
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        start.record()
+        run()
+        end.record()
+        end.synchronize()
+        samples.append(start.elapsed_time(end))
+    return statistics.median(samples)
 
 
 def _launch_on(handle: int, launch: Callable[..., Any], args: list[Any], options: dict) -> None:
@@ -256,6 +312,24 @@ def run_kernel(
     else:
         fallback()
         route = Route(op, TORCH, why)
+    _note(route)
+    return route
+
+
+def run_entry(
+    op: str,
+    rung: Rung,
+    launch: Callable[..., Any],
+    tensors: tuple[Any, ...],
+    why: str,
+    **options: Any,
+) -> Route:
+    """Run ``launch`` (an entry point of ``rung`` other than its ``launch``, such as GEMM rung
+    16's ``launch_transposed``) on ``tensors`` (inputs, then the output, on the GPU) with
+    ``options``, on the output's stream, and record it as ``rung``'s route with ``why``. A
+    ``ValueError`` of the launcher (it does not take these) propagates, nothing recorded."""
+    _launch_on(_stream(tensors[-1]), launch, views(*tensors), options)
+    route = Route(op, rung.key, why)
     _note(route)
     return route
 
