@@ -2,7 +2,10 @@
 // C = A @ B, A (M x K) and B (K x N) row-major half (or bfloat16), FP32 accumulation, C in
 // the inputs' type. Two entry points, wgmma_tma (half) and wgmma_tma_bf16, share one template.
 // Build for sm_90a: wgmma and setmaxnreg exist only there. The launcher pads M to a multiple
-// of 128, N of 256 and K of 64, and passes two tensor maps made on the host.
+// of 128, N of 256 and K of 64, and passes two tensor maps made on the host. Two more entry
+// points per type read an operand transposed where it lies (wgmma reads 16-bit operands in
+// either major order): *_tn, C = A^T B with A given K x M; *_nt, C = A B^T with B given N x K
+// (ladder.ops' GEMM backward, dB = A^T dC and dA = dC B^T, with no transposing copy).
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
@@ -16,6 +19,8 @@ constexpr int B_CHUNK_BYTES = BK * B_CHUNK * 2;  // 8 KB: 64 rows (k) of 128 byt
 constexpr int B_BYTES = BK * BN * 2;        // 32 KB: BN / 64 = 4 chunks
 constexpr int STAGE_BYTES = A_BYTES + B_BYTES;  // 48 KB
 constexpr int GROUP_M = 8;                  // block-row groups for L2 reuse (see below)
+constexpr int A_CHUNK = 64;                 // _tn: rows of A^T (columns of the given A) per copy
+constexpr int A_CHUNK_BYTES = BK * A_CHUNK * 2;  // 8 KB: 64 rows (k) of 128 bytes
 #ifndef B_LBO
 #define B_LBO B_CHUNK_BYTES  // B descriptor: bytes between 64-column chunks
 #endif
@@ -75,19 +80,21 @@ __device__ static inline unsigned long long desc(unsigned addr, unsigned lbo, un
          ((unsigned long long)((sbo & 0x3FFFF) >> 4) << 32) | (1ull << 62);
 }
 
-// D (64 x 256, FP32, 128 registers per thread) += A (64 x 16, K-major) * B (16 x 256,
-// N-major: the last immediate, imm-trans-b = 1, reads B's tile as it lies in row-major B)
+// D (64 x 256, FP32, 128 registers per thread) += A (64 x 16) * B (16 x 256). The last two
+// immediates say each operand's major order: imm-trans-a = TA (0: K-major, as row-major A
+// lies; 1: M-major, as A^T lies), imm-trans-b = TB (1: N-major, as row-major B lies; 0:
+// K-major, as B^T lies).
 template <typename T> struct IsHalf { static constexpr bool value = false; };
 template <> struct IsHalf<half> { static constexpr bool value = true; };
 
-template <typename T>
+template <typename T, int TA, int TB>
 __device__ static inline void wgmma_m64n256k16(float* d, unsigned long long da,
                                                unsigned long long db) {
   if constexpr (IsHalf<T>::value) {
     asm volatile(
         "wgmma.mma_async.sync.aligned.m64n256k16.f32.f16.f16\n"
         "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, %64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, %80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95, %96, %97, %98, %99, %100, %101, %102, %103, %104, %105, %106, %107, %108, %109, %110, %111, %112, %113, %114, %115, %116, %117, %118, %119, %120, %121, %122, %123, %124, %125, %126, %127},\n"
-        " %128, %129, 1, 1, 1, 0, 1;\n"
+        " %128, %129, 1, 1, 1, %130, %131;\n"
         : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]),
           "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),
           "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]),
@@ -120,12 +127,12 @@ __device__ static inline void wgmma_m64n256k16(float* d, unsigned long long da,
           "+f"(d[116]), "+f"(d[117]), "+f"(d[118]), "+f"(d[119]),
           "+f"(d[120]), "+f"(d[121]), "+f"(d[122]), "+f"(d[123]),
           "+f"(d[124]), "+f"(d[125]), "+f"(d[126]), "+f"(d[127])
-        : "l"(da), "l"(db));
+        : "l"(da), "l"(db), "n"(TA), "n"(TB));
   } else {
     asm volatile(
         "wgmma.mma_async.sync.aligned.m64n256k16.f32.bf16.bf16\n"
         "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, %64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, %80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95, %96, %97, %98, %99, %100, %101, %102, %103, %104, %105, %106, %107, %108, %109, %110, %111, %112, %113, %114, %115, %116, %117, %118, %119, %120, %121, %122, %123, %124, %125, %126, %127},\n"
-        " %128, %129, 1, 1, 1, 0, 1;\n"
+        " %128, %129, 1, 1, 1, %130, %131;\n"
         : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]),
           "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),
           "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]),
@@ -158,7 +165,7 @@ __device__ static inline void wgmma_m64n256k16(float* d, unsigned long long da,
           "+f"(d[116]), "+f"(d[117]), "+f"(d[118]), "+f"(d[119]),
           "+f"(d[120]), "+f"(d[121]), "+f"(d[122]), "+f"(d[123]),
           "+f"(d[124]), "+f"(d[125]), "+f"(d[126]), "+f"(d[127])
-        : "l"(da), "l"(db));
+        : "l"(da), "l"(db), "n"(TA), "n"(TB));
   }
 }
 
@@ -179,7 +186,8 @@ __device__ static inline void wgmma_wait() {
   asm volatile("wgmma.wait_group.sync.aligned %0;" ::"n"(N) : "memory");
 }
 
-template <typename T>
+// A_T: A given transposed (K x M, so M-major tiles); B_T: B given transposed (N x K, K-major)
+template <typename T, bool A_T, bool B_T>
 __device__ __forceinline__ void wgmma_gemm(const TensorMap& tmA, const TensorMap& tmB,
                                            T* __restrict__ C, int M, int N, int K) {
   extern __shared__ unsigned char smem_raw[];
@@ -220,10 +228,20 @@ __device__ __forceinline__ void wgmma_gemm(const TensorMap& tmA, const TensorMap
         const unsigned bar = smem_addr(&full[s]);
         const unsigned sa = smem0 + s * STAGE_BYTES, sb = sa + A_BYTES;
         mbar_expect_tx(bar, STAGE_BYTES);
-        tma_load(sa, &tmA, bar, kt * BK, m0);  // coordinates innermost first: (k, m)
+        if constexpr (A_T) {  // A^T's tile as 64-column chunks of the given K x M matrix
 #pragma unroll
-        for (int j = 0; j < BN / B_CHUNK; ++j)
-          tma_load(sb + j * B_CHUNK_BYTES, &tmB, bar, n0 + j * B_CHUNK, kt * BK);  // (n, k)
+          for (int j = 0; j < BM / A_CHUNK; ++j)
+            tma_load(sa + j * A_CHUNK_BYTES, &tmA, bar, m0 + j * A_CHUNK, kt * BK);  // (m, k)
+        } else {
+          tma_load(sa, &tmA, bar, kt * BK, m0);  // coordinates innermost first: (k, m)
+        }
+        if constexpr (B_T) {  // B^T's tile: 256 rows (n) of 64 k, as A's tile lies
+          tma_load(sb, &tmB, bar, kt * BK, n0);  // (k, n)
+        } else {
+#pragma unroll
+          for (int j = 0; j < BN / B_CHUNK; ++j)
+            tma_load(sb + j * B_CHUNK_BYTES, &tmB, bar, n0 + j * B_CHUNK, kt * BK);  // (n, k)
+        }
       }
     }
   } else {
@@ -235,6 +253,8 @@ __device__ __forceinline__ void wgmma_gemm(const TensorMap& tmA, const TensorMap
     for (int kt = 0; kt < k_tiles; ++kt) {
       const int s = kt % STAGES;
       mbar_wait(smem_addr(&full[s]), (kt / STAGES) & 1);
+      // this warpgroup's 64 rows of A: 64 rows of 128 bytes, or (A_T) one 8 KB chunk
+      static_assert(64 * 128 == A_CHUNK_BYTES, "a consumer's part of A is 8 KB either way");
       const unsigned sa = smem0 + s * STAGE_BYTES + c * 64 * 128, sb = smem0 + s * STAGE_BYTES + A_BYTES;
       wgmma_fence();
 #pragma unroll
@@ -242,8 +262,13 @@ __device__ __forceinline__ void wgmma_gemm(const TensorMap& tmA, const TensorMap
         // A: K-major, 128-byte rows, 8-row swizzle atoms 1024 bytes apart (SBO); a k16 step
         // is 32 bytes along the row. B: N-major chunks of 64 columns, BK * 128 bytes apart
         // (LBO), 8 k-rows per atom, atoms 1024 bytes apart (SBO); a k16 step is 16 rows.
-        wgmma_m64n256k16<T>(d, desc(sa + kk * 32, 16, 1024),
-                         desc(sb + kk * 16 * 128, B_LBO, B_SBO));
+        // Transposed operands swap the two layouts: A^T's chunk is laid out as B's chunks
+        // are (a k16 step is 16 rows), B^T's tile as A's (a k16 step is 32 bytes).
+        const unsigned long long da = A_T ? desc(sa + kk * 16 * 128, A_CHUNK_BYTES, 1024)
+                                          : desc(sa + kk * 32, 16, 1024);
+        const unsigned long long db = B_T ? desc(sb + kk * 32, 16, 1024)
+                                          : desc(sb + kk * 16 * 128, B_LBO, B_SBO);
+        wgmma_m64n256k16<T, A_T ? 1 : 0, B_T ? 0 : 1>(d, da, db);
       }
       wgmma_commit();
       wgmma_wait<1>();  // the previous tile's MMAs are done: release its stage
@@ -267,14 +292,16 @@ __device__ __forceinline__ void wgmma_gemm(const TensorMap& tmA, const TensorMap
   }
 }
 
-extern "C" __global__ void __launch_bounds__(THREADS, 1)
-wgmma_tma(const __grid_constant__ TensorMap tmA, const __grid_constant__ TensorMap tmB,
-          half* __restrict__ C, int M, int N, int K) {
-  wgmma_gemm<half>(tmA, tmB, C, M, N, K);
-}
+#define ENTRY(name, T, A_T, B_T)                                                            \
+  extern "C" __global__ void __launch_bounds__(THREADS, 1)                                  \
+  name(const __grid_constant__ TensorMap tmA, const __grid_constant__ TensorMap tmB,        \
+       T* __restrict__ C, int M, int N, int K) {                                            \
+    wgmma_gemm<T, A_T, B_T>(tmA, tmB, C, M, N, K);                                          \
+  }
 
-extern "C" __global__ void __launch_bounds__(THREADS, 1)
-wgmma_tma_bf16(const __grid_constant__ TensorMap tmA, const __grid_constant__ TensorMap tmB,
-               __nv_bfloat16* __restrict__ C, int M, int N, int K) {
-  wgmma_gemm<__nv_bfloat16>(tmA, tmB, C, M, N, K);
-}
+ENTRY(wgmma_tma, half, false, false)
+ENTRY(wgmma_tma_bf16, __nv_bfloat16, false, false)
+ENTRY(wgmma_tma_tn, half, true, false)
+ENTRY(wgmma_tma_tn_bf16, __nv_bfloat16, true, false)
+ENTRY(wgmma_tma_nt, half, false, true)
+ENTRY(wgmma_tma_nt_bf16, __nv_bfloat16, false, true)

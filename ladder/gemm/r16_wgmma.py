@@ -20,6 +20,7 @@ are ordered in groups of 8 block rows for L2 reuse. The epilogue writes half (or
 straight from registers. BFloat16, float32's exponent range with 8 significant bits, is the
 same template with ``.bf16`` operands. Edges: M, N, K padded to 128, 256, 64; compute
 capability 9.0 exactly (sm_90a code is not forward compatible), else the rung is unavailable.
+``launch_transposed`` runs the same template on Aᵀ or Bᵀ as they lie (``ladder.ops``' backward).
 Why: below this rung each warp loads its own fragments (``ldmatrix``) and issues small
 synchronous multiplies; on Hopper those loads, the address arithmetic and the copies compete
 with the math for the warps' issue slots. A microbenchmark with constant operands (upper
@@ -49,7 +50,7 @@ from typing import Any
 import numpy as np
 
 from ladder.core import cuda_cpp
-from ladder.core.fastcall import intake
+from ladder.core.fastcall import PlanCache, intake
 from ladder.core.rung import rung
 from ladder.gemm.tensor_core import TensorMapLaunch, TiledLauncher, operand_dtype
 
@@ -72,11 +73,26 @@ def _libcuda() -> Any:
     return lib
 
 
+def _bind_context(pointer: int) -> None:
+    """Make the CUDA context of ``pointer``'s device current in this thread, if none is:
+    ``cuTensorMapEncodeTiled`` fails without one (CUresult 201), and a thread that has made
+    no CUDA runtime call yet has none (autograd's backward thread, when a rung's launch is
+    its first CUDA work)."""
+    current = ctypes.c_void_p()
+    if _libcuda().cuCtxGetCurrent(ctypes.byref(current)) == 0 and current.value:
+        return
+    import cupy
+
+    device = cupy.cuda.runtime.pointerGetAttributes(pointer).device
+    cupy.cuda.runtime.setDevice(device)  # binds the device's primary context to this thread
+
+
 def tensor_map(
     pointer: int, rows: int, cols: int, box_rows: int, box_cols: int, dtype: str = "float16"
 ) -> np.ndarray:
     """A 2-D tensor map of a row-major 2-byte matrix (float16 or bfloat16), 128-byte swizzled
     boxes of box_rows x box_cols, as one 128-byte NumPy record that CuPy passes by value."""
+    _bind_context(pointer)
     storage = np.zeros(128 + 64, np.uint8)  # the driver wants the map 64-byte aligned
     offset = (-storage.ctypes.data) % 64
     out = storage[offset : offset + 128]
@@ -118,6 +134,54 @@ def kernel_for(m: int, n: int, k: int, dtype: str) -> Any:
 
 
 LAUNCHER = TiledLauncher((BM, BN, BK), kernel_for)
+
+
+def _transposed_for(m: int, n: int, k: int, dtype: str, layout: str) -> TensorMapLaunch:
+    """``wgmma_tma_<layout>``'s launch for tile-multiple M, N, K (``launch_transposed``)."""
+    kernel = SOURCE.kernel(f"wgmma_tma_{layout}" + ("_bf16" if dtype == "bfloat16" else ""))
+    if kernel.max_dynamic_shared_size_bytes < SMEM_BYTES:
+        kernel.max_dynamic_shared_size_bytes = SMEM_BYTES
+
+    def maps(a: int, b: int) -> tuple[np.ndarray, np.ndarray]:
+        if layout == "tn":  # A given K x M: boxes of 64 k-rows x 64 of its columns
+            return tensor_map(a, k, m, BK, 64, dtype), tensor_map(b, k, n, BK, 64, dtype)
+        # "nt": B given N x K: boxes of 256 n-rows x 64 k, as A's tiles
+        return tensor_map(a, m, k, BM, 64, dtype), tensor_map(b, n, k, BN, 64, dtype)
+
+    scalars = (np.int32(m), np.int32(n), np.int32(k))
+    blocks = (m // BM) * (n // BN)
+    return TensorMapLaunch(kernel, (blocks,), (THREADS,), SMEM_BYTES, maps, scalars)
+
+
+TRANSPOSED = PlanCache(_transposed_for)
+
+
+def launch_transposed(A: Any, B: Any, C: Any, layout: str) -> Any:
+    """C = Aᵀ·B (``layout="tn"``: A given K x M) or A·Bᵀ (``"nt"``: B given N x K), the
+    transposed operand read where it lies: ``wgmma`` takes 16-bit operands in either major
+    order, so only the tensor map and the shared-memory descriptor change (``r16_wgmma.cu``).
+    For ``ladder.ops``' GEMM backward (dB = Aᵀ·dC, dA = dC·Bᵀ). Takes tile-multiple sizes (M
+    of 128, N of 256, K of 64), 16-byte-aligned C-contiguous operands and a given C; raises
+    ValueError otherwise (the caller copies the operand and calls ``launch``)."""
+    if layout not in ("tn", "nt"):
+        raise ValueError(f"layout must be 'tn' or 'nt', got {layout!r}")
+    a, b, c = intake(A, "A"), intake(B, "B"), intake(C, "C")
+    dtype = operand_dtype(a, ("float16", "bfloat16"))
+    for op in (a, b, c):
+        if op.ndim != 2 or not op.contiguous or op.dtype != dtype:
+            raise ValueError(f"{op.name} must be a C-contiguous 2-D {dtype} array")
+    if layout == "tn":  # A is K x M, B is K x N
+        (k, m), (k2, n) = a.shape, b.shape
+    else:  # A is M x K, B is N x K
+        (m, k), (n, k2) = a.shape, b.shape
+    if k != k2:
+        raise ValueError(f"inner dimensions differ: {layout} with A {a.shape} and B {b.shape}")
+    if c.shape != (m, n):
+        raise ValueError(f"C must have shape {(m, n)}, got {c.shape}")
+    if m % BM or n % BN or k % BK or min(op.align for op in (a, b, c)) < 16:
+        raise ValueError(f"M, N, K must be multiples of {BM}, {BN}, {BK}, operands 16-byte aligned")
+    TRANSPOSED(m, n, k, dtype, layout)(a.ptr, b.ptr, c.ptr)
+    return c.obj
 
 
 @rung(
