@@ -422,3 +422,32 @@ def test_the_gemm_backward_reads_transposed_operands_in_place_on_hopper():
     in_place = {r.why for r in ran if "read in place" in r.why}
     major, _ = torch.cuda.get_device_capability()
     assert in_place == ({"Aᵀ read in place", "Bᵀ read in place"} if major == 9 else set()), ran
+
+
+def test_the_gemm_backward_asks_the_registry_for_a_transposed_entry(monkeypatch):
+    """The backward reads Aᵀ and Bᵀ in place through the highest rung that offers
+    ``Rung.transposed`` and takes the sizes (here a stand-in rung, so the path runs without
+    Hopper); one that refuses (ValueError) leaves the copy path, and the route says which."""
+    from types import SimpleNamespace
+
+    from ladder.ops import library
+
+    refuse = False
+
+    def transposed(a, b, c, layout):  # on what a launcher gets: simulator arrays, or tensors
+        if refuse:
+            raise ValueError("not these sizes")
+        a, b = (x.copy_to_host() if hasattr(x, "copy_to_host") else x for x in (a, b))
+        c[:] = a.T @ b if layout == "tn" else a @ b.T
+
+    fake = SimpleNamespace(key="gemm/fake", transposed=transposed, unavailable_reason=lambda: None)
+    monkeypatch.setattr(library, "_transposed_rungs", lambda dtype: [fake])
+    a, b, grad = _inputs([(5, 7), (7, 3), (5, 3)], torch.float32)
+    for refuse in (False, True):
+        with ops.routes() as ran:
+            grad_a, grad_b = library._gemm_grads(a, b, grad, (True, True))
+        assert _error(grad_a, grad.double() @ b.double().t()) < 2e-5
+        assert _error(grad_b, a.double().t() @ grad.double()) < 2e-5
+        in_place = sorted(r.why for r in ran if r.path == "gemm/fake")
+        assert in_place == ([] if refuse else ["Aᵀ read in place", "Bᵀ read in place"]), ran
+        assert refuse == any(r.op == "ladder::matmul" and r.path != "gemm/fake" for r in ran)

@@ -137,6 +137,10 @@ class Rung:
     # (args, out) -> str: the configuration the call ran in, for the results (the backend
     # SDPA picked, say); None: nothing to record
     describe: Callable[[tuple[Any, ...], Any], str] | None = None
+    # GEMM only: (A, B, C, layout) -> C, C = Aᵀ·B ("tn", A given K x M) or A·Bᵀ ("nt", B given
+    # N x K), the transposed operand read where it lies (``ladder.ops``' backward); ValueError
+    # for inputs it does not take. None: the rung takes row-major operands only
+    transposed: Callable[[Any, Any, Any, str], Any] | None = None
 
     @property
     def key(self) -> str:
@@ -320,6 +324,7 @@ def rung(
     units: Units | None = None,
     prepare: Callable[[tuple[Any, ...], Any], Prepared] | None = None,
     describe: Callable[[tuple[Any, ...], Any], str] | None = None,
+    transposed: Callable[[Any, Any, Any, str], Any] | None = None,
 ) -> Callable[[Launcher], Launcher]:
     """Register the decorated launcher as a rung; its module docstring is the rung's story.
 
@@ -382,6 +387,7 @@ def rung(
             units=found,
             prepare=prepare,
             describe=describe,
+            transposed=transposed,
         )
         if entry.key in _RUNGS:
             if _RUNGS[entry.key].launch is launch:

@@ -193,6 +193,7 @@ def launch_transposed(A: Any, B: Any, C: Any, layout: str) -> Any:
     min_cc=(9, 0),
     max_cc=(9, 0),
     cc_needs="wgmma and setmaxnreg, sm_90a-only instructions",
+    transposed=launch_transposed,
 )
 def launch(A: Any, B: Any, C: Any = None) -> Any:
     a = intake(A, "A")  # read once: the launcher takes the Operand as it is

@@ -14,7 +14,6 @@ import torch.nn.functional as F
 
 from ladder.attention.references import sdpa_tensors
 from ladder.fused.problem import LAYERNORM_EPS
-from ladder.gemm import r16_wgmma
 from ladder.ops import backward, pool
 from ladder.ops.routes import Operator, run_entry, run_kernel, torch_route, unsupported
 
@@ -79,22 +78,31 @@ def _matmul_setup(ctx: Any, inputs: tuple, output: torch.Tensor) -> None:
     ctx.save_for_backward(*inputs)
 
 
+def _transposed_rungs(dtype: str) -> list[Any]:
+    """The GEMM rungs for ``dtype`` that offer ``Rung.transposed``, highest first."""
+    return [r for r in GEMM.candidates(dtype) if r.transposed is not None]
+
+
 def _in_place(layout: str, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor | None:
-    """Aᵀ·B (``layout="tn"``, ``x`` = A) or A·Bᵀ (``"nt"``, ``y`` = B) on GEMM rung 16,
-    the transposed operand read where it lies (``r16_wgmma.launch_transposed``): where that
-    rung is available here and takes these sizes; else None, and the caller copies."""
-    rung = next((r for r in GEMM.candidates(str(x.dtype)[6:]) if r.name == "wgmma"), None)
-    if rung is None or rung.unavailable_reason() or unsupported(x) or unsupported(y):
+    """Aᵀ·B (``layout="tn"``, ``x`` = A) or A·Bᵀ (``"nt"``, ``y`` = B), the transposed
+    operand read where it lies, by the highest GEMM rung that offers it (``Rung.transposed``:
+    rung 16 on Hopper), is available here and takes these sizes; else None, and the caller
+    copies the operand."""
+    if unsupported(x) or unsupported(y):
         return None
     m = x.shape[1] if layout == "tn" else x.shape[0]
     n = y.shape[1] if layout == "tn" else y.shape[0]
-    out = x.new_empty((m, n))
     why = ("Aᵀ" if layout == "tn" else "Bᵀ") + " read in place"
-    try:
-        run_entry(GEMM.op, rung, r16_wgmma.launch_transposed, (x, y, out), why, layout=layout)
-    except ValueError:  # sizes off the tiles, a misaligned view: the copy path
-        return None
-    return out
+    for rung in _transposed_rungs(str(x.dtype).removeprefix("torch.")):
+        if rung.unavailable_reason():
+            continue
+        out = x.new_empty((m, n))
+        try:
+            run_entry(GEMM.op, rung, rung.transposed, (x, y, out), why, layout=layout)
+        except ValueError:  # sizes off the tiles, a misaligned view: the next, or a copy
+            continue
+        return out
+    return None
 
 
 def _gemm_grads(
