@@ -144,7 +144,7 @@ def test_ladder_models_redraws_a_results_file_and_writes_the_readme_block(tmp_pa
     assert main(["models", "--from-results", str(results), "--readme", str(readme)]) == (not met)
     text = readme.read_text()
     assert text.startswith("top\n") and text.endswith("bottom\n") and "old" not in text
-    assert f"Measured on an {doc['gpu']}" in text
+    assert f"Measured on {doc['gpu']}" in text
     assert "| LeNet, batch 10000 | float16 | ladder |" in text
     for figure in ("lenet", "block", "block-routes"):
         path = tmp_path / f"{results.stem}-{figure}.png"

@@ -116,8 +116,8 @@ def _compiled(model: torch.nn.Module) -> dict[str, Callable[..., Any]]:
     graphed = torch.compile(model, dynamic=False, mode="reduce-overhead")
 
     def step(*args: Any) -> Any:
-        # each call is a new step: without the mark, a forward timed alone and then a forward +
-        # backward find the first's graph outputs (the backward's saved tensors) rewritten
+        # each call is a new step, as PyTorch advises where one compiled model is called both
+        # for inference and for training (its graph outputs are then the next step's to reuse)
         torch.compiler.cudagraph_mark_step_begin()
         return graphed(*args)
 
@@ -304,8 +304,8 @@ def block(dtype: str, log: Callable[[str], None] = print) -> dict[str, Any]:
         if built is None or error is not None:
             found["contenders"][name] = {"error": error}
             continue
-        # now: a CUDA graph's gradients (torch.compile's reduce-overhead) are rewritten by its
-        # next replay, the forward's timing below included
+        # read the gradients before anything else runs: a CUDA graph's (torch.compile's
+        # reduce-overhead) are rewritten by its next replay, the forward's timing below included
         errors = [_error(p.grad, w.grad) for p, w in zip(params, wide.parameters(), strict=True)]
         with torch.no_grad():
             forward_ms = _stats(timing.time_ms(forward))
@@ -471,7 +471,7 @@ def markdown(doc: dict[str, Any], figures: list[str], source: str) -> str:
     measured, LeNet's forward and the block's forward and forward + backward per contender
     (ms, and PyTorch eager's time over each), each target's figure and verdict, the figures."""
     lines = [
-        f"Measured on an {doc['gpu'] or 'the CUDA simulator'}, {doc['date'][:10]}, by "
+        f"Measured on {doc['gpu'] or 'the CUDA simulator'}, {doc['date'][:10]}, by "
         f"`ladder models` (`{source}`): medians of CUDA-event times, the L2 flushed; the "
         "ladder's routes chosen by time, cuDNN autotuned, TF32 off.",
         "",
@@ -547,7 +547,8 @@ def run_args(args: Any) -> int:
         drawn = plot.figures(doc, out.parent, out.stem)
         console.print(f"read {out}")
     else:
-        doc = _measure(args, console)
+        doc = run(tuple(args.parts), tuple(args.dtypes) if args.dtypes else None, log=console.log)
+        _print(doc, console)
         out = report.results_path(args.out, default_path())
         drawn = []
         if out is not None:
@@ -562,12 +563,6 @@ def run_args(args: Any) -> int:
         report.replace_block(args.readme, README_START, README_END, body)
         console.print(f"updated the models block of {args.readme}")
     return 0 if all(c["met"] is not False for c in doc["checks"].values()) else 1
-
-
-def _measure(args: Any, console: Any) -> dict[str, Any]:
-    doc = run(tuple(args.parts), tuple(args.dtypes) if args.dtypes else None, log=console.log)
-    _print(doc, console)
-    return doc
 
 
 def committed() -> dict[str, Any] | None:

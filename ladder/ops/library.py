@@ -6,6 +6,7 @@ No ``from __future__ import annotations`` here: ``torch.library.custom_op`` read
 from the annotations themselves.
 """
 
+import functools
 import math
 from typing import Any
 
@@ -78,9 +79,15 @@ def _matmul_setup(ctx: Any, inputs: tuple, output: torch.Tensor) -> None:
     ctx.save_for_backward(*inputs)
 
 
+@functools.cache
 def _transposed_rungs(dtype: str) -> list[Any]:
-    """The GEMM rungs for ``dtype`` that offer ``Rung.transposed``, highest first."""
-    return [r for r in GEMM.candidates(dtype) if r.transposed is not None]
+    """The GEMM rungs for ``dtype`` that offer ``Rung.transposed`` and are available here,
+    highest first (looked up once per dtype: every backward call asks)."""
+    return [
+        r
+        for r in GEMM.candidates(dtype)
+        if r.transposed is not None and r.unavailable_reason() is None
+    ]
 
 
 def _in_place(layout: str, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor | None:
@@ -94,8 +101,6 @@ def _in_place(layout: str, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor | N
     n = y.shape[1] if layout == "tn" else y.shape[0]
     why = ("Aᵀ" if layout == "tn" else "Bᵀ") + " read in place"
     for rung in _transposed_rungs(str(x.dtype).removeprefix("torch.")):
-        if rung.unavailable_reason():
-            continue
         out = x.new_empty((m, n))
         try:
             run_entry(GEMM.op, rung, rung.transposed, (x, y, out), why, layout=layout)

@@ -3,10 +3,16 @@
 LeNet follows each convolution with a ReLU and a 2 x 2 max pool (stride 2, the last odd row
 or column dropped). PyTorch runs them as two kernels, ``relu`` (read and write the whole
 activation) then ``max_pool2d`` (read it again, write a quarter). Fused, the activation is
-read once: ``y = max(0, x00, x01, x10, x11)`` per output, a thread each, adjacent threads on
-adjacent outputs so that a warp reads two rows of 64 adjacent inputs. On the conv1 output of
-the course's batch (10,000 x 4 x 80 x 80) that moves 1.25 of the activation's size where the
-pair moves 3.25: the layer is memory-bound, so the time should fall by about that ratio.
+read once: ``y = max(0, x00, x01, x10, x11)`` per output. On the conv1 output of the course's
+batch (10,000 x 4 x 80 x 80) that moves 1.25 of the activation's size where the pair moves
+3.25: the layer is memory-bound, so the time should fall by about that ratio.
+
+Adjacent threads take adjacent outputs, so a warp reads two rows of 64 adjacent inputs. A
+first version with a thread per output fell well short: finding a window from an output's
+index takes four integer divisions, and at one output per thread that arithmetic, not the
+memory, set the pace. Each thread now takes ``PER_THREAD`` outputs a grid apart and issues
+all their loads before any store, on 32-bit offsets (docs/notes/models.md has the measured
+times).
 
 Backward: the gradient goes to the first of the four inputs holding the maximum (PyTorch's
 choice), where that maximum is above zero (ReLU's gradient at 0 is 0); a thread per output
@@ -87,10 +93,10 @@ def relu_max_pool_backward_kernel(x, dy, dx, height, width):
         index += uint32(cuda.gridsize(1))
 
 
-def _plan(kernel: Any) -> PlanCache:
-    def build(x: Operand, pooled: Operand, *rest: Any) -> NumbaLaunch:
-        height, width = rest[-2:]
-        per_thread = PER_THREAD if kernel is relu_max_pool_kernel else 1
+def _plan(kernel: Any, per_thread: int) -> PlanCache:
+    """Plans of ``kernel`` (operands, then height and width), ``per_thread`` outputs a thread."""
+
+    def build(x: Operand, pooled: Operand, height: int, width: int) -> NumbaLaunch:
         blocks = -(-pooled.shape[0] // (THREADS * per_thread))
         scalars = (np.uint32(height), np.uint32(width))
         return NumbaLaunch(kernel, max(1, min(blocks, MAX_BLOCKS)), THREADS, scalars=scalars)
@@ -98,8 +104,8 @@ def _plan(kernel: Any) -> PlanCache:
     return PlanCache(build)
 
 
-FORWARD_PLANS = _plan(relu_max_pool_kernel)
-BACKWARD_PLANS = _plan(relu_max_pool_backward_kernel)
+FORWARD_PLANS = _plan(relu_max_pool_kernel, PER_THREAD)
+BACKWARD_PLANS = _plan(relu_max_pool_backward_kernel, 1)
 
 
 def _flat(op: Operand, size: int, what: str) -> None:
@@ -112,12 +118,13 @@ def _flat(op: Operand, size: int, what: str) -> None:
 def _check(x: Operand, pooled: Operand, height: int, width: int) -> None:
     if height < 2 or width < 2:
         raise ValueError(f"height and width must be at least 2, got {height} x {width}")
-    if x.ndim != 1 or x.shape[0] % (height * width):
-        raise ValueError(f"x must be 1-D, planes of {height} x {width}, got shape {x.shape}")
+    if x.ndim != 1 or not x.contiguous or x.shape[0] % (height * width):
+        raise ValueError(
+            f"x must be 1-D and contiguous, planes of {height} x {width}, got shape {x.shape}"
+        )
     if x.shape[0] >= LIMIT:
         raise ValueError(f"x has {x.shape[0]} elements; the kernels index up to {LIMIT}")
     planes = x.shape[0] // (height * width)
-    _flat(x, x.shape[0], "planes x height x width")
     _flat(pooled, planes * (height // 2) * (width // 2), "planes x height/2 x width/2")
     if pooled.dtype != x.dtype:
         raise ValueError(f"{pooled.name} must have x's dtype {x.dtype}, got {pooled.dtype}")

@@ -12,7 +12,7 @@ that takes an input a lower one is known to do faster.
 
 With ``benchmark(True)`` (``torch.backends.cudnn.benchmark``'s idea) the first call of a
 signature instead runs every rung that takes the input, times each on the call's own tensors
-(CUDA events, the median of ``BENCHMARK_REPEATS``), and keeps the fastest; its route says by
+(``timing.time_ms``, the median of ``BENCHMARK_REPEATS``), and keeps the fastest; its route says by
 how much it beat the top rung. ``Operator.skip`` does not apply there: the times decide. In
 the simulator the times are the host's and mean nothing; the path is the same.
 
@@ -253,29 +253,14 @@ class Operator:
 
 
 def time_rung(run: Callable[[], Any], repeats: int = BENCHMARK_REPEATS) -> float:
-    """The median ms of ``run()`` (after the one call that chose it, so compiled): CUDA events
-    on PyTorch's current stream; in the simulator one call on the host's clock (its times
-    mean nothing, and each call is slow)."""
+    """The median ms of ``run()``, timed as the harness times anything (``timing.time_ms``:
+    CUDA events, the L2 flushed; in the simulator one call on the host's clock, meaning
+    nothing). One warm-up call: the call that chose the rung compiled it."""
     import statistics
-    import time
 
-    if device.simulator():
-        start = time.perf_counter()
-        run()
-        return (time.perf_counter() - start) * 1e3
-    import torch
+    from ladder.core import timing
 
-    samples = []
-
-    run()  # a warm-up: the first call compiled and chose
-    for _ in range(repeats):
-        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        start.record()
-        run()
-        end.record()
-        end.synchronize()
-        samples.append(start.elapsed_time(end))
-    return statistics.median(samples)
+    return statistics.median(timing.time_ms(run, repeats=repeats, warmup=1))
 
 
 def _launch_on(handle: int, launch: Callable[..., Any], args: list[Any], options: dict) -> None:
