@@ -88,24 +88,36 @@ def _bind_context(pointer: int) -> None:
 
 
 def tensor_map(
-    pointer: int, rows: int, cols: int, box_rows: int, box_cols: int, dtype: str = "float16"
+    pointer: int,
+    rows: int,
+    cols: int,
+    box_rows: int,
+    box_cols: int,
+    dtype: str = "float16",
+    layers: int | None = None,
 ) -> np.ndarray:
     """A 2-D tensor map of a row-major 2-byte matrix (float16 or bfloat16), 128-byte swizzled
-    boxes of box_rows x box_cols, as one 128-byte NumPy record that CuPy passes by value."""
+    boxes of box_rows x box_cols, as one 128-byte NumPy record that CuPy passes by value; with
+    ``layers``, a 3-D map of that many such matrices one after the other (boxes of one layer:
+    the mixture-of-experts weights, E x K x N)."""
     _bind_context(pointer)
     storage = np.zeros(128 + 64, np.uint8)  # the driver wants the map 64-byte aligned
     offset = (-storage.ctypes.data) % 64
     out = storage[offset : offset + 128]
     u64, u32 = ctypes.c_uint64, ctypes.c_uint32
+    sizes, strides, boxes = [cols, rows], [cols * 2], [box_cols, box_rows]
+    if layers is not None:
+        sizes, strides, boxes = [*sizes, layers], [*strides, rows * cols * 2], [*boxes, 1]
+    rank = len(sizes)
     status = _libcuda().cuTensorMapEncodeTiled(
         ctypes.c_void_p(out.ctypes.data),
         ctypes.c_int(_TMA_DTYPE[dtype]),
-        u32(2),
+        u32(rank),
         ctypes.c_void_p(pointer),
-        (u64 * 2)(cols, rows),  # sizes, innermost first
-        (u64 * 1)(cols * 2),  # the row stride in bytes
-        (u32 * 2)(box_cols, box_rows),
-        (u32 * 2)(1, 1),
+        (u64 * rank)(*sizes),  # sizes, innermost first
+        (u64 * (rank - 1))(*strides),  # the strides of the outer dimensions, in bytes
+        (u32 * rank)(*boxes),
+        (u32 * rank)(*[1] * rank),
         ctypes.c_int(_INTERLEAVE_NONE),
         ctypes.c_int(_SWIZZLE_128B),
         ctypes.c_int(_L2_256B),
