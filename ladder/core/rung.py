@@ -20,7 +20,13 @@ import numpy as np
 
 from ladder.core import device
 
-PROBLEM_PACKAGES = ("ladder.gemm", "ladder.conv", "ladder.fused", "ladder.attention")
+PROBLEM_PACKAGES = (
+    "ladder.gemm",
+    "ladder.conv",
+    "ladder.fused",
+    "ladder.attention",
+    "ladder.moe",
+)
 
 Launcher = Callable[..., Any]
 

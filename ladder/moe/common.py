@@ -1,0 +1,258 @@
+"""The mixture-of-experts ladder's library: the kernels every rung shares, none a rung of its own.
+
+- ``top_k_softmax``: one thread per token keeps its k largest logits in registers and writes
+  their experts and softmax gates (T × k). Used by every rung from rung 1 on.
+- ``count_experts``, ``scan_offsets``, ``permute``, ``gather_rows``, ``combine``: the routing
+  pipeline that rung 2 introduces (tokens counted per expert, offsets by a scan, each (token,
+  expert) pair given a row so that each expert's rows are contiguous, the rows copied, and the
+  experts' outputs summed back per token). Rungs 3 to 5 reuse it.
+- ``tile_dot``: the shared-memory tiled dot product of a TILE × TILE block (GEMM rung 3's loop)
+  with the row of A given per thread, so a kernel may read A's rows in any order; and the two
+  per-expert GEMM kernels of rungs 1 and 2 built on it.
+- ``tile_expert``: which expert a block of a grouped launch works for (rungs 3 and 4).
+
+Every kernel accumulates in float32 and reads float32 or float16.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from numba import cuda, float32, int32
+
+from ladder.moe.problem import K_MAX
+
+TILE = 16  # rows and columns of a CUDA-core GEMM block tile (and its K step)
+ELEMENTWISE = (32, 8)  # threads of a block that walks a (rows, columns) array
+
+
+def grid_for(rows: int, cols: int) -> tuple[int, int]:
+    """Blocks of ELEMENTWISE threads over a rows × cols array (columns along x)."""
+    bx, by = ELEMENTWISE
+    return (max(1, -(-cols // bx)), max(1, -(-rows // by)))
+
+
+@cuda.jit(device=True, inline=True)
+def silu(z: float) -> float:
+    return z / (float32(1.0) + math.exp(-z))
+
+
+@cuda.jit
+def top_k_softmax(logits, ids, gates):
+    """ids[t], gates[t] = the k largest logits of token t (ties: the lower expert first) and
+    the softmax over those k. k = ids.shape[1] <= K_MAX, kept sorted in registers by insertion."""
+    t = cuda.grid(1)
+    if t >= logits.shape[0]:
+        return
+    k = ids.shape[1]
+    best = cuda.local.array(K_MAX, float32)
+    which = cuda.local.array(K_MAX, int32)
+    for j in range(k):
+        best[j] = -math.inf
+        which[j] = -1
+    for e in range(logits.shape[1]):
+        v = float32(logits[t, e])
+        if v > best[k - 1] or which[k - 1] < 0:  # `or`: -inf logits are still picked
+            j = k - 1
+            while j > 0 and (best[j - 1] < v or which[j - 1] < 0):
+                best[j] = best[j - 1]
+                which[j] = which[j - 1]
+                j -= 1
+            best[j] = v
+            which[j] = e
+    total = float32(0.0)
+    for j in range(k):
+        total += math.exp(best[j] - best[0])
+    for j in range(k):
+        ids[t, j] = which[j]
+        gates[t, j] = math.exp(best[j] - best[0]) / total
+
+
+@cuda.jit
+def count_experts(ids, counts):
+    """counts[e] += the (token, slot) pairs routed to e: one atomic add per pair. The counts
+    must be zero before; ``scan_offsets`` leaves them zero for the next call."""
+    i = cuda.grid(1)
+    if i < ids.size:
+        cuda.atomic.add(counts, ids[i // ids.shape[1], i % ids.shape[1]], 1)
+
+
+@cuda.jit
+def scan_offsets(counts, tile_rows, offsets, cursor, tile_starts):
+    """offsets: the exclusive prefix sum of counts (expert e's rows start at offsets[e],
+    offsets[E] = T·k); cursor: a copy for ``permute`` to take rows from; tile_starts: the same
+    sum over each expert's tiles of ``tile_rows`` rows (a grouped launch's schedule). E is at
+    most a few hundred: one thread does it, in less time than a launch; then it zeroes counts."""
+    if cuda.grid(1) != 0:
+        return
+    rows = 0
+    tiles = 0
+    for e in range(counts.shape[0]):
+        offsets[e] = rows
+        cursor[e] = rows
+        tile_starts[e] = tiles
+        rows += counts[e]
+        tiles += (counts[e] + tile_rows - 1) // tile_rows
+        counts[e] = 0
+    offsets[counts.shape[0]] = rows
+    tile_starts[counts.shape[0]] = tiles
+
+
+@cuda.jit
+def tile_starts_of(offsets, tile_rows, tile_starts):
+    """tile_starts from given offsets (the grouped GEMM alone, whose rows come sorted): expert
+    e's tiles of ``tile_rows`` rows start at tile_starts[e]; one thread, as in scan_offsets."""
+    if cuda.grid(1) != 0:
+        return
+    tiles = 0
+    for e in range(offsets.size - 1):
+        tile_starts[e] = tiles
+        tiles += (max(offsets[e + 1] - offsets[e], 0) + tile_rows - 1) // tile_rows
+    tile_starts[offsets.size - 1] = tiles
+
+
+@cuda.jit
+def permute(ids, cursor, perm_slot, slot_row):
+    """Give each (token t, slot j) pair a row of its expert: row = an atomic take from the
+    expert's cursor. perm_slot[row] = t·k + j (who is there) and slot_row[t·k + j] = row (where
+    it went). Rows within an expert come in any order; each row is computed alone, so the
+    result does not depend on it."""
+    i = cuda.grid(1)
+    if i < ids.size:
+        row = cuda.atomic.add(cursor, ids[i // ids.shape[1], i % ids.shape[1]], 1)
+        perm_slot[row] = i
+        slot_row[i] = row
+
+
+@cuda.jit
+def gather_rows(x, perm_slot, k, rows):
+    """rows[r, c] = x[token of row r, c]: each expert's tokens copied next to each other."""
+    c, r = cuda.grid(2)
+    if r < perm_slot.size and c < x.shape[1]:
+        rows[r, c] = x[perm_slot[r] // k, c]
+
+
+@cuda.jit
+def combine(rows, slot_row, gates, y):
+    """y[t, c] = Σ_j gates[t, j] · rows[slot_row[t·k + j], c], the k terms in slot order, so the
+    sum is the same on every call."""
+    c, t = cuda.grid(2)
+    if t < y.shape[0] and c < y.shape[1]:
+        k = gates.shape[1]
+        acc = float32(0.0)
+        for j in range(k):
+            acc += gates[t, j] * float32(rows[slot_row[t * k + j], c])
+        y[t, c] = acc
+
+
+@cuda.jit(device=True, inline=True)
+def tile_dot(a, a_row, b, col, sa, sb):
+    """Σ_k a[a_row, k] · b[k, col] for thread (ty, tx) of a TILE × TILE block, the block's rows
+    of a and columns of b staged TILE × TILE at a time through the shared tiles sa and sb.
+    a_row is the thread's own row of a (any row: a gather); a_row < 0 or col >= b's width loads
+    zeros, and such a thread still loads and meets every barrier."""
+    tx = cuda.threadIdx.x
+    ty = cuda.threadIdx.y
+    inner = a.shape[1]
+    acc = float32(0.0)
+    for k0 in range(0, inner, TILE):
+        sa[ty, tx] = float32(a[a_row, k0 + tx]) if a_row >= 0 and k0 + tx < inner else float32(0.0)
+        sb[ty, tx] = (
+            float32(b[k0 + ty, col]) if col < b.shape[1] and k0 + ty < inner else float32(0.0)
+        )
+        cuda.syncthreads()
+        for i in range(TILE):
+            acc += sa[ty, i] * sb[i, tx]
+        cuda.syncthreads()  # nobody may overwrite the tiles while others still read them
+    return acc
+
+
+@cuda.jit
+def matmul_silu(a, b, h):
+    """h = silu(a @ b) for one expert: a (n × d) its rows, b (d × f) its w1."""
+    sa = cuda.shared.array((TILE, TILE), float32)
+    sb = cuda.shared.array((TILE, TILE), float32)
+    row = cuda.blockIdx.y * TILE + cuda.threadIdx.y
+    col = cuda.blockIdx.x * TILE + cuda.threadIdx.x
+    acc = tile_dot(a, row if row < a.shape[0] else -1, b, col, sa, sb)
+    if row < h.shape[0] and col < h.shape[1]:
+        h[row, col] = silu(acc)
+
+
+@cuda.jit
+def matmul(a, b, y):
+    """y = a @ b for one expert: a (n × f) its h, b (f × d) its w2."""
+    sa = cuda.shared.array((TILE, TILE), float32)
+    sb = cuda.shared.array((TILE, TILE), float32)
+    row = cuda.blockIdx.y * TILE + cuda.threadIdx.y
+    col = cuda.blockIdx.x * TILE + cuda.threadIdx.x
+    acc = tile_dot(a, row if row < a.shape[0] else -1, b, col, sa, sb)
+    if row < y.shape[0] and col < y.shape[1]:
+        y[row, col] = acc
+
+
+def matmul_grid(rows: int, cols: int) -> tuple[int, int]:
+    """Blocks of TILE × TILE threads over a rows × cols product."""
+    return (max(1, -(-cols // TILE)), max(1, -(-rows // TILE)))
+
+
+@cuda.jit(device=True, inline=True)
+def tile_expert(tile_starts, tile):
+    """The expert whose tiles include ``tile`` of a grouped launch (tile_starts[e] <= tile <
+    tile_starts[e + 1]; experts with no rows have no tiles and are passed over); -1 when the
+    tile is past the last expert's (the launch has blocks for the most tiles there can be)."""
+    experts = tile_starts.size - 1
+    if tile >= tile_starts[experts]:
+        return -1
+    e = 0
+    while tile_starts[e + 1] <= tile:
+        e += 1
+    return e
+
+
+def max_tiles(rows: int, experts: int, tile_rows: int) -> int:
+    """The most row tiles E experts can need for ``rows`` rows in all, whatever the routing:
+    each expert's last tile may be partly empty, so one more per expert than rows / tile_rows."""
+    return -(-rows // tile_rows) + min(experts, rows)
+
+
+def stream_of(handle: int) -> Any:
+    """The stream for ``kernel[grid, block, stream]``: 0 (the default) or an external one."""
+    return cuda.external_stream(handle) if handle else 0
+
+
+class Routing:
+    """The device buffers and kernels that route T tokens to E experts, k each (rung 2's
+    pipeline; rungs 3 to 5 reuse it): ``run(logits, stream)`` launches ``top_k_softmax``,
+    ``count_experts``, ``scan_offsets`` (tiles of ``tile_rows``) and ``permute``, and leaves
+    ids, gates (T × k), offsets and tile_starts (E + 1), perm_slot and slot_row (T·k) on the
+    device. No value comes back to the host."""
+
+    THREADS = 128
+
+    def __init__(self, tokens: int, experts: int, k: int, tile_rows: int) -> None:
+        import numpy as np
+
+        self.tile_rows = tile_rows
+        self.ids = cuda.device_array((tokens, k), np.int32)
+        self.gates = cuda.device_array((tokens, k), np.float32)
+        self.counts = cuda.to_device(np.zeros(experts, np.int32))  # scan_offsets re-zeroes it
+        self.offsets = cuda.device_array(experts + 1, np.int32)
+        self.cursor = cuda.device_array(experts, np.int32)
+        self.tile_starts = cuda.device_array(experts + 1, np.int32)
+        self.perm_slot = cuda.device_array(tokens * k, np.int32)
+        self.slot_row = cuda.device_array(tokens * k, np.int32)
+        self.token_blocks = max(1, -(-tokens // self.THREADS))
+        self.slot_blocks = max(1, -(-(tokens * k) // self.THREADS))
+
+    def run(self, logits: Any, stream: Any) -> None:
+        threads = self.THREADS
+        top_k_softmax[self.token_blocks, threads, stream](logits, self.ids, self.gates)
+        count_experts[self.slot_blocks, threads, stream](self.ids, self.counts)
+        scan_offsets[1, 1, stream](
+            self.counts, self.tile_rows, self.offsets, self.cursor, self.tile_starts
+        )
+        permute[self.slot_blocks, threads, stream](
+            self.ids, self.cursor, self.perm_slot, self.slot_row
+        )

@@ -1,0 +1,96 @@
+"""Rung 2, sorted tokens: count, scan and permute on the GPU, so each expert's rows are contiguous.
+
+What changes: the host no longer reads every token's experts. Four small kernels route
+(``common.Routing``): ``top_k_softmax`` as in rung 1; ``count_experts`` adds one per (token,
+expert) pair to its expert's counter (atomics); ``scan_offsets`` turns the counts into each
+expert's first row (an exclusive prefix sum: E is small, so one thread does it); ``permute``
+gives each pair a row of its expert by an atomic take from that expert's cursor, and records
+both directions (row → pair, pair → row). ``common.gather_rows`` copies x's rows into that order
+once for all experts, so expert e's rows are one contiguous slice, offsets[e] .. offsets[e+1].
+The host reads only those E + 1 offsets (one wait instead of rung 1's T·k ids) and loops over
+the experts with slices, no per-expert index arrays or allocations; ``common.combine`` sums
+each token's k rows back, gate-weighted, in slot order (the same sum on every call).
+Why: rung 1's host work grows with T·k (NumPy over every id, an upload per expert); sorting on
+the GPU makes it O(E), and the slices make each expert's GEMM read contiguous rows.
+Prediction: at the benchmark sizes the GEMMs still set the time (the same kernels as rung 1);
+the saving is the host's share, largest at E = 64 with small experts.
+Measured: on an NVIDIA H100 (results/nvidia-h100-80gb-hbm3-moe.json), float16: 536.201 ms at the
+Mixtral-like size (rung 1: 557.052 ms), 77.195 ms at OLMoE's (rung 1: 135.547 ms); the host's
+time per call fell from 558,833 to 4,823 µs and from 137,247 to 26,785 µs.
+Verdict: held: 1.04x rung 1 with 8 big experts, 1.76x with 64 small ones. The host still waits
+for the offsets and then queues 2·E GEMMs; at E = 64 that queue is most of its time.
+
+Lab notes: docs/notes/moe.md
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+from numba import cuda
+
+from ladder.core.fastcall import Operand, PlanCache, current_stream, numba_array
+from ladder.moe.common import (
+    ELEMENTWISE,
+    TILE,
+    Routing,
+    combine,
+    gather_rows,
+    grid_for,
+    matmul,
+    matmul_grid,
+    matmul_silu,
+    stream_of,
+)
+from ladder.moe.problem import moe_rung, operands
+
+
+class Buffers:
+    """A call's device buffers for one signature of the operands: the routing's, and x's
+    rows in expert order, h and the experts' outputs (T·k rows each, in the input's dtype)."""
+
+    def __init__(self, x: Operand, w1: Operand, k: int) -> None:
+        tokens, d = x.shape
+        experts, _, f = w1.shape
+        dtype = np.dtype(x.dtype)
+        self.routing = Routing(tokens, experts, k, TILE)
+        self.rows = cuda.device_array((tokens * k, d), dtype)
+        self.h = cuda.device_array((tokens * k, f), dtype)
+        self.expert_out = cuda.device_array((tokens * k, d), dtype)
+
+
+PLANS = PlanCache(Buffers)
+
+
+@moe_rung(name="sorted-tokens", title="Count, scan and permute on the GPU; contiguous experts")
+def launch(x: Any, logits: Any, w1: Any, w2: Any, out: Any = None, k: int = 2) -> Any:
+    xs, lg, w1s, w2s, y, shape = operands(x, logits, w1, w2, out, k, ("float32", "float16"))
+    if 0 in y.shape:
+        return y.obj
+    stream = stream_of(current_stream())
+    b = PLANS(xs, w1s, k)
+    nw1, nw2 = numba_array(w1s), numba_array(w2s)
+    route = b.routing
+    route.run(numba_array(lg), stream)
+    rows = shape.slots
+    gather_rows[grid_for(rows, shape.d), ELEMENTWISE, stream](
+        numba_array(xs), route.perm_slot, k, b.rows
+    )
+    offsets = route.offsets.copy_to_host(stream=stream)
+    if stream:
+        stream.synchronize()  # the host waits for the E + 1 offsets only
+    for e in range(shape.experts):
+        lo, hi = int(offsets[e]), int(offsets[e + 1])
+        if hi == lo:
+            continue
+        matmul_silu[matmul_grid(hi - lo, shape.f), (TILE, TILE), stream](
+            b.rows[lo:hi], nw1[e], b.h[lo:hi]
+        )
+        matmul[matmul_grid(hi - lo, shape.d), (TILE, TILE), stream](
+            b.h[lo:hi], nw2[e], b.expert_out[lo:hi]
+        )
+    combine[grid_for(*y.shape), ELEMENTWISE, stream](
+        b.expert_out, route.slot_row, route.gates, numba_array(y)
+    )
+    return y.obj

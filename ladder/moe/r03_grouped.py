@@ -1,0 +1,139 @@
+"""Rung 3, grouped: one launch per GEMM for all experts, scheduled by tiles on the GPU.
+
+What changes: rung 2's loop over experts becomes one launch per weight matrix. ``scan_offsets``
+already counts each expert's tiles of 16 rows (tile_starts, its second prefix sum), so block
+row b of the grid works for the expert e with tile_starts[e] <= b < tile_starts[e + 1]
+(``common.tile_expert``; experts with no rows have no tiles), on rows offsets[e] + 16·(b -
+tile_starts[e]) onward, and multiplies by w1[e] (or w2[e]). The host cannot know how many
+tiles there are without waiting for the GPU, so the grid has as many block rows as there can
+ever be, T·k / 16 + E rounded up, and the blocks past the last tile return at once. Nothing
+comes back to the host: the whole layer is six kernels queued in a row, and can be captured in
+a CUDA graph. The block's loop is rung 2's GEMM (``common.tile_dot``); only the scheduling is
+new. The same kernel is this rung of ``grouped-gemm``, the expert GEMM alone.
+Why: rung 2 launches 2·E GEMMs, each as wide as its expert: 64 experts of 128 rows give
+8 block rows each, a few percent of the GPU per launch, one after the other, plus the host's
+wait for the offsets. One grid fills the GPU with every expert's tiles at once.
+Prediction: close to rung 2 at E = 8 (big GEMMs already fill the GPU); faster at E = 64, by
+the launches and the idle SMs of rung 2's small GEMMs.
+Measured: on an NVIDIA H100 (results/nvidia-h100-80gb-hbm3-moe.json), float16: 536.623 ms at the
+Mixtral-like size (rung 2: 536.201 ms), 73.920 ms at OLMoE's (rung 2: 77.195 ms); host time per
+call 765 and 845 µs. Float32 at a quarter of OLMoE's widths (T = 2048, d = 512, f = 256): 1.516
+ms against rung 2's 26.828 ms, and a CUDA graph replays it.
+Verdict: held: 1.00x and 1.04x at the benchmark sizes, where each expert's GEMM is long enough
+to hide its launch; 17.7x where the experts are small, and no host wait anywhere.
+
+Lab notes: docs/notes/moe.md
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+from numba import cuda, float32
+
+from ladder.core.fastcall import PlanCache, current_stream, numba_array
+from ladder.core.rung import rung
+from ladder.moe.common import (
+    ELEMENTWISE,
+    TILE,
+    combine,
+    gather_rows,
+    grid_for,
+    max_tiles,
+    silu,
+    stream_of,
+    tile_dot,
+    tile_expert,
+    tile_starts_of,
+)
+from ladder.moe.problem import grouped_operands, moe_rung, operands
+from ladder.moe.r02_sorted_tokens import Buffers
+
+
+@cuda.jit
+def grouped_matmul_silu(rows, w1, offsets, tile_starts, h):
+    """h[rows of e] = silu(rows[rows of e] @ w1[e]), every expert in one grid."""
+    sa = cuda.shared.array((TILE, TILE), float32)
+    sb = cuda.shared.array((TILE, TILE), float32)
+    e = tile_expert(tile_starts, cuda.blockIdx.y)
+    if e < 0:
+        return  # the whole block: past the last tile
+    row = offsets[e] + (cuda.blockIdx.y - tile_starts[e]) * TILE + cuda.threadIdx.y
+    end = min(offsets[e + 1], rows.shape[0])
+    col = cuda.blockIdx.x * TILE + cuda.threadIdx.x
+    acc = tile_dot(rows, row if row < end else -1, w1[e], col, sa, sb)
+    if row < end and col < h.shape[1]:
+        h[row, col] = silu(acc)
+
+
+@cuda.jit
+def grouped_matmul(a, w, offsets, tile_starts, out):
+    """out[rows of e] = a[rows of e] @ w[e], every expert in one grid."""
+    sa = cuda.shared.array((TILE, TILE), float32)
+    sb = cuda.shared.array((TILE, TILE), float32)
+    e = tile_expert(tile_starts, cuda.blockIdx.y)
+    if e < 0:
+        return
+    row = offsets[e] + (cuda.blockIdx.y - tile_starts[e]) * TILE + cuda.threadIdx.y
+    end = min(offsets[e + 1], a.shape[0])
+    col = cuda.blockIdx.x * TILE + cuda.threadIdx.x
+    acc = tile_dot(a, row if row < end else -1, w[e], col, sa, sb)
+    if row < end and col < out.shape[1]:
+        out[row, col] = acc
+
+
+def grouped_grid(rows: int, cols: int, experts: int) -> tuple[int, int]:
+    """Column tiles by the most row tiles there can be (``common.max_tiles``)."""
+    return (max(1, -(-cols // TILE)), max(1, max_tiles(rows, experts, TILE)))
+
+
+PLANS = PlanCache(Buffers)
+
+
+@moe_rung(name="grouped", title="One grouped launch per GEMM, tiles scheduled on the GPU")
+def launch(x: Any, logits: Any, w1: Any, w2: Any, out: Any = None, k: int = 2) -> Any:
+    xs, lg, w1s, w2s, y, shape = operands(x, logits, w1, w2, out, k, ("float32", "float16"))
+    if 0 in y.shape:
+        return y.obj
+    stream = stream_of(current_stream())
+    b = PLANS(xs, w1s, k)
+    route = b.routing
+    route.run(numba_array(lg), stream)
+    rows, block = shape.slots, (TILE, TILE)
+    gather_rows[grid_for(rows, shape.d), ELEMENTWISE, stream](
+        numba_array(xs), route.perm_slot, k, b.rows
+    )
+    grouped_matmul_silu[grouped_grid(rows, shape.f, shape.experts), block, stream](
+        b.rows, numba_array(w1s), route.offsets, route.tile_starts, b.h
+    )
+    grouped_matmul[grouped_grid(rows, shape.d, shape.experts), block, stream](
+        b.h, numba_array(w2s), route.offsets, route.tile_starts, b.expert_out
+    )
+    combine[grid_for(*y.shape), ELEMENTWISE, stream](
+        b.expert_out, route.slot_row, route.gates, numba_array(y)
+    )
+    return y.obj
+
+
+TILE_STARTS = PlanCache(lambda offsets: cuda.device_array(offsets.shape, np.int32))
+
+
+@rung(
+    problem="grouped-gemm",
+    name="grouped",
+    title="One grouped launch, tiles scheduled on the GPU",
+    dtypes=("float32", "float16"),
+)
+def launch_grouped_gemm(a: Any, w: Any, offsets: Any, out: Any = None) -> Any:
+    a, w, offs, c = grouped_operands(a, w, offsets, out, ("float32", "float16"))
+    if 0 in c.shape:
+        return c.obj
+    stream = stream_of(current_stream())
+    tile_starts = TILE_STARTS(offs)
+    noffs = numba_array(offs)
+    tile_starts_of[1, 1, stream](noffs, TILE, tile_starts)
+    grouped_matmul[grouped_grid(a.shape[0], c.shape[1], w.shape[0]), (TILE, TILE), stream](
+        numba_array(a), numba_array(w), noffs, tile_starts, numba_array(c)
+    )
+    return c.obj

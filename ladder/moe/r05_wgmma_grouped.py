@@ -1,0 +1,255 @@
+"""Rung 5, tensor cores: the grouped GEMMs on wgmma fed by TMA, SiLU and the gate in the epilogues.
+
+What changes: the expert GEMMs move from rung 4's CUDA-core tiles to GEMM rung 16's Hopper
+kernel (``r05_wgmma_grouped.cu``, the primitives from ``gemm/hopper.cuh``): one warpgroup
+copies 128 × 64 tiles of the rows and 64 × 256 tiles of the expert's weights by TMA into a
+4-stage ring, two warpgroups multiply with ``wgmma`` into 128 × 256 FP32 accumulators. Three
+changes make it grouped: each block finds its expert and rows from rung 3's tile schedule (at
+128 rows a tile now), the weights are one 3-D tensor map over E × K × N with the expert as a
+coordinate, and the epilogue masks the rows past the expert's last. The first GEMM applies SiLU
+before storing h; the second multiplies by the gate and stores to the token's slot, as rung 4.
+The gather does not fuse: TMA copies boxes of consecutive rows, and Hopper's TMA has no row
+gather, so the rows are copied into expert order first (rung 3's ``gather_rows``). Widths that
+are no multiple of 8 (TMA's 16-byte rows) or misaligned weights go through zero-padded copies.
+Why: CUDA-core FP32 FMAs cap rung 4 near the FP32 peak; the tensor cores do 16-bit products
+an order of magnitude faster (GEMM rung 16: 0.87-0.94x cuBLAS on an H100).
+Prediction: the GEMMs near rung 16's rate, so the layer near its FLOPs at that rate plus the
+routing (a few tens of µs) and the copies of x's rows and of the outputs (memory-bound, a few
+percent at d = 4096); each expert's last row tile is partly empty (at most E tiles of padding
+over T·k / 128: 6% at the Mixtral-like size, 12% at OLMoE's).
+Measured: on an NVIDIA H100 (results/nvidia-h100-80gb-hbm3-moe.json), float16: 6.891 ms at the
+Mixtral-like size, 558.46 TFLOP/s (PyTorch's loop 7.498 ms, the layer on ``torch._grouped_mm``
+7.339 ms); 2.140 ms at OLMoE's (loop 10.654 ms, ``torch._grouped_mm`` 4.365 ms); with half the
+tokens on expert 0, 7.014 and 2.127 ms. Stage by stage
+(results/nvidia-h100-80gb-hbm3-moe-split.json) the two GEMMs take 91% of the Mixtral-like layer
+and 52% of OLMoE's, where the gather of x's rows takes 31%.
+Verdict: held for the GEMMs (the grouped GEMM alone is near rung 16's rate: docs/notes/moe.md);
+1.09x PyTorch's loop at the Mixtral-like size, where big experts hide the loop's cost, 4.98x at
+OLMoE's, where the loop's 64 launches and waits do not.
+
+Lab notes: docs/notes/moe.md
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from ladder.core import cuda_cpp
+from ladder.core.fastcall import Operand, PlanCache, current_stream, numba_array
+from ladder.core.rung import rung
+from ladder.gemm.r16_wgmma import tensor_map
+from ladder.gemm.tensor_core import TensorMapLaunch
+from ladder.moe.common import (
+    ELEMENTWISE,
+    Routing,
+    gather_rows,
+    grid_for,
+    max_tiles,
+    stream_of,
+    tile_starts_of,
+)
+from ladder.moe.problem import grouped_operands, moe_rung, operands
+from ladder.moe.r04_fused_gather_scatter import combine_slots
+
+SOURCE = cuda_cpp.source(__file__, "r05_wgmma_grouped.cu", archs=("sm_90a",), arch_specific=True)
+BM, BN, BK = 128, 256, 64  # as in the .cu file
+GROUP_M = 8
+STAGES = 4
+THREADS = 384
+SMEM_BYTES = STAGES * (BM * BK + BK * BN) * 2 + 1024  # + slack to align the tiles to 1 KB
+ALIGN = 8  # elements: TMA needs 16-byte rows and addresses
+DTYPES = ("float16", "bfloat16")
+CC = dict(min_cc=(9, 0), max_cc=(9, 0), cc_needs="wgmma and setmaxnreg, sm_90a-only instructions")
+
+
+def padded(n: int) -> int:
+    return -(-n // ALIGN) * ALIGN
+
+
+def grouped_launch(
+    epilogue: str, dtype: str, rows: int, n: int, k: int, experts: int, extra: tuple[int, ...]
+) -> TensorMapLaunch:
+    """The grouped kernel with ``epilogue`` ("store", "silu" or "gate_scatter") for A (rows ×
+    k) and B (experts × k × n): ``launch(a, b, out)`` with device pointers; ``extra`` the
+    device pointers of offsets, tile_starts, perm_slot and gates (0 where unused), fixed per
+    plan. A block for every tile there can be, in groups of GROUP_M row tiles."""
+    kernel = SOURCE.kernel(f"grouped_{epilogue}" + ("_bf16" if dtype == "bfloat16" else ""))
+    if kernel.max_dynamic_shared_size_bytes < SMEM_BYTES:
+        kernel.max_dynamic_shared_size_bytes = SMEM_BYTES
+
+    def maps(a: int, b: int) -> tuple[np.ndarray, np.ndarray]:
+        return (
+            tensor_map(a, rows, k, BM, 64, dtype),  # 128 rows x 64 (128 bytes) of A
+            tensor_map(b, k, n, BK, 64, dtype, layers=experts),  # 64 k x 64 n of one expert
+        )
+
+    groups = -(-max_tiles(rows, experts, BM) // GROUP_M)
+    blocks = max(1, groups * GROUP_M * -(-n // BN))
+    scalars = (*(np.uint64(p) for p in extra), *(np.int32(v) for v in (experts, rows, n, k)))
+    return TensorMapLaunch(kernel, (blocks,), (THREADS,), SMEM_BYTES, maps, scalars)
+
+
+def _ptr(arr: Any) -> int:
+    return int(cuda_cpp.pointer(arr))
+
+
+def _zeros(shape: tuple[int, ...], dtype: Any) -> Any:
+    """A zeroed device array (CuPy's memset: no host copy of the zeros), as a Numba array."""
+    import cupy
+    from numba import cuda
+
+    return cuda.as_cuda_array(cupy.zeros(shape, dtype))
+
+
+class Plan:
+    """Rung 5's buffers and launches for one signature of the operands: the routing (128-row
+    tiles), the rows in expert order, h and the slots, their widths padded to multiples of 8
+    (zero columns), and the two grouped launches."""
+
+    def __init__(self, x: Operand, w1: Operand, w2: Operand, k: int) -> None:
+        tokens, d = x.shape
+        experts, _, f = w1.shape
+        dp, fp = padded(d), padded(f)
+        self.copy = (dp, fp) != (d, f) or min(w1.align, w2.align) < 2 * ALIGN
+        self.routing = r = Routing(tokens, experts, k, BM)
+        self.rows = _zeros((tokens * k, dp), np.float16)
+        self.h = _zeros((tokens * k, fp), np.float16)
+        self.slots = _zeros((tokens * k, dp), np.float16)
+        if self.copy:  # zero-padded, 16-byte aligned weights, refilled per call
+            self.w1 = _zeros((experts, dp, fp), np.float16)
+            self.w2 = _zeros((experts, fp, dp), np.float16)
+        schedule = (_ptr(r.offsets), _ptr(r.tile_starts), _ptr(r.perm_slot), _ptr(r.gates))
+        slots = tokens * k
+        self.first = grouped_launch("silu", x.dtype, slots, fp, dp, experts, schedule)
+        self.second = grouped_launch("gate_scatter", x.dtype, slots, dp, fp, experts, schedule)
+
+    def weights(self, w1: Operand, w2: Operand) -> tuple[int, int]:
+        """Device pointers of the weights the kernels read: the caller's, or padded copies."""
+        if not self.copy:
+            return w1.ptr, w2.ptr
+        import cupy
+
+        for src, dst in ((w1, self.w1), (w2, self.w2)):
+            _, rows, cols = src.shape
+            cupy.asarray(dst)[:, :rows, :cols] = cupy.asarray(src.base)
+        return _ptr(self.w1), _ptr(self.w2)
+
+
+PLANS = PlanCache(Plan)
+
+
+@moe_rung(
+    name="wgmma-grouped",
+    title="Tensor cores: grouped wgmma + TMA, SiLU and gate in the epilogues",
+    dtypes=("float16",),
+    needs=("cupy",),
+    units="tensor",
+    **CC,
+)
+def launch(x: Any, logits: Any, w1: Any, w2: Any, out: Any = None, k: int = 2) -> Any:
+    return run_layer(PLANS, x, logits, w1, w2, out, k)
+
+
+def gather_scalar(x: Operand, p: Plan, k: int, stream: Any) -> None:
+    """x's rows into expert order, one 16-bit element per thread (rung 3's ``gather_rows``)."""
+    gather_rows[grid_for(p.rows.shape[0], x.shape[1]), ELEMENTWISE, stream](
+        numba_array(x), p.routing.perm_slot, k, p.rows
+    )
+
+
+Gather = Callable[[Operand, Plan, int, Any], None]
+
+
+def run_layer(
+    plans: PlanCache, x: Any, logits: Any, w1: Any, w2: Any, out: Any, k: int,
+    gather: Gather = gather_scalar,
+) -> Any:  # fmt: skip
+    """The layer through ``plans``: route, ``gather`` the rows (rung 6 brings its own), the two
+    grouped GEMMs, add each token's slots."""
+    xs, lg, w1s, w2s, y, _ = operands(x, logits, w1, w2, out, k, ("float16",))
+    if 0 in y.shape:
+        return y.obj
+    handle = current_stream()
+    stream = stream_of(handle)
+    p = plans(xs, w1s, w2s, k)
+    p.routing.run(numba_array(lg), stream)
+    gather(xs, p, k, stream)
+    a1, a2 = p.weights(w1s, w2s)
+    p.first(_ptr(p.rows), a1, _ptr(p.h), stream=handle)
+    p.second(_ptr(p.h), a2, _ptr(p.slots), stream=handle)
+    combine_slots[grid_for(*y.shape), ELEMENTWISE, stream](p.slots, k, numba_array(y))
+    return y.obj
+
+
+class GroupedPlan:
+    """The grouped GEMM alone: tile_starts from the given offsets, the plain launch, and, when
+    K or N is no multiple of 8 or an operand is misaligned, zero-padded copies to run it on."""
+
+    def __init__(self, a: Operand, w: Operand, offsets: Operand, out: Operand) -> None:
+        from numba import cuda
+
+        # the plan's own copy of the offsets: a plan serves every call with these shapes, and
+        # the kernel's pointers are fixed in it (a caller's offsets differ from call to call)
+        self.offsets = cuda.device_array(offsets.shape, np.int32)
+        self.tile_starts = cuda.device_array(offsets.shape, np.int32)
+        rows, inner = a.shape
+        experts, _, cols = w.shape
+        kp, np_ = padded(inner), padded(cols)
+        aligned = min(a.align, w.align, out.align) >= 2 * ALIGN
+        self.copy = (kp, np_) != (inner, cols) or not aligned
+        if self.copy:
+            dtype = np.dtype(a.dtype) if a.dtype != "bfloat16" else np.uint16
+            self.a = _zeros((rows, kp), dtype)
+            self.w = _zeros((experts, kp, np_), dtype)
+            self.out = _zeros((rows, np_), dtype)
+        extra = (_ptr(self.offsets), _ptr(self.tile_starts), 0, 0)
+        self.launch = grouped_launch("store", a.dtype, rows, np_, kp, experts, extra)
+
+    def __call__(self, a: Operand, w: Operand, out: Operand, stream: int) -> None:
+        if not self.copy:
+            self.launch(a.ptr, w.ptr, out.ptr, stream=stream)
+            return
+        import cupy
+
+        def bits(op: Operand) -> Any:  # bfloat16 moves as its 16-bit pattern
+            x = cupy.asarray(op.base)
+            return x.view(np.uint16) if op.dtype == "bfloat16" else x
+
+        pa, pw, pout = (cupy.asarray(x) for x in (self.a, self.w, self.out))
+        pa[:, : a.shape[1]] = bits(a)
+        pw[:, : w.shape[1], : w.shape[2]] = bits(w)
+        self.launch(_ptr(self.a), _ptr(self.w), _ptr(self.out), stream=stream)
+        bits(out)[...] = pout[:, : out.shape[1]]
+
+
+GROUPED_PLANS = PlanCache(GroupedPlan)
+
+
+@rung(
+    problem="grouped-gemm",
+    name="wgmma-grouped",
+    title="Tensor cores: grouped wgmma + TMA",
+    dtypes=DTYPES,
+    needs=("cupy",),
+    units="tensor",
+    **CC,
+)
+def launch_grouped_gemm(a: Any, w: Any, offsets: Any, out: Any = None) -> Any:
+    return run_grouped(GROUPED_PLANS, a, w, offsets, out)
+
+
+def run_grouped(plans: PlanCache, a: Any, w: Any, offsets: Any, out: Any) -> Any:
+    """The grouped GEMM alone through ``plans``."""
+    a, w, offs, c = grouped_operands(a, w, offsets, out, DTYPES)
+    if 0 in c.shape:
+        return c.obj
+    handle = current_stream()
+    p = plans(a, w, offs, c)
+    stream = stream_of(handle)
+    p.offsets.copy_to_device(numba_array(offs), stream=stream)
+    tile_starts_of[1, 1, stream](p.offsets, BM, p.tile_starts)
+    p(a, w, c, handle)
+    return c.obj

@@ -1,0 +1,235 @@
+"""Every mixture-of-experts rung against float64, the routing kernels on their own, the input
+generator's promises, and the clear errors.
+
+Parametrized over the registry of the three problems (``moe-top2``, ``moe-top8``,
+``grouped-gemm``): a rung added to ladder/moe is tested here without edits. On a GPU the sizes
+are the problems' test sizes (T = 1, k = E, widths off every multiple of 8, every token to one
+expert, experts with no token, past one tensor-core tile); in the simulator, a few tokens.
+"""
+
+import numpy as np
+import pytest
+from conftest import ON_GPU, quick_unless
+
+import ladder.moe  # noqa: F401  (registers the problems and rungs)
+from ladder.core import timing
+from ladder.core.dtypes import resolve, to_device, to_host
+from ladder.core.rung import NotApplicable, get_problem, get_rung, rungs
+from ladder.moe import common
+from ladder.moe.problem import MARGIN, group_sizes, moe_numpy, route_logits, route_numpy
+
+PROBLEMS = ("moe-top2", "moe-top8", "grouped-gemm")
+RUNGS = [r for name in PROBLEMS for r in rungs(name) if r.unavailable_reason() is None]
+# the simulator's edge cases: one token (most experts empty), every token to expert 0
+SIMULATOR_EDGES = {"moe-top2": [(1, 16, 24, 2, 0), (6, 17, 9, 4, 100)], "moe-top8": [],
+                   "grouped-gemm": [(7, 17, 33, 4, 50)]}  # fmt: skip
+
+
+def _cases():
+    for rung in RUNGS:
+        problem = get_problem(rung.problem)
+        for i, dtype in enumerate(rung.dtypes):
+            if ON_GPU:
+                sizes = problem.test_sizes(dtype)
+            else:  # one dtype per rung and problem, alternating; the edges on the slow path
+                if i != rung.number % len(rung.dtypes):
+                    continue
+                sizes = problem.simulator_sizes(dtype) + SIMULATOR_EDGES[rung.problem]
+            for j, size in enumerate(sizes):
+                marks = quick_unless(j > 0)
+                yield pytest.param(rung, dtype, size, id=f"{rung.key}-{dtype}-{size}", marks=marks)
+
+
+@pytest.mark.parametrize(("rung", "dtype", "size"), list(_cases()))
+def test_moe_rung_matches_float64_reference(rung, dtype, size):
+    problem = get_problem(rung.problem)
+    inputs = problem.make_inputs(size, dtype, seed=sum(size))
+    out = to_device(np.full(problem.output_shape(size), np.nan, resolve(dtype)))  # poisoned
+    try:
+        returned = rung.launch(*[to_device(x) for x in inputs], out)
+    except NotApplicable as err:  # torch._grouped_mm refusing a dtype or an unaligned width
+        assert rung.reference, f"{rung.key} is not a library: it must take every input"
+        pytest.skip(str(err))
+    assert returned is out
+    result = to_host(out)
+    assert np.all(np.isfinite(result)), "an element was never written (still NaN) or overflowed"
+    assert timing.relative_error(result, problem.reference(inputs)) <= problem.tolerance(dtype)
+
+
+def test_generated_logits_keep_their_margin_and_skew():
+    rng = np.random.default_rng(3)
+    for experts, k, hot in ((8, 2, 0), (8, 2, 50), (64, 8, 0), (4, 4, 0), (8, 2, 100)):
+        logits = route_logits(1000, experts, k, hot, rng)
+        ordered = -np.sort(-logits, axis=1)
+        if k < experts:  # the k-th largest is MARGIN or more above the (k+1)-th
+            assert np.all(ordered[:, k - 1] - ordered[:, k] >= MARGIN)
+        ids, gates = route_numpy(logits, k)
+        assert np.allclose(gates.sum(axis=1), 1.0)
+        share = np.mean(np.any(ids == 0, axis=1))
+        assert share == pytest.approx(hot / 100 if hot else k / experts, abs=0.05)
+
+
+def test_group_sizes_add_up_and_skew():
+    rng = np.random.default_rng(4)
+    sizes = group_sizes(1000, 8, 50, rng)
+    assert sizes.sum() == 1000 and sizes[0] == 500
+    assert group_sizes(10, 1, 0, rng).tolist() == [10]
+
+
+def test_reference_is_the_definition():
+    rng = np.random.default_rng(5)
+    x, w1, w2 = (
+        rng.standard_normal((3, 4)),
+        rng.standard_normal((5, 4, 6)),
+        rng.standard_normal((5, 6, 4)),
+    )
+    logits = rng.standard_normal((3, 5))
+    y = moe_numpy(x, logits, w1, w2, k=2)
+    t = 1
+    top = np.argsort(-logits[t])[:2]
+    g = np.exp(logits[t, top]) / np.exp(logits[t, top]).sum()
+
+    def expert(e):
+        z = x[t] @ w1[e]
+        return (z / (1 + np.exp(-z))) @ w2[e]
+
+    assert y[t] == pytest.approx(g[0] * expert(top[0]) + g[1] * expert(top[1]))
+
+
+def test_routing_kernels_sort_every_pair_once():
+    """top_k_softmax against the float64 routing; then count, scan and permute: each expert's
+    rows contiguous, each (token, slot) pair in exactly one row, the tile schedule's sums."""
+    tokens, experts, k = 23, 6, 3
+    logits = route_logits(tokens, experts, k, 30, np.random.default_rng(6))
+    routing = common.Routing(tokens, experts, k, tile_rows=4)
+    routing.run(to_device(logits), 0)
+    ids, gates = routing.ids.copy_to_host(), routing.gates.copy_to_host()
+    want_ids, want_gates = route_numpy(logits, k)
+    assert np.array_equal(ids, want_ids)
+    assert np.allclose(gates, want_gates, rtol=1e-6)
+    counts = np.bincount(ids.ravel(), minlength=experts)
+    offsets, starts = routing.offsets.copy_to_host(), routing.tile_starts.copy_to_host()
+    assert offsets.tolist() == [0, *np.cumsum(counts).tolist()]
+    assert starts.tolist() == [0, *np.cumsum(-(-counts // 4)).tolist()]
+    perm, where = routing.perm_slot.copy_to_host(), routing.slot_row.copy_to_host()
+    assert sorted(perm.tolist()) == list(range(tokens * k))
+    assert np.array_equal(where[perm], np.arange(tokens * k))
+    for e in range(experts):  # expert e's rows hold exactly its pairs
+        assert np.all(ids.ravel()[perm[offsets[e] : offsets[e + 1]]] == e)
+    assert not routing.counts.copy_to_host().any(), "the scan leaves the counts zero"
+
+
+def test_max_tiles_bounds_every_routing():
+    rng = np.random.default_rng(7)
+    for _ in range(200):
+        experts = int(rng.integers(1, 20))
+        counts = rng.multinomial(int(rng.integers(0, 300)), [1 / experts] * experts)
+        for tile in (16, 128):
+            need = int(np.sum(-(-counts // tile)))
+            assert need <= common.max_tiles(int(counts.sum()), experts, tile)
+
+
+def _inputs(size=(5, 16, 24, 4, 0), dtype="float32"):
+    return [to_device(x) for x in get_problem("moe-top2").make_inputs(size, dtype, seed=1)]
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        (lambda a: [a[0], a[1][:, :3], a[2], a[3]], "logits must be"),
+        (lambda a: [_inputs((5, 8, 24, 4, 0))[0], a[1], a[2], a[3]], "w1 must be"),
+        (lambda a: [a[0], a[1], a[2], _inputs((5, 16, 8, 4, 0))[3]], "w2 must be"),
+        (lambda a: [a[0], a[1], a[2][0], a[3]], "w1 must be 3-D"),
+    ],
+)
+def test_bad_shapes_are_refused_by_name(change, message):
+    rung = get_rung("moe-top2", "expert-loop")
+    with pytest.raises(ValueError, match=message):
+        rung.launch(*change(_inputs()))
+
+
+def test_bad_dtype_and_k_are_refused():
+    from ladder.moe import r03_grouped
+
+    x, logits, w1, w2 = _inputs()
+    with pytest.raises(ValueError, match="k must be"):
+        r03_grouped.launch(x, logits, w1, w2, k=5)
+    half = _inputs(dtype="float16")
+    with pytest.raises(TypeError, match="logits must be float32"):
+        r03_grouped.launch(x, half[1], w1, w2)
+
+
+def test_grouped_gemm_checks_its_offsets():
+    a, w, _ = (to_device(x) for x in get_problem("grouped-gemm").make_inputs((9, 16, 24, 3, 0)))
+    rung = get_rung("grouped-gemm", "grouped")
+    with pytest.raises(ValueError, match=r"offsets must be int32 of shape \(4,\)"):
+        rung.launch(a, w, to_device(np.zeros(3, np.int32)))
+
+
+def test_size_parsing_names_the_rule():
+    problem = get_problem("moe-top8")
+    with pytest.raises(ValueError, match="E must be at least k = 8"):
+        problem.parse_size([16, 16, 16, 4, 0])
+    with pytest.raises(ValueError, match="hot is a percentage"):
+        problem.parse_size([16, 16, 16, 8, 101])
+    assert problem.parse_size([16, 16, 16, 8, 0]) == (16, 16, 16, 8, 0)
+
+
+@pytest.mark.parametrize(
+    "rung",
+    [r for r in RUNGS if r.problem == "grouped-gemm" and not r.reference],
+    ids=lambda r: r.key,
+)
+def test_grouped_gemm_reads_each_calls_offsets(rung):
+    """Two calls with the same shapes and different routings: a launcher that kept the first
+    call's offsets (in a plan built for these shapes) answers the second one wrongly."""
+    problem = get_problem("grouped-gemm")
+    for hot in (0, 50):
+        inputs = problem.make_inputs((40, 16, 24, 3, hot), rung.dtypes[-1], seed=hot)
+        out = to_device(np.full((40, 24), np.nan, resolve(rung.dtypes[-1])))
+        rung.launch(*[to_device(x) for x in inputs], out)
+        error = timing.relative_error(to_host(out), problem.reference(inputs))
+        assert error <= problem.tolerance(rung.dtypes[-1])
+
+
+def test_the_readme_block_is_written_from_the_results():
+    from pathlib import Path
+
+    from ladder.moe import summary
+
+    text = (Path(__file__).parent.parent / "README.md").read_text()
+    block = text.split(summary.START + "\n")[1].split(summary.END)[0]
+    assert block == summary.markdown(), "run: python -m ladder.moe.summary --readme README.md"
+
+
+def test_the_diagrams_draw_the_kernels_rules():
+    from matplotlib.patches import Rectangle
+
+    from ladder.moe import diagrams
+    from ladder.moe.r05_wgmma_grouped import BM
+
+    example = diagrams.routing_example(tokens=10, experts=4, k=2)
+    assert example["offsets"][-1] == 20 and sorted(example["perm_slot"]) == list(range(20))
+    fig = diagrams.tile_schedule(rows=1024, experts=8, hot=50, tile_rows=BM)
+    (ax,) = fig.axes
+    counts = group_sizes(1024, 8, 50, np.random.default_rng(0))
+    used = int(np.sum(-(-counts // BM)))
+    assert ax.get_xlim() == (0, common.max_tiles(1024, 8, BM))  # one cell per block row
+    assert f"{used} tiles used" in ax.get_title()
+    assert any(isinstance(p, Rectangle) and p.get_hatch() for p in ax.patches)  # empty rows
+    diagrams.routing()  # renders
+
+
+def test_the_split_plot_reads_the_committed_file():
+    import json
+    from pathlib import Path
+
+    from ladder.moe.split import STAGES, plot_split
+
+    path = Path(__file__).parent.parent / "results" / "nvidia-h100-80gb-hbm3-moe-split.json"
+    doc = json.loads(path.read_text())
+    for case in doc["cases"]:  # the stages add up to about the layer, timed alone each
+        total = sum(case["stages_ms"][s] for s in STAGES)
+        assert 0.9 < total / case["layer_ms"] < 1.1
+    fig = plot_split(doc)
+    assert doc["gpu"] in fig.get_suptitle()
