@@ -6,7 +6,7 @@ Numba's simulator), never from ``solutions.py``, which holds worked answers: rea
 
 One module per notebook: ``nb00_start_here``, ``nb01_gemm``, ``nb02_tensor_cores``,
 ``nb03_conv``, ``nb04_streams_and_graphs``, ``nb05_fusion``, ``nb06_attention``,
-``nb08_models``.
+``nb08_models``, ``nb09_moe``.
 """
 
 EXERCISES = {
@@ -18,4 +18,5 @@ EXERCISES = {
     "nb05_fusion": ("fusion_bytes", "online_softmax"),
     "nb06_attention": ("score_memory", "flash_merge"),
     "nb08_models": ("matmul_backward", "softmax_backward"),
+    "nb09_moe": ("offsets", "tile_padding"),
 }

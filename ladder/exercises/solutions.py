@@ -93,3 +93,20 @@ def matmul_backward(A: np.ndarray, B: np.ndarray, dC: np.ndarray) -> tuple[np.nd
 
 def softmax_backward(y: np.ndarray, dy: np.ndarray) -> np.ndarray:
     return y * (dy - (dy * y).sum(1, keepdims=True))
+
+
+# nb09_moe
+def offsets(ids: np.ndarray, experts: int) -> np.ndarray:
+    return np.concatenate([[0], np.cumsum(np.bincount(ids.ravel(), minlength=experts))])
+
+
+def _tile_padding() -> dict[str, float]:
+    from ladder.exercises.nb09_moe import padding_counts
+    from ladder.moe.r05_wgmma_grouped import BM
+
+    counts = padding_counts()
+    tiles = int(np.sum(-(-counts // BM)))
+    return {"tiles": tiles, "empty_share": 1 - counts.sum() / (tiles * BM)}
+
+
+tile_padding = _tile_padding()
