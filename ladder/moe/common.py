@@ -256,3 +256,47 @@ class Routing:
         permute[self.slot_blocks, threads, stream](
             self.ids, self.cursor, self.perm_slot, self.slot_row
         )
+
+
+def example_arguments(dtype: Any) -> dict[str, tuple[Any, ...]]:
+    """Small host arrays typed as each kernel of the ladder takes them (x, w1 and w2 in
+    ``dtype``): what ``ladder check`` compiles the kernels for (each rung module's
+    ``KERNEL_ARGS``). T = 5 tokens, d = 16, f = 24, E = 4, k = 2."""
+    import numpy as np
+
+    tokens, d, f, experts, k = 5, 16, 24, 4, 2
+    t = np.dtype(dtype)
+    x, y = np.zeros((tokens, d), t), np.zeros((tokens, d), t)
+    w1, w2 = np.zeros((experts, d, f), t), np.zeros((experts, f, d), t)
+    rows, h = np.zeros((tokens * k, d), t), np.zeros((tokens * k, f), t)
+    ids, gates = np.zeros((tokens, k), np.int32), np.zeros((tokens, k), np.float32)
+    offsets, per_expert = np.zeros(experts + 1, np.int32), np.zeros(experts, np.int32)
+    pairs, tokens_of = np.zeros(tokens * k, np.int32), np.zeros(tokens, np.int32)
+    f32 = np.zeros((tokens, d), np.float32)
+    words = np.zeros((tokens, d // 4), np.uint64), np.zeros((tokens * k, d // 4), np.uint64)
+    return {
+        "top_k_softmax": (np.zeros((tokens, experts), t), ids, gates),
+        "count_experts": (ids, per_expert),
+        "scan_offsets": (per_expert, TILE, offsets, per_expert, offsets),
+        "tile_starts_of": (offsets, TILE, offsets),
+        "permute": (ids, per_expert, pairs, pairs),
+        "gather_rows": (x, pairs, k, rows),
+        "gather_words": (words[0], pairs, k, words[1]),
+        "combine": (rows, pairs, gates, y),
+        "matmul_silu": (x, w1[0], np.zeros((tokens, f), t)),
+        "matmul": (np.zeros((tokens, f), t), w2[0], f32),
+        "gather": (x, tokens_of, x),
+        "scatter_add": (f32, tokens_of, np.zeros(tokens, np.float32), f32),
+        "cast_into": (f32, y),
+        "grouped_matmul_silu": (rows, w1, offsets, offsets, h),
+        "grouped_matmul": (h, w2, offsets, offsets, rows),
+        "gathered_matmul_silu": (x, pairs, k, w1, offsets, offsets, h),
+        "scattered_matmul": (h, w2, offsets, offsets, pairs, gates, rows),
+        "combine_slots": (rows, k, y),
+    }
+
+
+def kernel_args(name: str, example: str | None = None) -> Any:
+    """A ``KERNEL_ARGS`` entry: the problem's inputs in, ``example_arguments``' arguments of
+    ``example`` (by default ``name``) in the inputs' dtype out."""
+    return lambda *arrays: example_arguments(arrays[0].dtype)[example or name]

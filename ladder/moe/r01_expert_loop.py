@@ -36,6 +36,7 @@ from ladder.moe.common import (
     ELEMENTWISE,
     TILE,
     grid_for,
+    kernel_args,
     matmul,
     matmul_grid,
     matmul_silu,
@@ -108,3 +109,15 @@ def launch(x: Any, logits: Any, w1: Any, w2: Any, out: Any = None, k: int = 2) -
         scatter_add[grid_for(n, shape.d), ELEMENTWISE, stream](expert_out, d_tokens, d_weights, y32)
     cast_into[grid_for(*y.shape), ELEMENTWISE, stream](y32, ny)
     return y.obj
+
+
+# what ``ladder check`` compiles for this rung: the kernels it introduces
+KERNELS = {
+    "top_k_softmax": top_k_softmax,
+    "gather": gather,
+    "matmul_silu": matmul_silu,
+    "matmul": matmul,
+    "scatter_add": scatter_add,
+    "cast_into": cast_into,
+}
+KERNEL_ARGS = {name: kernel_args(name) for name in KERNELS}

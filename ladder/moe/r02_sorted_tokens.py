@@ -36,11 +36,15 @@ from ladder.moe.common import (
     TILE,
     Routing,
     combine,
+    count_experts,
     gather_rows,
     grid_for,
+    kernel_args,
     matmul,
     matmul_grid,
     matmul_silu,
+    permute,
+    scan_offsets,
     stream_of,
 )
 from ladder.moe.problem import moe_rung, operands
@@ -94,3 +98,14 @@ def launch(x: Any, logits: Any, w1: Any, w2: Any, out: Any = None, k: int = 2) -
         b.expert_out, route.slot_row, route.gates, numba_array(y)
     )
     return y.obj
+
+
+# what ``ladder check`` compiles for this rung: the kernels it introduces
+KERNELS = {
+    "count_experts": count_experts,
+    "scan_offsets": scan_offsets,
+    "permute": permute,
+    "gather_rows": gather_rows,
+    "combine": combine,
+}
+KERNEL_ARGS = {name: kernel_args(name) for name in KERNELS}

@@ -40,6 +40,7 @@ from ladder.moe.common import (
     combine,
     gather_rows,
     grid_for,
+    kernel_args,
     max_tiles,
     silu,
     stream_of,
@@ -137,3 +138,12 @@ def launch_grouped_gemm(a: Any, w: Any, offsets: Any, out: Any = None) -> Any:
         numba_array(a), numba_array(w), noffs, tile_starts, numba_array(c)
     )
     return c.obj
+
+
+# what ``ladder check`` compiles for this rung: the kernels it introduces
+KERNELS = {
+    "grouped_matmul_silu": grouped_matmul_silu,
+    "grouped_matmul": grouped_matmul,
+    "tile_starts_of": tile_starts_of,
+}
+KERNEL_ARGS = {name: kernel_args(name) for name in KERNELS}

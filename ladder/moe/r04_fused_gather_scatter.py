@@ -37,6 +37,7 @@ from ladder.moe.common import (
     TILE,
     Routing,
     grid_for,
+    kernel_args,
     silu,
     stream_of,
     tile_dot,
@@ -127,3 +128,12 @@ def launch(x: Any, logits: Any, w1: Any, w2: Any, out: Any = None, k: int = 2) -
     )  # fmt: skip
     combine_slots[grid_for(*y.shape), ELEMENTWISE, stream](b.slots, k, numba_array(y))
     return y.obj
+
+
+# what ``ladder check`` compiles for this rung: the kernels it introduces
+KERNELS = {
+    "gathered_matmul_silu": gathered_matmul_silu,
+    "scattered_matmul": scattered_matmul,
+    "combine_slots": combine_slots,
+}
+KERNEL_ARGS = {name: kernel_args(name) for name in KERNELS}

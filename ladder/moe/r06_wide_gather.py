@@ -36,7 +36,7 @@ from typing import Any
 import numpy as np
 
 from ladder.core.fastcall import Operand, PlanCache, numba_array
-from ladder.moe.common import ELEMENTWISE, gather_rows, grid_for
+from ladder.moe.common import ELEMENTWISE, gather_rows, grid_for, kernel_args
 from ladder.moe.problem import moe_rung
 from ladder.moe.r05_wgmma_grouped import CC, Plan, gather_scalar, run_layer
 
@@ -69,3 +69,8 @@ def gather_words(x: Operand, p: Plan, k: int, stream: Any) -> None:
 )
 def launch(x: Any, logits: Any, w1: Any, w2: Any, out: Any = None, k: int = 2) -> Any:
     return run_layer(PLANS, x, logits, w1, w2, out, k, gather=gather_words)
+
+
+# what ``ladder check`` compiles for this rung: the gather on 8-byte words
+KERNELS = {"gather_rows": gather_rows}
+KERNEL_ARGS = {"gather_rows": kernel_args("gather_rows", "gather_words")}
