@@ -31,7 +31,7 @@ from typing import Any
 import numpy as np
 from numba import cuda
 
-from ladder.core.fastcall import current_stream, numba_array
+from ladder.core.fastcall import current_stream, numba_array, refuse_capture
 from ladder.moe.common import (
     ELEMENTWISE,
     TILE,
@@ -85,6 +85,7 @@ def launch(x: Any, logits: Any, w1: Any, w2: Any, out: Any = None, k: int = 2) -
     xs, lg, w1s, w2s, y, shape = operands(x, logits, w1, w2, out, k, ("float32", "float16"))
     if 0 in y.shape:
         return y.obj
+    refuse_capture("cannot be captured: moe rung 1 reads the experts' ids on the host")
     stream = stream_of(current_stream())
     nx, nw1, nw2, ny = (numba_array(a) for a in (xs, w1s, w2s, y))
     ids, gates = route(numba_array(lg), k, stream)

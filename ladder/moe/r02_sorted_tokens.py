@@ -30,7 +30,7 @@ from typing import Any
 import numpy as np
 from numba import cuda
 
-from ladder.core.fastcall import Operand, PlanCache, current_stream, numba_array
+from ladder.core.fastcall import Operand, PlanCache, current_stream, numba_array, refuse_capture
 from ladder.moe.common import (
     ELEMENTWISE,
     TILE,
@@ -72,6 +72,7 @@ def launch(x: Any, logits: Any, w1: Any, w2: Any, out: Any = None, k: int = 2) -
     xs, lg, w1s, w2s, y, shape = operands(x, logits, w1, w2, out, k, ("float32", "float16"))
     if 0 in y.shape:
         return y.obj
+    refuse_capture("cannot be captured: moe rung 2 reads the offsets on the host")
     stream = stream_of(current_stream())
     b = PLANS(xs, w1s, k)
     nw1, nw2 = numba_array(w1s), numba_array(w2s)
