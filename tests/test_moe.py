@@ -233,3 +233,21 @@ def test_the_split_plot_reads_the_committed_file():
         assert 0.9 < total / case["layer_ms"] < 1.1
     fig = plot_split(doc)
     assert doc["gpu"] in fig.get_suptitle()
+
+
+def test_too_many_rows_are_refused_before_any_launch():
+    """T·k past the copy kernels' grid (8 rows per block, 65,535 blocks along y): a clear error
+    naming x, before any launch (the check reads shapes only, so no memory is allocated)."""
+    from ladder.moe.problem import MAX_ROWS, operands
+
+    class Shaped:  # an array interface with a shape and no data
+        def __init__(self, shape):
+            self.__cuda_array_interface__ = {
+                "shape": shape, "typestr": "<f4", "data": (0, False), "version": 3,
+                "strides": None,
+            }  # fmt: skip
+
+    _, _, w1, w2 = _inputs()
+    tokens = MAX_ROWS // 2 + 1
+    with pytest.raises(ValueError, match=r"x: T·k = \d+ rows, at most"):
+        operands(Shaped((tokens, 16)), Shaped((tokens, 4)), w1, w2, None, 2, ("float32",))

@@ -17,8 +17,9 @@ from ladder.exercises._common import as_dict, close, require
 from ladder.moe.problem import group_sizes
 from ladder.moe.r05_wgmma_grouped import BM
 
-# the routing of check_tile_padding: the fine-grained layer's rows (T = 8192, k = 8) over 64
-# experts, half of the tokens sent to expert 0
+# the routing of check_tile_padding: the fine-grained layer's rows (T·k = 8192 · 8) over 64
+# experts, half of the rows in expert 0 (grouped-gemm's skew: harsher than a top-8 layer's,
+# where an expert gets at most T rows)
 ROWS, EXPERTS, HOT, SEED = 8192 * 8, 64, 50, 9
 
 

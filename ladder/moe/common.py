@@ -41,7 +41,10 @@ def silu(z: float) -> float:
 @cuda.jit
 def top_k_softmax(logits, ids, gates):
     """ids[t], gates[t] = the k largest logits of token t (ties: the lower expert first) and
-    the softmax over those k. k = ids.shape[1] <= K_MAX, kept sorted in registers by insertion."""
+    the softmax over those k. k = ids.shape[1] <= K_MAX, kept sorted in registers by insertion.
+    Logits are expected finite: every comparison with a NaN is false, so a NaN logit spoils the
+    token's choice (torch.topk ranks it largest), and a token whose k kept logits are all -inf
+    gets NaN gates."""
     t = cuda.grid(1)
     if t >= logits.shape[0]:
         return

@@ -21,7 +21,7 @@ another expert is wrong, not unlucky.
 Work: two GEMMs per (token, expert) pair, 2·d·f FLOPs each: 4·T·k·d·f in all (routing, the
 softmax and the sums are O(T·(E + k·d)), negligible). Fewest bytes: read x, the logits and
 every expert's weights once, write y. At the Mixtral-like size (T = 8192, d = 4096, f = 14336,
-E = 8, k = 2) that is 3.85 TFLOP over 1.9 GB: bound by arithmetic, like a large GEMM.
+E = 8, k = 2) that is 3.85 TFLOP over 2.0 GB: bound by arithmetic, like a large GEMM.
 
 The third problem, ``grouped-gemm``, is the expert GEMM alone: rows a (M × K) already sorted by
 expert, w (E × K × N), offsets (E + 1, int32: expert e owns rows offsets[e] .. offsets[e+1]);
@@ -391,6 +391,9 @@ def operands(
         raise ValueError(f"w2 must be (E, f, d) = {(experts, f, d)}, got {w2.shape}")
     if not 1 <= k <= min(experts, K_MAX):
         raise ValueError(f"k must be 1 to min(E, {K_MAX}) = {min(experts, K_MAX)}, got {k}")
+    if tokens * k > MAX_ROWS:
+        raise ValueError(f"x: T·k = {tokens * k} rows, at most {MAX_ROWS} (the grid's y limit); "
+                         f"split the tokens into calls")  # fmt: skip
     result = output(out, (tokens, d), dtype, shape_text="x's shape")
     return x, logits, w1, w2, result, Shape(tokens, d, f, experts, k)
 
@@ -404,6 +407,8 @@ def grouped_operands(
     _checked((a, w), ("a", "w"), (2, 3), dtypes)
     if w.shape[1] != a.shape[1]:
         raise ValueError(f"w must be (E, K, N) with K = {a.shape[1]} (a's width), got {w.shape}")
+    if a.shape[0] > MAX_ROWS:
+        raise ValueError(f"a: {a.shape[0]} rows, at most {MAX_ROWS} (the grid's y limit)")
     if offs.dtype != "int32" or offs.shape != (w.shape[0] + 1,):
         raise ValueError(f"offsets must be int32 of shape ({w.shape[0] + 1},), got {offs.dtype} "
                          f"{offs.shape}")  # fmt: skip
@@ -412,3 +417,6 @@ def grouped_operands(
 
 
 K_MAX = 8  # the most experts per token the routing kernels keep (registers: one slot each)
+# the most (token, expert) rows: the copy kernels put 8 rows per block along the grid's y
+# dimension, which allows 65,535 blocks (common.ELEMENTWISE)
+MAX_ROWS = 65_535 * 8

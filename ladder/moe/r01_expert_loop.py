@@ -6,20 +6,22 @@ registers and writes their experts and softmax gates). The expert ids come back 
 and NumPy finds each expert's tokens. Then, for each expert that has tokens: copy their rows of
 x together (a gather), ``h = silu(rows @ w1[e])`` and ``rows @ w2[e]`` with the shared-memory
 tiled GEMM of the GEMM ladder's rung 3 (16 × 16 tiles, ``common.tile_dot``), and add the
-gate-weighted result into a float32 copy of y at those tokens. Each expert sees a token at most
-once, so the adds of one expert never collide. Every token is computed: nothing is dropped.
+gate-weighted result into a float32 y (zeroed on the host and uploaded on each call: part of
+this rung's host cost) at those tokens. Each expert sees a token at most once, so the adds of
+one expert never collide. Every token is computed: nothing is dropped.
 Why: it is the shape of the PyTorch loop (``torch.where`` per expert, index, two matmuls,
 ``index_add_``), so its costs are the ones to remove: the host waits for the GPU once per call
 (the ids), each expert launches four kernels and allocates its buffers, and a small expert's
 GEMM fills only a few of the GPU's 132 SMs while the others idle.
-Prediction: with E = 8 big experts the GEMMs (at CUDA-core speed, a few TFLOP/s) are the whole
-time; with E = 64 small ones, 256 launches and the host's share of each matter more.
+Prediction: the GEMMs at about the GEMM ladder's shared-tiling rate (GEMM rung 3: 7.86 TFLOP/s
+in float32 at 4096³ on an H200, results/nvidia-h200.json): about 490 ms at the Mixtral-like size
+(3.85 TFLOP) and 70 ms at OLMoE's (0.55 TFLOP), and at E = 64 the host's loop on top.
 Measured: on an NVIDIA H100 (results/nvidia-h100-80gb-hbm3-moe.json, ``ladder bench``), float16:
 557.052 ms at the Mixtral-like size (T = 8192, d = 4096, f = 14336, E = 8, k = 2), 6.91 TFLOP/s;
 135.547 ms at OLMoE's (T = 8192, d = 2048, f = 1024, E = 64, k = 8), 4.06 TFLOP/s. PyTorch's
 loop takes 7.498 and 10.654 ms on the tensor cores.
-Verdict: held. The CUDA-core GEMMs are the time at E = 8; at E = 64 the rate falls by 40%, the
-share of the host's loop and of the small experts' launches.
+Verdict: held: at E = 8 the time is the GEMMs' (16 × 16 tiles, a little slower than rung 3's
+32 × 32); at E = 64 the host's loop and the small experts' launches add about 65 ms to them.
 
 Lab notes: docs/notes/moe.md
 """

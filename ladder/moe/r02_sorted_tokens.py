@@ -9,11 +9,12 @@ both directions (row → pair, pair → row). ``common.gather_rows`` copies x's 
 once for all experts, so expert e's rows are one contiguous slice, offsets[e] .. offsets[e+1].
 The host reads only those E + 1 offsets (one wait instead of rung 1's T·k ids) and loops over
 the experts with slices, no per-expert index arrays or allocations; ``common.combine`` sums
-each token's k rows back, gate-weighted, in slot order (the same sum on every call).
+each token's k rows back, gate-weighted, in slot order (the same sum on every call). The
+experts' outputs are stored in the input dtype (rung 1 kept them in float32): one more rounding.
 Why: rung 1's host work grows with T·k (NumPy over every id, an upload per expert); sorting on
 the GPU makes it O(E), and the slices make each expert's GEMM read contiguous rows.
-Prediction: at the benchmark sizes the GEMMs still set the time (the same kernels as rung 1);
-the saving is the host's share, largest at E = 64 with small experts.
+Prediction: the same GEMMs as rung 1 (about 490 and 70 ms), and most of rung 1's time above
+them gone: a few percent at the Mixtral-like size, most of the 65 ms at OLMoE's.
 Measured: on an NVIDIA H100 (results/nvidia-h100-80gb-hbm3-moe.json), float16: 536.201 ms at the
 Mixtral-like size (rung 1: 557.052 ms), 77.195 ms at OLMoE's (rung 1: 135.547 ms); the host's
 time per call fell from 558,833 to 4,823 µs and from 137,247 to 26,785 µs.

@@ -7,20 +7,22 @@ row b of the grid works for the expert e with tile_starts[e] <= b < tile_starts[
 tile_starts[e]) onward, and multiplies by w1[e] (or w2[e]). The host cannot know how many
 tiles there are without waiting for the GPU, so the grid has as many block rows as there can
 ever be, T·k / 16 + E rounded up, and the blocks past the last tile return at once. Nothing
-comes back to the host: the whole layer is six kernels queued in a row, and can be captured in
+comes back to the host: the whole layer is eight kernels queued in a row (four route, then the
+gather, the two GEMMs and the combine), and can be captured in
 a CUDA graph. The block's loop is rung 2's GEMM (``common.tile_dot``); only the scheduling is
 new. The same kernel is this rung of ``grouped-gemm``, the expert GEMM alone.
-Why: rung 2 launches 2·E GEMMs, each as wide as its expert: 64 experts of 128 rows give
-8 block rows each, a few percent of the GPU per launch, one after the other, plus the host's
-wait for the offsets. One grid fills the GPU with every expert's tiles at once.
-Prediction: close to rung 2 at E = 8 (big GEMMs already fill the GPU); faster at E = 64, by
-the launches and the idle SMs of rung 2's small GEMMs.
+Why: rung 2 waits for the offsets, then launches 2·E GEMMs from the host one after the other;
+where the experts' GEMMs are short, the host's launches set the pace (at OLMoE's size rung 2
+spends 26,785 µs of host time per call). One grid per GEMM, whatever E, and no wait.
+Prediction: within a few percent of rung 2 at both benchmark sizes, where the GPU's 536 and
+77 ms of GEMMs hide the host's launches; many times faster where the experts are small enough
+that the launches are the time (float32 at a quarter of OLMoE's widths).
 Measured: on an NVIDIA H100 (results/nvidia-h100-80gb-hbm3-moe.json), float16: 536.623 ms at the
 Mixtral-like size (rung 2: 536.201 ms), 73.920 ms at OLMoE's (rung 2: 77.195 ms); host time per
 call 765 and 845 µs. Float32 at a quarter of OLMoE's widths (T = 2048, d = 512, f = 256): 1.516
 ms against rung 2's 26.828 ms, and a CUDA graph replays it.
-Verdict: held: 1.00x and 1.04x at the benchmark sizes, where each expert's GEMM is long enough
-to hide its launch; 17.7x where the experts are small, and no host wait anywhere.
+Verdict: held: 1.00x and 1.04x at the benchmark sizes; 17.7x at the quarter size, where rung
+2's host time per call (26,527 µs) was nearly all of its 26.828 ms.
 
 Lab notes: docs/notes/moe.md
 """

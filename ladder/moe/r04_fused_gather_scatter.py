@@ -8,17 +8,20 @@ expert e loads x[perm_slot[r] / k] straight into the shared tile (``common.tile_
 row per thread), so the permuted copy of x is never written. The second GEMM's epilogue
 multiplies by the row's gate and stores to the row's (token, slot) place, perm_slot[r], so its
 output is already in token order, T × k rows; ``combine_slots`` adds each token's k
-consecutive rows. The diff from rung 3 is the two kernels' addressing and their epilogue.
+consecutive rows. The diff from rung 3: the two kernels' addressing and epilogue, that new
+combine, and buffers without the gathered copy; each expert output is now gate-weighted and
+rounded to the input dtype before the sum.
 Why: the gathered copy of x is T·k·d elements written and read again (at the Mixtral-like size
 268 MB of traffic for float16), and the combine's indirect, gate-weighted reads become
 contiguous ones.
-Prediction: the copy is a few percent of the CUDA-core GEMMs' time, so within a few percent
-of rung 3; the gathered loads are not coalesced across the block's rows (each row of a tile
-comes from anywhere in x), but each row's 16 elements still are.
+Prediction: within 1% of rung 3. The gather it saves takes 0.334 ms at the Mixtral-like size
+and 0.666 ms at OLMoE's (rung 5's copy of it, results/nvidia-h100-80gb-hbm3-moe-split.json),
+under 1% of rung 3's 536 and 74 ms; the gathered loads are not coalesced across a tile's rows
+(each comes from anywhere in x), but each row's 16 elements still are.
 Measured: on an NVIDIA H100 (results/nvidia-h100-80gb-hbm3-moe.json), float16: 538.382 ms at the
 Mixtral-like size (rung 3: 536.623 ms), 74.504 ms at OLMoE's (rung 3: 73.920 ms).
 Verdict: held, as a wash: 0.99x. Saving two memory-bound copies cannot show under CUDA-core
-GEMMs 100 times longer; the gathered rows cost the first GEMM about as much. The fused epilogue
+GEMMs over 100 times longer; the gathered rows cost the first GEMM about as much. The fused epilogue
 stays (rung 5 keeps it); the fused gather cannot follow the GEMMs onto TMA.
 
 Lab notes: docs/notes/moe.md

@@ -1,5 +1,5 @@
 // Rung 5: the grouped expert GEMM on Hopper's tensor cores. GEMM rung 16's kernel (wgmma fed by
-// TMA, one producer and two consumer warpgroups, a 4-stage ring of 48 KB) with three changes:
+// TMA, one producer and two consumer warpgroups, a ring of 4 stages of 48 KB) with three changes:
 // - the block's tile comes from a schedule: the grid walks every expert's row tiles in turn
 //   (tile_starts, made by the routing's scan), and block row b works for the expert whose
 //   tiles include b; blocks past the last tile return at once;

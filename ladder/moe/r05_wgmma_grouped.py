@@ -10,22 +10,30 @@ coordinate, and the epilogue masks the rows past the expert's last. The first GE
 before storing h; the second multiplies by the gate and stores to the token's slot, as rung 4.
 The gather does not fuse: TMA copies boxes of consecutive rows, and Hopper's TMA has no row
 gather, so the rows are copied into expert order first (rung 3's ``gather_rows``). Widths that
-are no multiple of 8 (TMA's 16-byte rows) or misaligned weights go through zero-padded copies.
-Why: CUDA-core FP32 FMAs cap rung 4 near the FP32 peak; the tensor cores do 16-bit products
-an order of magnitude faster (GEMM rung 16: 0.87-0.94x cuBLAS on an H100).
-Prediction: the GEMMs near rung 16's rate, so the layer near its FLOPs at that rate plus the
-routing (a few tens of µs) and the copies of x's rows and of the outputs (memory-bound, a few
-percent at d = 4096); each expert's last row tile is partly empty (at most E tiles of padding
-over T·k / 128: 6% at the Mixtral-like size, 12% at OLMoE's).
+are no multiple of 8 (TMA's 16-byte rows) or misaligned weights go through zero-padded copies
+(all the weights, on every call, for such shapes only).
+Why: rung 4's GEMM is GEMM rung 3's loop on 16 × 16 tiles, 7.15 TFLOP/s, a ninth of the FP32
+peak. This rung changes two things at once, on purpose: the tiles become GEMM rung 16's pipeline
+(the GEMM ladder's rungs 4 to 16, climbed in notebooks 01 and 02) and the products move to the
+tensor cores. GEMM rung 16 reaches 665.89 and 684.51 TFLOP/s at 4096³ and 8192³, 0.886x and
+0.973x cuBLAS (results/nvidia-h200.json, an H200).
+Prediction: the GEMMs near 650 TFLOP/s: 5.9 ms at the Mixtral-like size, 0.85 ms at OLMoE's;
+plus the copies (the gather and the combine move about 0.47 and 0.84 GB: 0.16 and 0.28 ms at
+the 3.01 TB/s copy bandwidth ``ladder info`` measured) and tens of µs of routing: about 6.1
+and 1.2 ms. Each expert's last row tile is partly empty (at most E tiles of padding over
+T·k / 128: 6% at the Mixtral-like size, 12% at OLMoE's).
 Measured: on an NVIDIA H100 (results/nvidia-h100-80gb-hbm3-moe.json), float16: 6.891 ms at the
 Mixtral-like size, 558.46 TFLOP/s (PyTorch's loop 7.498 ms, the layer on ``torch._grouped_mm``
 7.339 ms); 2.140 ms at OLMoE's (loop 10.654 ms, ``torch._grouped_mm`` 4.365 ms); with half the
 tokens on expert 0, 7.014 and 2.127 ms. Stage by stage
-(results/nvidia-h100-80gb-hbm3-moe-split.json) the two GEMMs take 91% of the Mixtral-like layer
-and 52% of OLMoE's, where the gather of x's rows takes 31%.
-Verdict: held for the GEMMs (the grouped GEMM alone is near rung 16's rate: docs/notes/moe.md);
-1.09x PyTorch's loop at the Mixtral-like size, where big experts hide the loop's cost, 4.98x at
-OLMoE's, where the loop's 64 launches and waits do not.
+(results/nvidia-h100-80gb-hbm3-moe-split.json) the GEMMs take 91% of the Mixtral-like layer
+and 52% of OLMoE's, where the gather takes 0.666 ms (31%) and the routing 0.125 ms.
+Verdict: close at the Mixtral-like size, 6.891 against 6.1 ms (the grouped GEMM alone ran at
+611.02 TFLOP/s, 0.79x the H100's measured cuBLAS rate of 772); missed at OLMoE's, 2.140 against
+1.2 ms: the gather ran at 0.8 TB/s, not near the copy bandwidth, and the routing (one thread per
+token over 64 logits, 65,536 atomic adds on 64 counters, twice) took 0.125 ms. Against PyTorch's
+loop: 1.09x, where big experts hide the loop's cost; 4.98x at OLMoE's, where its 64 iterations,
+each a host wait (``torch.where``) and about eight launches, do not.
 
 Lab notes: docs/notes/moe.md
 """

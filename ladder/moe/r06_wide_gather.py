@@ -10,9 +10,10 @@ kernel needs no arithmetic on the values. A width d that is no multiple of 4, or
 5's (``r05_wgmma_grouped.run_layer`` with this gather).
 Why: the gather is memory-bound, T·k·d·2 bytes read and as many written, and at OLMoE's size
 (T·k = 65,536 rows of d = 2048) rung 5 spent 0.666 ms on it, 31% of the layer
-(results/nvidia-h100-80gb-hbm3-moe-split.json): 0.8 TB/s of the H100's 3.35. A warp of 16-bit
-accesses asks for 64 bytes per instruction, so the copy is bound by instructions and address
-arithmetic, not by bytes: a warp of 8-byte accesses asks for 256.
+(results/nvidia-h100-80gb-hbm3-moe-split.json): 0.8 TB/s of the 3.01 TB/s copy bandwidth
+``ladder info`` measured there. A warp of 16-bit accesses asks for 64 bytes per instruction, so
+the copy is likely bound by instructions and address arithmetic, not by bytes (not profiled):
+a warp of 8-byte accesses asks for 256.
 Prediction: the gather near the copy bandwidth measured by ``ladder info`` (about 0.2 ms at
 OLMoE's size, 0.1 ms at the Mixtral-like size, where T·k·d is half as large); the layer about
 20% faster at OLMoE's size and 3% at the Mixtral-like one.

@@ -44,9 +44,10 @@ def markdown(results: Path = RESULTS) -> str:
     ms = _medians(bench)
     lines = [
         f"Measured on **{bench['gpu']}** ({bench['date'][:10]}) by `ladder bench --problems "
-        f"moe-top2 moe-top8 grouped-gemm` (`results/{BENCH}`). Sizes are T × d × f × E × hot "
-        "(hot: the percent of tokens sent to expert 0; 0 routes uniformly). The layer, float16, "
-        "rung 5 (grouped wgmma) against PyTorch in the same run:",
+        "moe-top2 moe-top8`, then `ladder bench --problems grouped-gemm --dtypes float16 "
+        f"bfloat16 --merge` (`results/{BENCH}`). Sizes are T × d × f × E × hot (hot: the "
+        "percent of tokens sent to expert 0, for grouped-gemm of rows; 0 routes uniformly). The "
+        "layer, float16, rung 5 (grouped wgmma) against PyTorch in the same run:",
         "",
         "| problem | size | rung 5 ms | PyTorch loop ms | × loop (target) | "
         "torch._grouped_mm ms | × grouped_mm |",
