@@ -28,9 +28,8 @@ launch without the causal mask and the one with it.
 
 from __future__ import annotations
 
-import functools
 import math
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -39,7 +38,7 @@ from ladder.attention import memory
 from ladder.core import derived
 from ladder.core.dtypes import resolve
 from ladder.core.fastcall import Operand, intake, numba_array, output
-from ladder.core.rung import Launcher, Problem, Units, register_problem, rung
+from ladder.core.rung import Launcher, Problem, register_problem, rung_per_problem
 
 LOG2E = math.log2(math.e)
 SDPA_SHAPE = (4, 16, 16, 4096, 64)  # the issue's comparison point against SDPA
@@ -228,56 +227,14 @@ def get_problem_for(causal: bool) -> AttentionProblem:
     return CAUSAL if causal else ATTENTION
 
 
-def _bind(launch: Callable[..., Any], causal: bool) -> Launcher:
-    """``launch`` with ``causal`` fixed, named and documented as ``launch`` (same module)."""
-
-    @functools.wraps(launch)
-    def bound(q: Any, k: Any, v: Any, out: Any = None) -> Any:
-        return launch(q, k, v, out, causal=causal)
-
-    bound.__name__ = bound.__qualname__ = launch.__name__ + ("_causal" if causal else "")
-    return bound
-
-
-def attention_rung(
-    *,
-    name: str,
-    title: str,
-    dtypes: Iterable[str] = ("float32", "float16"),
-    needs: Iterable[str] = ("numba",),
-    min_cc: tuple[int, int] | None = None,
-    cc_needs: str = "",
-    reference: bool = False,
-    peer: bool = False,
-    bytes_moved: Callable[[tuple[int, ...], str], float] | None = None,
-    units: Units | None = None,
-    describe: Callable[..., str] | None = None,
-) -> Callable[[Launcher], Launcher]:
-    """Register ``launch(q, k, v, out=None, causal=False)`` as a rung of both problems (its number
-    is its file's and its ``units`` default the same, as for ``rung``). ``describe(args, out,
-    causal=...)``, where given, says the configuration a call ran in (``Rung.describe``)."""
-
-    def decorate(launch: Launcher) -> Launcher:
-        for problem in PROBLEMS:
-            rung(
-                problem=problem.name,
-                name=name,
-                title=title,
-                dtypes=dtypes,
-                needs=needs,
-                min_cc=min_cc,
-                cc_needs=cc_needs,
-                reference=reference,
-                peer=peer,
-                bytes_moved=bytes_moved,
-                units=units,
-                describe=None
-                if describe is None
-                else functools.partial(describe, causal=problem.causal),
-            )(_bind(launch, problem.causal))
-        return launch
-
-    return decorate
+def attention_rung(**options: Any) -> Callable[[Launcher], Launcher]:
+    """Register ``launch(q, k, v, out=None, causal=False)`` as a rung of both problems, with
+    ``rung``'s options (dtypes float32 and float16 unless given; its number is its file's).
+    ``describe(args, out, causal=...)``, where given, says the configuration a call ran in
+    (``Rung.describe``)."""
+    options.setdefault("dtypes", ("float32", "float16"))
+    variants = [(p.name, "_causal" if p.causal else "", {"causal": p.causal}) for p in PROBLEMS]
+    return rung_per_problem(variants, **options)
 
 
 _NAMES = ("q", "k", "v")

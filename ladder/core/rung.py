@@ -8,6 +8,7 @@ modules with ``import_rungs`` so that adding a file ``rNN_name.py`` adds a rung.
 from __future__ import annotations
 
 import contextlib
+import functools
 import importlib
 import pkgutil
 import re
@@ -400,6 +401,32 @@ def rung(
                 return launch
             raise ValueError(f"rung {entry.key} is registered twice")
         _RUNGS[entry.key] = entry
+        return launch
+
+    return decorate
+
+
+def rung_per_problem(
+    variants: Iterable[tuple[str, str, dict[str, Any]]], **options: Any
+) -> Callable[[Launcher], Launcher]:
+    """Register ``launch`` as a rung of several problems that share one definition and differ
+    only by a keyword argument of the launcher (attention's ``causal``, the mixture of experts'
+    ``k``): the harness hands a launcher its arrays and nothing else. For each (problem, suffix,
+    fixed) of ``variants``, a launcher that calls ``launch(*arrays, **fixed)``, named ``launch``'s
+    name + suffix and documented as ``launch`` (same module), is registered with ``rung``'s
+    ``options``; a ``describe`` among them is given ``fixed`` too."""
+    describe = options.pop("describe", None)
+
+    def decorate(launch: Launcher) -> Launcher:
+        for problem, suffix, fixed in variants:
+
+            @functools.wraps(launch)
+            def bound(*arrays: Any, _fixed: dict[str, Any] = fixed, **kwargs: Any) -> Any:
+                return launch(*arrays, **kwargs, **_fixed)
+
+            bound.__name__ = bound.__qualname__ = launch.__name__ + suffix
+            told = None if describe is None else functools.partial(describe, **fixed)
+            rung(problem=problem, describe=told, **options)(bound)
         return launch
 
     return decorate

@@ -31,15 +31,14 @@ kernels are compared with it there. Its size is (M, K, N, E, hot), hot as above 
 
 from __future__ import annotations
 
-import functools
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from typing import Any, NamedTuple
 
 import numpy as np
 
 from ladder.core.dtypes import resolve
 from ladder.core.fastcall import Operand, intake, output
-from ladder.core.rung import Launcher, Problem, Units, register_problem, rung
+from ladder.core.rung import Launcher, Problem, register_problem, rung_per_problem
 
 MIXTRAL = (8192, 4096, 14336, 8)  # T, d, f, E of the benchmark, k = 2 (moe-top2)
 OLMOE = (8192, 2048, 1024, 64)  # T, d, f, E of the fine-grained benchmark, k = 8 (moe-top8)
@@ -308,51 +307,12 @@ GROUPED = register_problem(GroupedGemmProblem())
 MOE_PROBLEMS = (TOP2, TOP8)
 
 
-def _bind(launch: Callable[..., Any], k: int) -> Launcher:
-    """``launch`` with ``k`` fixed, named and documented as ``launch`` (same module)."""
-
-    @functools.wraps(launch)
-    def bound(x: Any, logits: Any, w1: Any, w2: Any, out: Any = None) -> Any:
-        return launch(x, logits, w1, w2, out, k=k)
-
-    bound.__name__ = bound.__qualname__ = f"{launch.__name__}_top{k}"
-    return bound
-
-
-def moe_rung(
-    *,
-    name: str,
-    title: str,
-    dtypes: Iterable[str] = ("float32", "float16"),
-    needs: Iterable[str] = ("numba",),
-    min_cc: tuple[int, int] | None = None,
-    max_cc: tuple[int, int] | None = None,
-    cc_needs: str = "",
-    reference: bool = False,
-    units: Units | None = None,
-    bytes_moved: Callable[[tuple[int, ...], str], float] | None = None,
-) -> Callable[[Launcher], Launcher]:
+def moe_rung(**options: Any) -> Callable[[Launcher], Launcher]:
     """Register ``launch(x, logits, w1, w2, out=None, k=2)`` as a rung of both mixture-of-experts
-    problems, ``k`` bound to each problem's (its number is its file's, as for ``rung``)."""
-
-    def decorate(launch: Launcher) -> Launcher:
-        for problem in MOE_PROBLEMS:
-            rung(
-                problem=problem.name,
-                name=name,
-                title=title,
-                dtypes=dtypes,
-                needs=needs,
-                min_cc=min_cc,
-                max_cc=max_cc,
-                cc_needs=cc_needs,
-                reference=reference,
-                units=units,
-                bytes_moved=bytes_moved,
-            )(_bind(launch, problem.k))
-        return launch
-
-    return decorate
+    problems, ``k`` bound to each problem's, with ``rung``'s options (dtypes float32 and
+    float16 unless given; its number is its file's)."""
+    options.setdefault("dtypes", ("float32", "float16"))
+    return rung_per_problem([(p.name, f"_top{p.k}", {"k": p.k}) for p in MOE_PROBLEMS], **options)
 
 
 def _checked(found: tuple[Operand, ...], names: tuple[str, ...], dims: tuple[int, ...],

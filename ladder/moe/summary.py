@@ -13,7 +13,7 @@ import argparse
 from pathlib import Path
 from typing import Any
 
-from ladder.core.report import read_results
+from ladder.core.report import read_results, replace_block
 
 START, END = "<!-- moe:start -->", "<!-- moe:end -->"
 RESULTS = Path(__file__).resolve().parent.parent.parent / "results"
@@ -128,13 +128,7 @@ def markdown(results: Path = RESULTS) -> str:
 
 def write_readme(path: str | Path) -> None:
     """Replace the block between START and END of the README at ``path``."""
-    path = Path(path)
-    text = path.read_text()
-    if START not in text or END not in text:
-        raise ValueError(f"{path} has no {START} ... {END} block")
-    head, rest = text.split(START + "\n", 1)
-    _, tail = rest.split(END, 1)
-    path.write_text(head + START + "\n" + markdown() + END + tail)
+    replace_block(path, START, END, markdown())
 
 
 def main(argv: list[str] | None = None) -> int:
