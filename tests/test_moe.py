@@ -10,6 +10,7 @@ expert, experts with no token, past one tensor-core tile); in the simulator, a f
 import numpy as np
 import pytest
 from conftest import ON_GPU, quick_unless
+from numba import cuda
 
 import ladder.moe  # noqa: F401  (registers the problems and rungs)
 from ladder.core import timing
@@ -117,6 +118,73 @@ def test_routing_kernels_sort_every_pair_once():
     for e in range(experts):  # expert e's rows hold exactly its pairs
         assert np.all(ids.ravel()[perm[offsets[e] : offsets[e + 1]]] == e)
     assert not routing.counts.copy_to_host().any(), "the scan leaves the counts zero"
+
+
+@cuda.jit
+def _round_trip(bits, widened, narrowed, values, rounded):
+    i = cuda.grid(1)
+    if i < bits.size:
+        widened[i] = common.bf16_to_float32(bits[i])
+        narrowed[i] = common.float32_to_bf16(widened[i])
+    if i < values.size:
+        rounded[i] = common.float32_to_bf16(values[i])
+
+
+def test_bfloat16_conversions_match_ml_dtypes():
+    """bf16_to_float32 and float32_to_bf16 (libdevice bit casts on the GPU, NumPy views in the
+    simulator) against ml_dtypes: every bit pattern on a GPU (a sample in the simulator) widens
+    exactly and narrows back to itself; float32 values of every scale, ties, infinities,
+    subnormals and the largest finite round to nearest, ties to even, as ml_dtypes does."""
+    bf16 = resolve("bfloat16")
+    bits = np.arange(0, 1 << 16, 1 if ON_GPU else 97).astype(np.uint16)
+    rng = np.random.default_rng(11)
+    scale = np.float32(10.0) ** rng.integers(-40, 38, 4000).astype(np.float32)
+    values = (rng.standard_normal(4000).astype(np.float32) * scale).astype(np.float32)
+    ties = (np.arange(1, 200, dtype=np.uint32) << 16 | 0x8000).view(np.float32)  # halfway
+    specials = [np.inf, -np.inf, np.nan, 3.4028235e38, -1e-45, 1e-40, 0.0, -0.0]
+    values = np.concatenate([values, ties, np.array(specials, np.float32)])
+    widened, narrowed = np.empty(bits.size, np.float32), np.empty(bits.size, np.uint16)
+    rounded = np.empty(values.size, np.uint16)
+    _round_trip[-(-max(bits.size, values.size) // 128), 128](
+        bits, widened, narrowed, values, rounded
+    )
+    want = bits.view(bf16).astype(np.float32)
+    nan = np.isnan(want)
+    assert np.array_equal(widened.view(np.uint32)[~nan], want.view(np.uint32)[~nan])
+    assert np.isnan(widened[nan]).all()
+    assert np.array_equal(narrowed[~nan], bits[~nan])
+    assert np.isnan(narrowed[nan].view(bf16).astype(np.float32)).all()
+    finite = ~np.isnan(values)
+    assert np.array_equal(rounded[finite], values[finite].astype(bf16).view(np.uint16))
+    assert np.isnan(rounded[~finite].view(bf16).astype(np.float32)).all()
+
+
+def test_routing_reads_bfloat16_logits_as_bits():
+    """The bfloat16 routing (top_k_softmax_bf16 on the logits' bits) picks what float64 picks
+    from the same rounded logits."""
+    tokens, experts, k = 19, 8, 2
+    logits = route_logits(tokens, experts, k, 0, np.random.default_rng(8)).astype(
+        resolve("bfloat16")
+    )
+    routing = common.Routing(tokens, experts, k, tile_rows=4, dtype="bfloat16")
+    routing.run(to_device(logits.view(np.uint16)), 0)
+    want_ids, want_gates = route_numpy(logits.astype(np.float32), k)
+    assert np.array_equal(routing.ids.copy_to_host(), want_ids)
+    assert np.allclose(routing.gates.copy_to_host(), want_gates, rtol=1e-6)
+
+
+def test_bfloat16_combine_sums_each_tokens_slots():
+    from ladder.moe.r05_wgmma_grouped import combine_slots_bf16
+
+    bf16 = resolve("bfloat16")
+    tokens, k, d = 7, 3, 37
+    slots = np.random.default_rng(9).standard_normal((tokens * k, d)).astype(bf16)
+    y = to_device(np.full((tokens, d), 0xFFFF, np.uint16))  # NaN bits: poisoned
+    combine_slots_bf16[common.grid_for(tokens, d), common.ELEMENTWISE](
+        to_device(slots.view(np.uint16)), k, y
+    )
+    want = slots.astype(np.float32).reshape(tokens, k, d).sum(axis=1)  # slot order, float32
+    assert np.array_equal(y.copy_to_host(), want.astype(bf16).view(np.uint16))
 
 
 def test_max_tiles_bounds_every_routing():

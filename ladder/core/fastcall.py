@@ -428,6 +428,24 @@ def numba_array(op: Operand) -> Any:
     return cuda.as_cuda_array(base, sync=False)
 
 
+def numba_bits(op: Operand) -> Any:
+    """A Numba uint16 array over a C-contiguous 2-byte operand's memory: its elements as bit
+    patterns. Numba has no bfloat16 type, so a kernel that moves bfloat16 values (a copy) or
+    converts them itself (``moe.common.bf16_to_float32``) takes them so; float16 is viewed the
+    same way where only the bits matter."""
+    if op.itemsize != 2 or not op.contiguous:
+        raise TypeError(f"{op.name}: a bit view needs C-contiguous 2-byte elements, got {op!r}")
+    from numba import cuda
+
+    base = op.base
+    if device.simulator() or isinstance(base, cuda.devicearray.DeviceNDArray):
+        return numba_array(op).view(np.uint16)
+    shape = op.shape
+    interface = {"shape": shape, "strides": None, "typestr": "<u2", "data": (op.ptr, False),
+                 "version": 3}  # fmt: skip
+    return cuda.from_cuda_array_interface(interface, owner=op.obj, sync=False)
+
+
 def stream_handle(stream: Any) -> int:
     """The CUstream handle of ``stream``: 0 (or None), an int, or a Numba, CuPy, PyTorch or
     cuda.core stream (anything with ``__cuda_stream__``)."""

@@ -11,7 +11,9 @@
   per-expert GEMM kernels of rungs 1 and 2 built on it.
 - ``tile_expert``: which expert a block of a grouped launch works for (rungs 3 and 4).
 
-Every kernel accumulates in float32 and reads float32 or float16.
+Every kernel accumulates in float32 and reads float32 or float16. bfloat16, which Numba cannot
+type, arrives as its bits (uint16): the copies move them as they are, and ``bf16_to_float32``
+and ``float32_to_bf16`` convert where a kernel computes (rungs 5 and 6 only).
 """
 
 from __future__ import annotations
@@ -19,9 +21,14 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from numba import cuda, float32, int32
+import numpy as np
+from numba import cuda, float32, int32, uint16, uint32
 
+from ladder.core.device import simulator
 from ladder.moe.problem import K_MAX
+
+if not simulator():
+    from numba.cuda import libdevice
 
 TILE = 16  # rows and columns of a CUDA-core GEMM block tile (and its K step)
 ELEMENTWISE = (32, 8)  # threads of a block that walks a (rows, columns) array
@@ -38,38 +45,90 @@ def silu(z: float) -> float:
     return z / (float32(1.0) + math.exp(-z))
 
 
-@cuda.jit
-def top_k_softmax(logits, ids, gates):
-    """ids[t], gates[t] = the k largest logits of token t (ties: the lower expert first) and
-    the softmax over those k. k = ids.shape[1] <= K_MAX, kept sorted in registers by insertion.
-    Logits are expected finite: every comparison with a NaN is false, so a NaN logit spoils the
-    token's choice (torch.topk ranks it largest), and a token whose k kept logits are all -inf
-    gets NaN gates."""
-    t = cuda.grid(1)
-    if t >= logits.shape[0]:
-        return
-    k = ids.shape[1]
-    best = cuda.local.array(K_MAX, float32)
-    which = cuda.local.array(K_MAX, int32)
-    for j in range(k):
-        best[j] = -math.inf
-        which[j] = -1
-    for e in range(logits.shape[1]):
-        v = float32(logits[t, e])
-        if v > best[k - 1] or which[k - 1] < 0:  # `or`: -inf logits are still picked
-            j = k - 1
-            while j > 0 and (best[j - 1] < v or which[j - 1] < 0):
-                best[j] = best[j - 1]
-                which[j] = which[j - 1]
-                j -= 1
-            best[j] = v
-            which[j] = e
-    total = float32(0.0)
-    for j in range(k):
-        total += math.exp(best[j] - best[0])
-    for j in range(k):
-        ids[t, j] = which[j]
-        gates[t, j] = math.exp(best[j] - best[0]) / total
+@cuda.jit(device=True, inline=True)
+def as_float32(v: Any) -> float:
+    """A float32 or float16 element as float32."""
+    return float32(v)
+
+
+if simulator():  # the simulator runs kernels as Python, where libdevice's functions are stubs
+
+    def _bits_as_float(u: Any) -> Any:
+        return np.array(u, np.uint32).view(np.float32)[()]
+
+    def _float_as_bits(v: Any) -> Any:
+        return np.array(v, np.float32).view(np.uint32)[()]
+
+else:
+
+    @cuda.jit(device=True, inline=True)
+    def _bits_as_float(u: Any) -> float:
+        return libdevice.int_as_float(int32(u))  # the same 32 bits read as a float
+
+    @cuda.jit(device=True, inline=True)
+    def _float_as_bits(v: float) -> Any:
+        return uint32(libdevice.float_as_int(v))
+
+
+@cuda.jit(device=True, inline=True)
+def bf16_to_float32(bits: Any) -> float:
+    """A bfloat16 element, given as its 16 bits (uint16), as float32: bfloat16 is the top half
+    of a float32, so the bits shift up 16 and are read as a float (exact, NaN and inf kept)."""
+    return _bits_as_float(uint32(bits) << uint32(16))
+
+
+@cuda.jit(device=True, inline=True)
+def float32_to_bf16(v: float) -> Any:
+    """The bits (uint16) of the bfloat16 nearest to a float32, ties to even, as the hardware
+    converts: add 0x7FFF plus the lowest kept bit, drop the low 16. A NaN stays a NaN."""
+    if v != v:
+        return uint16(0x7FC0)
+    b = _float_as_bits(v)
+    return uint16((b + uint32(0x7FFF) + ((b >> uint32(16)) & uint32(1))) >> uint32(16))
+
+
+def top_k_softmax_kernel(widen: Any) -> Any:
+    """``top_k_softmax`` for logits whose elements ``widen`` turns into float32: ``as_float32``
+    (float32, float16) or ``bf16_to_float32`` (bfloat16 bits)."""
+
+    @cuda.jit
+    def top_k_softmax(logits, ids, gates):
+        """ids[t], gates[t] = the k largest logits of token t (ties: the lower expert first) and
+        the softmax over those k. k = ids.shape[1] <= K_MAX, kept sorted in registers by insertion.
+        Logits are expected finite: every comparison with a NaN is false, so a NaN logit spoils the
+        token's choice (torch.topk ranks it largest), and a token whose k kept logits are all -inf
+        gets NaN gates."""
+        t = cuda.grid(1)
+        if t >= logits.shape[0]:
+            return
+        k = ids.shape[1]
+        best = cuda.local.array(K_MAX, float32)
+        which = cuda.local.array(K_MAX, int32)
+        for j in range(k):
+            best[j] = -math.inf
+            which[j] = -1
+        for e in range(logits.shape[1]):
+            v = widen(logits[t, e])
+            if v > best[k - 1] or which[k - 1] < 0:  # `or`: -inf logits are still picked
+                j = k - 1
+                while j > 0 and (best[j - 1] < v or which[j - 1] < 0):
+                    best[j] = best[j - 1]
+                    which[j] = which[j - 1]
+                    j -= 1
+                best[j] = v
+                which[j] = e
+        total = float32(0.0)
+        for j in range(k):
+            total += math.exp(best[j] - best[0])
+        for j in range(k):
+            ids[t, j] = which[j]
+            gates[t, j] = math.exp(best[j] - best[0]) / total
+
+    return top_k_softmax
+
+
+top_k_softmax = top_k_softmax_kernel(as_float32)
+top_k_softmax_bf16 = top_k_softmax_kernel(bf16_to_float32)
 
 
 @cuda.jit
@@ -230,13 +289,15 @@ class Routing:
     pipeline; rungs 3 to 5 reuse it): ``run(logits, stream)`` launches ``top_k_softmax``,
     ``count_experts``, ``scan_offsets`` (tiles of ``tile_rows``) and ``permute``, and leaves
     ids, gates (T × k), offsets and tile_starts (E + 1), perm_slot and slot_row (T·k) on the
-    device. No value comes back to the host."""
+    device. No value comes back to the host. For ``dtype`` bfloat16 the logits come as bits."""
 
     THREADS = 128
 
-    def __init__(self, tokens: int, experts: int, k: int, tile_rows: int) -> None:
-        import numpy as np
-
+    def __init__(
+        self, tokens: int, experts: int, k: int, tile_rows: int, dtype: str = "float32"
+    ) -> None:
+        # the logits' dtype picks the top-k kernel; bfloat16 logits come as their bits
+        self.top_k = top_k_softmax_bf16 if dtype == "bfloat16" else top_k_softmax
         self.tile_rows = tile_rows
         self.ids = cuda.device_array((tokens, k), np.int32)
         self.gates = cuda.device_array((tokens, k), np.float32)
@@ -251,7 +312,7 @@ class Routing:
 
     def run(self, logits: Any, stream: Any) -> None:
         threads = self.THREADS
-        top_k_softmax[self.token_blocks, threads, stream](logits, self.ids, self.gates)
+        self.top_k[self.token_blocks, threads, stream](logits, self.ids, self.gates)
         count_experts[self.slot_blocks, threads, stream](self.ids, self.counts)
         scan_offsets[1, 1, stream](
             self.counts, self.tile_rows, self.offsets, self.cursor, self.tile_starts

@@ -139,7 +139,7 @@ class MoEProblem(Problem):
     """A mixture-of-experts layer with top-k routing; sizes (T, d, f, E, hot)."""
 
     bound = "compute"
-    dtypes = ("float32", "float16")
+    dtypes = ("float32", "float16", "bfloat16")
     size_names = ("T", "d", "f", "E", "hot")
     size_help = (
         "T d f E hot: tokens, model width, expert width, experts, percent of tokens sent to "

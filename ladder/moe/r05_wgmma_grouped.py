@@ -11,7 +11,8 @@ before storing h; the second multiplies by the gate and stores to the token's sl
 The gather does not fuse: TMA copies boxes of consecutive rows, and Hopper's TMA has no row
 gather, so the rows are copied into expert order first (rung 3's ``gather_rows``). Widths that
 are no multiple of 8 (TMA's 16-byte rows) or misaligned weights go through zero-padded copies
-(all the weights, on every call, for such shapes only).
+(all the weights, on every call, for such shapes only). bfloat16 runs the same way: the Numba
+kernels read it as bits (``common.bf16_to_float32``; ``combine_slots_bf16`` rounds the sum).
 Why: rung 4's GEMM is GEMM rung 3's loop on 16 × 16 tiles, 7.15 TFLOP/s, a ninth of the FP32
 peak. This rung changes two things at once, on purpose: the tiles become GEMM rung 16's pipeline
 (the GEMM ladder's rungs 4 to 16, climbed in notebooks 01 and 02) and the products move to the
@@ -25,7 +26,8 @@ T·k / 128: 6% at the Mixtral-like size, 12% at OLMoE's).
 Measured: on an NVIDIA H100 (results/nvidia-h100-80gb-hbm3-moe.json), float16: 6.891 ms at the
 Mixtral-like size, 558.46 TFLOP/s (PyTorch's loop 7.498 ms, the layer on ``torch._grouped_mm``
 7.339 ms); 2.140 ms at OLMoE's (loop 10.654 ms, ``torch._grouped_mm`` 4.365 ms); with half the
-tokens on expert 0, 7.014 and 2.127 ms. Stage by stage
+tokens on expert 0, 7.014 and 2.127 ms; bfloat16, in another run: 6.444 and 2.106 ms (loop
+7.243 and 11.537 ms). Stage by stage
 (results/nvidia-h100-80gb-hbm3-moe-split.json) the GEMMs take 91% of the Mixtral-like layer
 and 52% of OLMoE's, where the gather takes 0.666 ms (31%) and the routing 0.125 ms.
 Verdict: close at the Mixtral-like size, 6.891 against 6.1 ms (the grouped GEMM alone ran at
@@ -44,15 +46,18 @@ from collections.abc import Callable
 from typing import Any
 
 import numpy as np
+from numba import cuda, float32
 
 from ladder.core import cuda_cpp
-from ladder.core.fastcall import Operand, PlanCache, current_stream, numba_array
+from ladder.core.fastcall import Operand, PlanCache, current_stream, numba_array, numba_bits
 from ladder.core.rung import rung
 from ladder.gemm.r16_wgmma import tensor_map
 from ladder.gemm.tensor_core import TensorMapLaunch
 from ladder.moe.common import (
     ELEMENTWISE,
     Routing,
+    bf16_to_float32,
+    float32_to_bf16,
     gather_rows,
     grid_for,
     max_tiles,
@@ -115,20 +120,23 @@ def _zeros(shape: tuple[int, ...], dtype: Any) -> Any:
 class Plan:
     """Rung 5's buffers and launches for one signature of the operands: the routing (128-row
     tiles), the rows in expert order, h and the slots, their widths padded to multiples of 8
-    (zero columns), and the two grouped launches."""
+    (zero columns), and the two grouped launches. bfloat16 buffers hold bits (uint16): only the
+    tensor-core kernels and ``combine_slots_bf16`` read them as numbers."""
 
     def __init__(self, x: Operand, w1: Operand, w2: Operand, k: int) -> None:
         tokens, d = x.shape
         experts, _, f = w1.shape
         dp, fp = padded(d), padded(f)
+        self.bf16 = x.dtype == "bfloat16"
         self.copy = (dp, fp) != (d, f) or min(w1.align, w2.align) < 2 * ALIGN
-        self.routing = r = Routing(tokens, experts, k, BM)
-        self.rows = _zeros((tokens * k, dp), np.float16)
-        self.h = _zeros((tokens * k, fp), np.float16)
-        self.slots = _zeros((tokens * k, dp), np.float16)
+        self.routing = r = Routing(tokens, experts, k, BM, x.dtype)
+        held = np.uint16 if self.bf16 else np.float16
+        self.rows = _zeros((tokens * k, dp), np.uint16)  # bits: only copied, then read by TMA
+        self.h = _zeros((tokens * k, fp), np.uint16)
+        self.slots = _zeros((tokens * k, dp), held)
         if self.copy:  # zero-padded, 16-byte aligned weights, refilled per call
-            self.w1 = _zeros((experts, dp, fp), np.float16)
-            self.w2 = _zeros((experts, fp, dp), np.float16)
+            self.w1 = _zeros((experts, dp, fp), np.uint16)
+            self.w2 = _zeros((experts, fp, dp), np.uint16)
         schedule = (_ptr(r.offsets), _ptr(r.tile_starts), _ptr(r.perm_slot), _ptr(r.gates))
         slots = tokens * k
         self.first = grouped_launch("silu", x.dtype, slots, fp, dp, experts, schedule)
@@ -142,8 +150,29 @@ class Plan:
 
         for src, dst in ((w1, self.w1), (w2, self.w2)):
             _, rows, cols = src.shape
-            cupy.asarray(dst)[:, :rows, :cols] = cupy.asarray(src.base)
+            cupy.asarray(dst)[:, :rows, :cols] = cupy.asarray(numba_bits(src))
         return _ptr(self.w1), _ptr(self.w2)
+
+    def combine(self, k: int, y: Operand, stream: Any) -> None:
+        """y[t] = the sum of token t's k slots: rung 4's ``combine_slots``, or for bfloat16 the
+        same sum on bits (``combine_slots_bf16``)."""
+        grid = grid_for(*y.shape)
+        if self.bf16:
+            combine_slots_bf16[grid, ELEMENTWISE, stream](self.slots, k, numba_bits(y))
+        else:
+            combine_slots[grid, ELEMENTWISE, stream](self.slots, k, numba_array(y))
+
+
+@cuda.jit
+def combine_slots_bf16(slots, k, y):
+    """Rung 4's ``combine_slots`` on bfloat16 bit patterns (uint16: Numba has no bfloat16):
+    each term widened to float32, the sum rounded to the nearest bfloat16."""
+    c, t = cuda.grid(2)
+    if t < y.shape[0] and c < y.shape[1]:
+        acc = float32(0.0)
+        for j in range(k):
+            acc += bf16_to_float32(slots[t * k + j, c])
+        y[t, c] = float32_to_bf16(acc)
 
 
 PLANS = PlanCache(Plan)
@@ -152,7 +181,7 @@ PLANS = PlanCache(Plan)
 @moe_rung(
     name="wgmma-grouped",
     title="Tensor cores: grouped wgmma + TMA, SiLU and gate in the epilogues",
-    dtypes=("float16",),
+    dtypes=DTYPES,
     needs=("cupy",),
     units="tensor",
     **CC,
@@ -162,9 +191,10 @@ def launch(x: Any, logits: Any, w1: Any, w2: Any, out: Any = None, k: int = 2) -
 
 
 def gather_scalar(x: Operand, p: Plan, k: int, stream: Any) -> None:
-    """x's rows into expert order, one 16-bit element per thread (rung 3's ``gather_rows``)."""
+    """x's rows into expert order, one 16-bit element per thread (rung 3's ``gather_rows``,
+    on the bits: float16 and bfloat16 alike)."""
     gather_rows[grid_for(p.rows.shape[0], x.shape[1]), ELEMENTWISE, stream](
-        numba_array(x), p.routing.perm_slot, k, p.rows
+        numba_bits(x), p.routing.perm_slot, k, p.rows
     )
 
 
@@ -177,18 +207,18 @@ def run_layer(
 ) -> Any:  # fmt: skip
     """The layer through ``plans``: route, ``gather`` the rows (rung 6 brings its own), the two
     grouped GEMMs, add each token's slots."""
-    xs, lg, w1s, w2s, y, _ = operands(x, logits, w1, w2, out, k, ("float16",))
+    xs, lg, w1s, w2s, y, _ = operands(x, logits, w1, w2, out, k, DTYPES)
     if 0 in y.shape:
         return y.obj
     handle = current_stream()
     stream = stream_of(handle)
     p = plans(xs, w1s, w2s, k)
-    p.routing.run(numba_array(lg), stream)
+    p.routing.run(numba_bits(lg) if p.bf16 else numba_array(lg), stream)
     gather(xs, p, k, stream)
     a1, a2 = p.weights(w1s, w2s)
     p.first(_ptr(p.rows), a1, _ptr(p.h), stream=handle)
     p.second(_ptr(p.h), a2, _ptr(p.slots), stream=handle)
-    combine_slots[grid_for(*y.shape), ELEMENTWISE, stream](p.slots, k, numba_array(y))
+    p.combine(k, y, stream)
     return y.obj
 
 
@@ -209,10 +239,9 @@ class GroupedPlan:
         aligned = min(a.align, w.align, out.align) >= 2 * ALIGN
         self.copy = (kp, np_) != (inner, cols) or not aligned
         if self.copy:
-            dtype = np.dtype(a.dtype) if a.dtype != "bfloat16" else np.uint16
-            self.a = _zeros((rows, kp), dtype)
-            self.w = _zeros((experts, kp, np_), dtype)
-            self.out = _zeros((rows, np_), dtype)
+            self.a = _zeros((rows, kp), np.uint16)
+            self.w = _zeros((experts, kp, np_), np.uint16)
+            self.out = _zeros((rows, np_), np.uint16)
         extra = (_ptr(self.offsets), _ptr(self.tile_starts), 0, 0)
         self.launch = grouped_launch("store", a.dtype, rows, np_, kp, experts, extra)
 
@@ -222,9 +251,8 @@ class GroupedPlan:
             return
         import cupy
 
-        def bits(op: Operand) -> Any:  # bfloat16 moves as its 16-bit pattern
-            x = cupy.asarray(op.base)
-            return x.view(np.uint16) if op.dtype == "bfloat16" else x
+        def bits(op: Operand) -> Any:  # the 16-bit patterns: copies need no arithmetic
+            return cupy.asarray(numba_bits(op))
 
         pa, pw, pout = (cupy.asarray(x) for x in (self.a, self.w, self.out))
         pa[:, : a.shape[1]] = bits(a)

@@ -2,12 +2,12 @@
 
 What changes: one line's worth. Rung 5 copies x's rows into expert order with
 ``common.gather_rows``, one 16-bit element per thread. Here the same kernel runs on x and on
-the rows buffer viewed as 8-byte words (``uint64``: four float16 values each): a quarter of the
-threads, each moving four times the bytes with one load and one store, and the row's index
-(``perm_slot[r] / k``) computed once per 8 bytes instead of per 2. The copy moves bits, so the
-kernel needs no arithmetic on the values. A width d that is no multiple of 4, or an x not
-8-byte aligned, takes rung 5's copy. The routing, the two grouped GEMMs and the combine are rung
-5's (``r05_wgmma_grouped.run_layer`` with this gather).
+the rows buffer viewed as 8-byte words (``uint64``: four float16 or bfloat16 values each): a
+quarter of the threads, each moving four times the bytes with one load and one store, and the
+row's index (``perm_slot[r] / k``) computed once per 8 bytes instead of per 2. The copy moves
+bits, so the kernel needs no arithmetic on the values. A width d that is no multiple of 4, or
+an x not 8-byte aligned, takes rung 5's copy. The routing, the two grouped GEMMs and the
+combine are rung 5's (``r05_wgmma_grouped.run_layer`` with this gather).
 Why: the gather is memory-bound, T·k·d·2 bytes read and as many written, and at OLMoE's size
 (T·k = 65,536 rows of d = 2048) rung 5 spent 0.666 ms on it, 31% of the layer
 (results/nvidia-h100-80gb-hbm3-moe-split.json): 0.8 TB/s of the 3.01 TB/s copy bandwidth
@@ -20,7 +20,9 @@ OLMoE's size, 0.1 ms at the Mixtral-like size, where T·k·d is half as large); 
 Measured: on an NVIDIA H100, float16, with rung 5 in the same run
 (results/nvidia-h100-80gb-hbm3-moe-wide-gather-top8.json, ``ladder run``): 1.678 ms at OLMoE's
 size against rung 5's 2.116 ms; (results/nvidia-h100-80gb-hbm3-moe-wide-gather-top2.json)
-6.605 ms at the Mixtral-like size against 6.809 ms. The gather alone
+6.605 ms at the Mixtral-like size against 6.809 ms; bfloat16, in the bench
+(results/nvidia-h100-80gb-hbm3-moe.json): 1.696 against 2.106 ms, 6.322 against 6.444 ms. The
+gather alone
 (results/nvidia-h100-80gb-hbm3-moe-split.json): 0.218 ms against 0.666 ms at OLMoE's size
 (2.5 TB/s), 0.121 ms against 0.334 ms at the Mixtral-like one.
 Verdict: held: the gather 3.1x faster and near the copy bandwidth, the layer 1.26x rung 5 at
@@ -36,10 +38,10 @@ from typing import Any
 
 import numpy as np
 
-from ladder.core.fastcall import Operand, PlanCache, numba_array
+from ladder.core.fastcall import Operand, PlanCache, numba_bits
 from ladder.moe.common import ELEMENTWISE, gather_rows, grid_for, kernel_args
 from ladder.moe.problem import moe_rung
-from ladder.moe.r05_wgmma_grouped import CC, Plan, gather_scalar, run_layer
+from ladder.moe.r05_wgmma_grouped import CC, DTYPES, Plan, gather_scalar, run_layer
 
 WORD = 4  # float16 values in an 8-byte word
 
@@ -53,7 +55,7 @@ def gather_words(x: Operand, p: Plan, k: int, stream: Any) -> None:
     if d % WORD or x.align < 8:
         gather_scalar(x, p, k, stream)
         return
-    words = numba_array(x).view(np.uint64)  # (T, d / 4): the same bytes
+    words = numba_bits(x).view(np.uint64)  # (T, d / 4): the same bytes
     rows = p.rows.view(np.uint64)  # (T·k, padded d / 4): its pad columns stay zero
     gather_rows[grid_for(rows.shape[0], d // WORD), ELEMENTWISE, stream](
         words, p.routing.perm_slot, k, rows
@@ -63,7 +65,7 @@ def gather_words(x: Operand, p: Plan, k: int, stream: Any) -> None:
 @moe_rung(
     name="wide-gather",
     title="Tensor cores, x's rows gathered 8 bytes at a time",
-    dtypes=("float16",),
+    dtypes=DTYPES,
     needs=("cupy",),
     units="tensor",
     **CC,
