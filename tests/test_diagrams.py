@@ -32,6 +32,7 @@ from ladder.gemm import r08_warp_tiling as r08
 from ladder.gemm import r14_cp_async as r14
 from ladder.gemm import r15_mma_sync as r15
 from ladder.gemm import r16_wgmma as r16
+from ladder.gemm import r17_smem_epilogue as r17
 
 RESULTS = Path(__file__).resolve().parent.parent / "results" / "nvidia-h200.json"
 
@@ -41,6 +42,7 @@ FIGURES: dict[str, Callable[[], Figure]] = {
     "swizzle": gemm_diagrams.swizzle,
     "mma_fragments": gemm_diagrams.mma_fragments,
     "wgmma_ring": gemm_diagrams.wgmma_ring,
+    "epilogue_stores": gemm_diagrams.epilogue_stores,
     "flash_tiles": attention_diagrams.flash_tiles,
     "online_softmax": attention_diagrams.online_softmax,
     "implicit_gemm": conv_diagrams.implicit_gemm,
@@ -289,3 +291,26 @@ def test_spread_keeps_order_and_gap() -> None:
     assert all(b - a >= 2.0 - 1e-9 for a, b in itertools.pairwise(ordered))
     assert placed[4] == 0.0 and placed[3] == 20.0
     assert sum(placed[:3]) / 3 == pytest.approx((5.0 + 5.0 + 5.1) / 3)
+
+
+def test_epilogue_staging_is_the_kernels_and_conflict_free() -> None:
+    """r17.staged is the .cu's ``staged`` (the same expression), every 16-byte unit of a
+    consumer's 64 x 256 part has its own place, and both of rung 17's shared-memory steps touch
+    8 different bank groups per quarter-warp: the accumulator's writes (8 rows, one unit) and
+    the read-back (8 units of one row)."""
+    cu = Path(r17.SOURCE.path).read_text()
+    assert "return (u / 8) * C_CHUNK_BYTES + r * 128 + (((u % 8) ^ (r % 8)) * 16);" in cu
+    places = {r17.staged(r, u) for r in range(r17.CONSUMER_ROWS) for u in range(r17.UNITS_PER_ROW)}
+    assert len(places) == r17.CONSUMER_ROWS * r17.UNITS_PER_ROW
+    assert max(places) + r17.UNIT_BYTES == r17.CONSUMER_ROWS * r17.BN * 2
+    group = lambda offset: (offset % r17.ROW_BYTES) // r17.UNIT_BYTES  # noqa: E731
+    for j in range(r17.UNITS_PER_ROW):  # step 1: warp 0's rows 0-7 (and 8-15), unit j
+        for base in (0, 8):
+            rows = {gemm_diagrams.accumulator_rows(lane, j)[0] + base for lane in range(32)}
+            assert len({group(r17.staged(r, j)) for r in rows}) == 8
+    for r in range(r17.CONSUMER_ROWS):  # step 2: each quarter-warp's 8 units of one row
+        for q in range(r17.UNITS_PER_ROW // 8):
+            assert len({group(r17.staged(r, 8 * q + u)) for u in range(8)}) == 8
+    fig = gemm_diagrams.epilogue_stores()
+    assert "8 partial 32-byte sectors" in fig.axes[0].get_title()
+    assert all("conflict-free" in ax.get_title() for ax in fig.axes[1:])

@@ -61,6 +61,7 @@ WRONG = {
     "bank_conflicts": {**solutions.bank_conflicts, "column_padded": 32},
     "fragment_registers": {"A": 8, "B": 4, "C": 8},  # elements, not registers
     "mma_count": {"block": 256, "warp": 256},
+    "epilogue_sectors": {"direct": 32, "staged": 16, "direct_fill": 1.0},  # a sector per lane
     "conv1_shape_flops": {**solutions.conv1_shape_flops, "output_shape": (10000, 4, 86, 86)},
     "quads_per_window": {"quads": 40, "mma": 40},
     "pipeline_time": {**solutions.pipeline_time, "pipelined_ms": 4.0},

@@ -5,6 +5,8 @@
 - ``check_fragment_registers(dict)``: 32-bit registers per lane of the A, B and C fragments
   of one ``mma.sync.m16n8k16`` with FP16 inputs and FP32 sums.
 - ``check_mma_count(dict)``: mma.sync per k-step for a block tile and for one warp's tile.
+- ``check_epilogue_sectors(dict)``: the 32-byte sectors one warp store instruction touches in
+  rung 16's epilogue and in rung 17's, and how full rung 16's are.
 """
 
 from __future__ import annotations
@@ -86,3 +88,29 @@ def check_mma_count(answer: Any) -> str:
     )
     require(found["warp"] == block // WARPS, "warp: the block's mma shared by its warps")
     return f"right: {block} per block, {block // WARPS} per warp per k-step"
+
+
+SECTOR = 32  # bytes: the unit in which L2 and DRAM take writes
+
+
+def check_epilogue_sectors(answer: Any) -> str:
+    """One warp store instruction of C (row-major half, rows of many columns, C's rows 16-byte
+    aligned). Rung 16: lane ``lane`` writes 4 bytes, the halves at columns 8j + 2 (lane % 4) and
+    + 1 of row lane // 4, for one 8-column group j. Rung 17: lane ``lane`` writes 16 bytes,
+    columns 8 lane .. 8 lane + 7 of one row. Keys: direct (32-byte sectors rung 16's instruction
+    touches), staged (rung 17's), direct_fill (the share of those sectors' bytes rung 16 writes,
+    a fraction)."""
+    found = as_dict(answer, ("direct", "staged", "direct_fill"), "check_epilogue_sectors")
+    j = 3
+    direct = {(lane // 4, ((8 * j + 2 * (lane % 4)) * HALF) // SECTOR)
+              for lane in range(32)}  # fmt: skip
+    staged = {(8 * lane * HALF) // SECTOR for lane in range(32)}
+    fill = 32 * 4 / (len(direct) * SECTOR)
+    require(found["direct"] == len(direct), "direct: which rows do the 32 lanes write, and how "
+            "many bytes of each row? 16 aligned bytes sit in one sector")  # fmt: skip
+    require(found["staged"] == len(staged), "staged: 32 lanes x 16 bytes of one row, in 32-byte "
+            "sectors")  # fmt: skip
+    require(abs(float(found["direct_fill"]) - fill) < 1e-9,
+            "direct_fill: bytes written / bytes of the sectors touched")  # fmt: skip
+    return (f"right: rung 16 touches {len(direct)} sectors, {fill:.0%} written each; rung 17 "
+            f"{len(staged)} whole ones for 4 times the bytes")  # fmt: skip

@@ -50,6 +50,8 @@ def shared_tiling(A, B, C):
 bank_conflicts = {"column": 32, "column_padded": 1, "ldmatrix": 8, "ldmatrix_swizzled": 1}
 fragment_registers = {"A": 4, "B": 2, "C": 4}
 mma_count = {"block": 8 * 16 * 2, "warp": 8 * 16 * 2 // 8}
+# 8 rows x 16 bytes (one aligned half-sector each); 32 x 16 = 512 bytes of one row
+epilogue_sectors = {"direct": 8, "staged": 512 // 32, "direct_fill": 16 / 32}
 
 # nb03_conv: conv1 (10000, 1, 4, 86, 86, 7) -> 80 x 80 outputs
 conv1_shape_flops = {

@@ -10,6 +10,7 @@ the constants and the conflict counts the rungs' docstrings state.
 - ``swizzle``: rung 15's tiles, plain rows against padded rows against the XOR swizzle.
 - ``mma_fragments``: which lane holds which elements of mma.sync m16n8k16's A, B and C/D.
 - ``wgmma_ring``: rung 16's producer/consumer ring of shared-memory stages and its barriers.
+- ``epilogue_stores``: rung 16's stores straight from registers against rung 17's staging.
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ from ladder.gemm import r08_warp_tiling as r08
 from ladder.gemm import r14_cp_async as r14
 from ladder.gemm import r15_mma_sync as r15
 from ladder.gemm import r16_wgmma as r16
+from ladder.gemm import r17_smem_epilogue as r17
 
 # The shape of mma.sync.aligned.m16n8k16 (PTX ISA, "Matrix Fragments for mma.m16n8k16"): fixed
 # by the instruction, named in rung 15 but not a Python constant there.
@@ -471,3 +473,70 @@ def _arrow(ax: Any, start: tuple[float, float], end: tuple[float, float], barrie
             gid=f"{barrier}-arrow",
         )
     )
+
+
+# ---- 5. rung 17: the epilogue through shared memory ----
+
+
+def accumulator_rows(lane: int, j: int) -> tuple[int, int, int]:
+    """wgmma's m64nNk16 accumulator (rung 16's epilogue comment): lane's (row, first column)
+    for 8-column group j of warp 0's rows r0 = lane / 4 (and r0 + 8), and its byte offset in
+    that row of C: two halves at columns 8j + 2 (lane % 4)."""
+    row, col = lane // 4, 8 * j + 2 * (lane % 4)
+    return row, col, col * HALF_BYTES
+
+
+def epilogue_stores(j: int = 3, row: int = 5) -> Figure:
+    """One warp store instruction of rung 16 (j: which 8-column group) against rung 17's two
+    steps: its staging writes (the same j) among the bank groups of the swizzled chunk, and
+    one 16-byte read-back of row ``row`` per quarter-warp, then a warp's whole-row store."""
+    fig = dg.figure(3.4)
+    direct, write, read = fig.subplots(1, 3)
+    units = r17.UNITS_PER_ROW
+    rows = dg.WARP // 4
+    for lane in range(dg.WARP):  # rung 16: 4 bytes per lane, 8 rows of C, 16 bytes in each
+        r, _, byte = accumulator_rows(lane, j)
+        direct.add_patch(Rectangle((byte / r17.UNIT_BYTES, r), 0.25, 1, fc=dg.RED, ec="white",
+                                   gid="direct"))  # fmt: skip
+    sectors = len({(accumulator_rows(lane, j)[0], accumulator_rows(lane, j)[2] // 32)
+                   for lane in range(dg.WARP)})  # fmt: skip
+    direct.set_xlim(0, units)
+    direct.set_ylim(rows, 0)
+    direct.set_title(f"rung 16: one store instruction (j = {j})\n{rows} rows × 16 B of C: "
+                     f"{sectors} partial 32-byte sectors", fontsize=8)  # fmt: skip
+    direct.set_xlabel(f"16-byte units of a {units * r17.UNIT_BYTES}-byte row of C", fontsize=7)
+    groups = []
+    for r in range(rows):  # rung 17, step 1: the same values into the swizzled staging
+        g = (r17.staged(r, j) % r17.ROW_BYTES) // r17.UNIT_BYTES
+        groups.append(g)
+        write.add_patch(Rectangle((g, r), 1, 1, fc=dg.BLUE, ec="white", gid="staged"))
+        write.text(g + 0.5, r + 0.5, f"row {r}", ha="center", va="center", fontsize=6)
+    write.set_xlim(0, dg.BANK_GROUPS)
+    write.set_ylim(rows, 0)
+    depth = max(groups.count(g) for g in set(groups))
+    verdict = "conflict-free" if depth == 1 else f"{depth}-way conflict"
+    write.set_title(
+        f"rung 17 step 1: the same 32 lanes into shared memory\nunit ^ (row % 8): {verdict}",
+        fontsize=8,
+    )
+    write.set_xlabel("bank group (4 banks, 16 bytes)", fontsize=7)
+    reads = [(r17.staged(row, u) % r17.ROW_BYTES) // r17.UNIT_BYTES for u in range(8)]
+    for u, g in enumerate(reads):  # step 2: a quarter-warp reads 8 units of one row
+        read.add_patch(Rectangle((g, 0), 1, 1, fc=dg.GREEN, ec="white", gid="read"))
+        read.text(g + 0.5, 0.5, f"u{u}", ha="center", va="center", fontsize=6)
+    read.add_patch(Rectangle((0, 2), dg.BANK_GROUPS, 1, fc=dg.GREEN, alpha=0.5, ec="white",
+                             gid="row"))  # fmt: skip
+    read.text(dg.BANK_GROUPS / 2, 2.5, f"then one warp stores {dg.WARP} × 16 B = row {row} of C",
+              ha="center", va="center", fontsize=6)  # fmt: skip
+    read.set_xlim(0, dg.BANK_GROUPS)
+    read.set_ylim(3, 0)
+    read.set_title(f"rung 17 step 2: row {row} read back, 8 units per quarter-warp\n"
+                   f"{len(set(reads))} bank groups: conflict-free, then whole 32-byte sectors",
+                   fontsize=8)  # fmt: skip
+    read.set_xlabel("bank group (4 banks, 16 bytes)", fontsize=7)
+    for ax in (direct, write, read):
+        ax.set_yticks([])
+        ax.tick_params(labelsize=6, length=0)
+    fig.suptitle("rung 16's epilogue against rung 17's (r17_smem_epilogue): the same values, "
+                 "staged through shared memory", fontsize=9)  # fmt: skip
+    return fig

@@ -1,6 +1,7 @@
 // Hopper's primitives for the wgmma rungs: the tensor map, mbarriers, the bulk tensor copy
 // (TMA), shared-memory matrix descriptors and wgmma m64n256k16 itself. A library, not a rung:
-// GEMM rung 16 and the mixture-of-experts grouped GEMM include it and hold their own kernels.
+// GEMM rungs 16 and 17 and the mixture-of-experts grouped GEMM include it and hold their own
+// kernels.
 // Build for sm_90a: wgmma exists only there.
 #ifndef LADDER_GEMM_HOPPER_CUH
 #define LADDER_GEMM_HOPPER_CUH

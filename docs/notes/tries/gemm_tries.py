@@ -1,0 +1,156 @@
+"""Variants of the Hopper GEMM kernels that are not rungs, timed side by side (float16).
+
+``python docs/notes/tries/gemm_tries.py --out results/<gpu>-gemm-tries.json [--sizes 4096 8192]``
+on an sm_90a GPU. Each variant is a kernel source edited by exact text replacement (so the
+diff is visible here), built by NVRTC like a rung, launched through the rungs' own
+``TensorMapLaunch`` on square float16 matrices, timed with CUDA events around one launch after
+writing 64 MB (flushing the L2), median of 30, and checked against a float32 product (the
+variants that skip the epilogue leave C unwritten: their error is NaN by design).
+
+- ``r16``, ``r17``: the rungs as they are.
+- ``r16-no-epilogue``: rung 16 with its stores skipped (an upper bound: what the epilogue costs).
+- ``cluster-multicast``: rung 16 in clusters of two blocks sharing B's tile by TMA multicast
+  (``gemm_cluster_multicast.cu``, beside this file), ``-no-multicast`` the same clusters with
+  each block loading all of B, ``-release-cluster`` with the stage releases arriving with
+  ``.release.cluster`` semantics (what the first version did).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[3]
+GEMM = ROOT / "ladder" / "gemm"
+HERE = Path(__file__).resolve().parent
+
+NO_EPILOGUE = [
+    (
+        "    for (int j = 0; j < BN / 8; ++j) {\n      store2(",
+        "    for (int j = 0; j < BN / 8; ++j) if (d[4 * j] == 12345.0f) {\n      store2(",
+    )
+]
+NO_MULTICAST = [
+    (
+        "tma_load_multicast(sb + chunk * B_CHUNK_BYTES, &tmB, bar, n0 + chunk * B_CHUNK,\n"
+        "                             kt * BK, (1u << CLUSTER) - 1);",
+        "(void)chunk;",
+    ),
+    (
+        "for (int j = 0; j < MY_CHUNKS; ++j) {",
+        "for (int j = 0; j < 4; ++j) { "
+        "tma_load(sb + j * B_CHUNK_BYTES, &tmB, bar, n0 + j * B_CHUNK, kt * BK);",
+    ),
+    (
+        "constexpr int RELEASES = CLUSTER * CONSUMERS * 4;",
+        "constexpr int RELEASES = CONSUMERS * 4;",
+    ),
+    ("for (unsigned r = 0; r < CLUSTER; ++r) mbar_arrive_cluster(bar, r);", "mbar_arrive(bar);"),
+]
+RELEASE_CLUSTER = (
+    "mbarrier.arrive.shared::cluster.b64",
+    "mbarrier.arrive.release.cluster.shared::cluster.b64",
+)
+
+
+def _source(tmp: Path, path: Path, name: str, edits: list[tuple[str, str]]) -> Any:
+    from ladder.core import cuda_cpp
+
+    folder = tmp / name
+    folder.mkdir()
+    shutil.copy(GEMM / "hopper.cuh", folder / "hopper.cuh")
+    text = path.read_text()
+    for old, new in edits:
+        assert old in text, (name, old)
+        text = text.replace(old, new)
+    (folder / path.name).write_text(text)
+    return cuda_cpp.CudaSource(folder / path.name, ("sm_90a",), True)
+
+
+def variants(tmp: Path) -> dict[str, tuple[Any, str]]:
+    r16, r17 = GEMM / "r16_wgmma.cu", GEMM / "r17_smem_epilogue.cu"
+    cluster = HERE / "gemm_cluster_multicast.cu"
+    return {
+        "r16": (_source(tmp, r16, "r16", []), "wgmma_tma"),
+        "r16-no-epilogue": (_source(tmp, r16, "r16-no-epilogue", NO_EPILOGUE), "wgmma_tma"),
+        "r17": (_source(tmp, r17, "r17", []), "smem_epilogue"),
+        "cluster-multicast": (_source(tmp, cluster, "cluster", []), "cluster_multicast"),
+        "cluster-no-multicast": (
+            _source(tmp, cluster, "cluster-no-multicast", NO_MULTICAST), "cluster_multicast"),
+        "cluster-multicast-release-cluster": (
+            _source(tmp, cluster, "cluster-release", [RELEASE_CLUSTER]), "cluster_multicast"),
+    }  # fmt: skip
+
+
+def time_variant(source: Any, entry: str, size: int, repeats: int = 30) -> dict[str, Any]:
+    import cupy
+
+    from ladder.gemm.r16_wgmma import SMEM_BYTES, tensor_map
+    from ladder.gemm.tensor_core import TensorMapLaunch
+
+    m = n = k = size
+    rng = cupy.random.default_rng(0)
+    a = rng.uniform(-1, 1, (m, k), dtype=cupy.float32).astype(cupy.float16)
+    b = rng.uniform(-1, 1, (k, n), dtype=cupy.float32).astype(cupy.float16)
+    ref = a.astype(cupy.float32) @ b.astype(cupy.float32)
+    kernel = source.kernel(entry)
+    kernel.max_dynamic_shared_size_bytes = SMEM_BYTES
+
+    def maps(pa: int, pb: int) -> tuple[np.ndarray, np.ndarray]:
+        return tensor_map(pa, m, k, 128, 64), tensor_map(pb, k, n, 64, 64)
+
+    launch = TensorMapLaunch(kernel, ((m // 128) * (n // 256),), (384,), SMEM_BYTES, maps,
+                             (np.int32(m), np.int32(n), np.int32(k)))  # fmt: skip
+    c = cupy.full((m, n), np.nan, cupy.float16)
+    launch(a.data.ptr, b.data.ptr, c.data.ptr)
+    cupy.cuda.Device().synchronize()
+    error = float(cupy.abs(c.astype(cupy.float32) - ref).max() / cupy.abs(ref).max())
+    flush = cupy.empty(64 << 20, cupy.uint8)
+    times = []
+    for _ in range(repeats):
+        flush.fill(1)
+        start, end = cupy.cuda.Event(), cupy.cuda.Event()
+        start.record()
+        launch(a.data.ptr, b.data.ptr, c.data.ptr)
+        end.record()
+        end.synchronize()
+        times.append(cupy.cuda.get_elapsed_time(start, end))
+    ms = float(np.median(times))
+    return {"size": [m, n, k], "median_ms": ms, "tflops": 2.0 * m * n * k / ms / 1e9,
+            "rel_err": error if np.isfinite(error) else None}  # fmt: skip
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--out", required=True)
+    parser.add_argument("--sizes", type=int, nargs="+", default=[4096, 8192])
+    args = parser.parse_args()
+    import cupy
+
+    from ladder.core import device
+
+    tmp = Path(tempfile.mkdtemp())
+    try:
+        found = variants(tmp)
+        runs = []
+        for size in args.sizes:
+            for name, (source, entry) in found.items():
+                run = {"variant": name, **time_variant(source, entry, size)}
+                print(f"{size} {name}: {run['median_ms']:.4f} ms, {run['tflops']:.1f} TFLOP/s")
+                runs.append(run)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    doc = {"gpu": device.facts().name, "cupy": cupy.__version__, "dtype": "float16",
+           "method": "docs/notes/tries/gemm_tries.py: CUDA events around one launch, L2 "
+           "flushed (64 MB written) before each, median of 30", "runs": runs}  # fmt: skip
+    Path(args.out).write_text(json.dumps(doc, indent=1) + "\n")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,101 @@
+"""Rung 17, epilogue through shared memory: C leaves the SM in whole 16-byte lines.
+
+What changes: only the epilogue of rung 16's kernel (``r17_smem_epilogue.cu``). Rung 16's
+consumers store their accumulators straight from registers: ``wgmma``'s accumulator layout
+gives a thread two adjacent columns of a row, so each warp store instruction writes 4 bytes
+per thread, 16 bytes into each of 8 rows of C. Here each consumer warpgroup first writes its
+64 x 256 part of C, converted to half, into shared memory (the ring's stages, free once both
+consumers are past their last ``wgmma``: a named barrier for the 256 consumer threads), with
+the 128-byte swizzle of the TMA tiles so that those writes hit 32 different banks. Then it
+reads the part back a row at a time and writes C with 16-byte stores: a warp writes one whole
+512-byte row per instruction, every 32-byte sector complete.
+Why: with no epilogue at all (the stores skipped), rung 16's kernel ran at about cuBLAS's rate
+on an H100 at 4096³ (results/nvidia-h100-80gb-hbm3-gemm-tries.json): the epilogue is the gap.
+It weighs because 1 block fills an SM (the ring and the accumulators take its shared memory
+and registers), so no other block's math hides it, and, likely (not profiled), because each
+store instruction asks the memory system for 8 partial sectors.
+Prediction: with stores skipped, rung 16 took 0.026 ms less at 4096³ (12%) and 0.10 ms less
+at 8192³ (6%). Whole lines at the H100's 3 TB/s would write a block's 64 KB in a fraction of
+that: the epilogue down to about 0.011 ms at 4096³, the kernel about 7% faster there, 3% at
+8192³, where each block's main loop is twice as long. The staging adds two barriers, 64 KB of
+shared-memory writes and reads per block, and uses no more registers (168, as rung 16).
+Measured: on an NVIDIA H100 by ``ladder run``, rung 16 and the libraries in the same run
+(results/nvidia-h100-80gb-hbm3-gemm-r17-4096-float16.json): 0.191 ms at 4096³ (718.88
+TFLOP/s), rung 16 0.209 ms, cuBLAS 0.184 ms (0.961x); at 8192³
+(results/nvidia-h100-80gb-hbm3-gemm-r17-8192-float16.json) 1.508 ms, rung 16 1.617 ms, the
+fastest library (PyTorch's matmul) 1.480 ms (0.982x). bfloat16: 0.187 ms
+(results/nvidia-h100-80gb-hbm3-gemm-r17-4096-bfloat16.json, 0.957x cuBLAS) and 1.428 ms
+(results/nvidia-h100-80gb-hbm3-gemm-r17-8192-bfloat16.json, 0.993x PyTorch). Side by side
+(results/nvidia-h100-80gb-hbm3-gemm-tries.json): rung 17 0.1911 ms at 4096³, rung 16 0.2100,
+rung 16 with no stores 0.1836 ms.
+Verdict: held: 1.09x rung 16 at 4096³ (predicted 1.07x), 1.07x at 8192³ in the ``ladder run``
+(rung 16's time there moves by 4% between runs; 1.02x in the tries file). The epilogue still
+costs 0.0075 ms at 4096³, and rung 16 with no stores at all ran at 748.5 TFLOP/s, about the
+rate cuBLAS reached in the ``ladder run`` (747.73): passing cuBLAS needs the main loop faster
+or the epilogue overlapped with the next tile's loads (a persistent kernel), not better stores.
+
+Lab notes: docs/notes/gemm.md#rung-17-epilogue-through-shared-memory
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from ladder.core import cuda_cpp
+from ladder.core.fastcall import intake
+from ladder.core.rung import rung
+from ladder.gemm.r16_wgmma import tensor_map
+from ladder.gemm.tensor_core import TensorMapLaunch, TiledLauncher, operand_dtype
+
+SOURCE = cuda_cpp.source(__file__, "r17_smem_epilogue.cu", archs=("sm_90a",), arch_specific=True)
+BM, BN, BK = 128, 256, 64
+STAGES = 4
+THREADS = 384
+SMEM_BYTES = STAGES * (BM * BK + BK * BN) * 2 + 1024  # + slack to align the tiles to 1 KB
+_KERNEL = {"float16": "smem_epilogue", "bfloat16": "smem_epilogue_bf16"}
+# the staging of C, as in the .cu: per consumer 64 rows x BN halves, 64-column chunks
+CONSUMER_ROWS = 64
+ROW_BYTES = 128  # a chunk's row: 64 halves
+C_CHUNK_BYTES = CONSUMER_ROWS * ROW_BYTES
+UNIT_BYTES = 16  # a uint4: what one thread moves per load or store
+UNITS_PER_ROW = BN * 2 // UNIT_BYTES
+
+
+def staged(r: int, u: int) -> int:
+    """The byte offset of row r's 16-byte unit u in a consumer's staged C: the .cu's
+    ``staged`` (the TMA tiles' 128-byte swizzle, unit u % 8 XOR r % 8, in 64-column chunks)."""
+    return (u // 8) * C_CHUNK_BYTES + r * ROW_BYTES + (((u % 8) ^ (r % 8)) * UNIT_BYTES)
+
+
+def kernel_for(m: int, n: int, k: int, dtype: str) -> Any:
+    """The kernel's launch for tile-multiple M, N, K in ``dtype`` (as rung 16's)."""
+    kernel = SOURCE.kernel(_KERNEL[dtype])
+    if kernel.max_dynamic_shared_size_bytes < SMEM_BYTES:
+        kernel.max_dynamic_shared_size_bytes = SMEM_BYTES
+
+    def maps(a: int, b: int) -> tuple[np.ndarray, np.ndarray]:
+        return tensor_map(a, m, k, BM, 64, dtype), tensor_map(b, k, n, BK, 64, dtype)
+
+    blocks = (m // BM) * (n // BN)
+    scalars = (np.int32(m), np.int32(n), np.int32(k))
+    return TensorMapLaunch(kernel, (blocks,), (THREADS,), SMEM_BYTES, maps, scalars)
+
+
+LAUNCHER = TiledLauncher((BM, BN, BK), kernel_for)
+
+
+@rung(
+    name="smem-epilogue",
+    title="Hopper: rung 16, C staged in shared memory, whole-line stores",
+    dtypes=("float16", "bfloat16"),
+    needs=("cupy",),
+    units="tensor",
+    min_cc=(9, 0),
+    max_cc=(9, 0),
+    cc_needs="wgmma and setmaxnreg, sm_90a-only instructions",
+)
+def launch(A: Any, B: Any, C: Any = None) -> Any:
+    a = intake(A, "A")
+    return LAUNCHER(a, B, C, operand_dtype(a, ("float16", "bfloat16")))
