@@ -96,7 +96,7 @@ def run_kernel(kernel: Any, grid: tuple[int, ...], block: tuple[int, ...], *arra
     from numba import cuda
 
     require(hasattr(kernel, "py_func"), "pass the @cuda.jit kernel itself, not a plain function")
-    on_device = [cuda.to_device(a) for a in arrays]
+    on_device = [_guarded(cuda, a) for a in arrays]
     try:
         kernel[grid, block](*on_device)
         cuda.synchronize()
@@ -106,6 +106,17 @@ def run_kernel(kernel: Any, grid: tuple[int, ...], block: tuple[int, ...], *arra
             "(an edge tile not masked) raises IndexError in the simulator"
         ) from err
     return on_device[-1].copy_to_host()
+
+
+def _guarded(cuda: Any, a: np.ndarray) -> Any:
+    """``a`` on the device followed by as many NaNs (floats): a read past its end, which a GPU
+    does not check, finds NaN instead of whatever memory lies there (zeros, often, which could
+    let a kernel without edge masks pass). The simulator raises IndexError there anyway."""
+    if a.dtype.kind != "f":
+        return cuda.to_device(a)
+    flat = np.full(2 * a.size + 1024, np.nan, a.dtype)
+    flat[: a.size] = a.ravel()
+    return cuda.to_device(flat)[: a.size].reshape(a.shape)
 
 
 def require(condition: bool, message: str) -> None:
