@@ -31,8 +31,8 @@ from ladder.gemm import r06_transposed_tiles as r06
 from ladder.gemm import r08_warp_tiling as r08
 from ladder.gemm import r14_cp_async as r14
 from ladder.gemm import r15_mma_sync as r15
-from ladder.gemm import r16_wgmma as r16
-from ladder.gemm import r17_smem_epilogue as r17
+from ladder.gemm import r18_wgmma as r18
+from ladder.gemm import r19_smem_epilogue as r19
 
 RESULTS = Path(__file__).resolve().parent.parent / "results" / "nvidia-h200.json"
 
@@ -176,29 +176,29 @@ def test_mma_fragments_cover_each_element_once() -> None:
 
 
 def test_wgmma_ring_uses_rung_16s_stages() -> None:
-    k_tiles = 3 * r16.STAGES
-    tiles = gemm_diagrams.ring_schedule(r16.STAGES, k_tiles)
+    k_tiles = 3 * r18.STAGES
+    tiles = gemm_diagrams.ring_schedule(r18.STAGES, k_tiles)
     for t in tiles:
-        assert t["stage"] == t["tile"] % r16.STAGES
+        assert t["stage"] == t["tile"] % r18.STAGES
         assert t["copy_start"] < t["full"] <= t["mma_start"] < t["mma_end"]
-        if t["tile"] >= r16.STAGES:  # waits for the stage's empty barrier
-            assert t["copy_start"] >= tiles[t["tile"] - r16.STAGES]["released"]
+        if t["tile"] >= r18.STAGES:  # waits for the stage's empty barrier
+            assert t["copy_start"] >= tiles[t["tile"] - r18.STAGES]["released"]
     for moment in sorted({t["copy_start"] for t in tiles}):
         resident = [t for t in tiles if t["copy_start"] <= moment < t["released"]]
-        assert len(resident) <= r16.STAGES
+        assert len(resident) <= r18.STAGES
     assert (
         max(  # the ring does fill
             sum(t["copy_start"] <= x < t["released"] for t in tiles)
             for x in (t["copy_start"] for t in tiles)
         )
-        == r16.STAGES
+        == r18.STAGES
     )
     fig = gemm_diagrams.wgmma_ring(k_tiles)
     stage_rows = {p.get_y() for p in patches(fig, "stage-full")}
-    assert len(stage_rows) == r16.STAGES
+    assert len(stage_rows) == r18.STAGES
     assert len(patches(fig, "full-arrow")) == k_tiles
-    assert len(patches(fig, "empty-arrow")) == k_tiles - r16.STAGES
-    assert f"STAGES = {r16.STAGES}" in fig.axes[0].get_title()
+    assert len(patches(fig, "empty-arrow")) == k_tiles - r18.STAGES
+    assert f"STAGES = {r18.STAGES}" in fig.axes[0].get_title()
 
 
 def test_flash_tiles_from_rungs_3_and_5() -> None:
@@ -294,23 +294,23 @@ def test_spread_keeps_order_and_gap() -> None:
 
 
 def test_epilogue_staging_is_the_kernels_and_conflict_free() -> None:
-    """r17.staged is the .cu's ``staged`` (the same expression), every 16-byte unit of a
-    consumer's 64 x 256 part has its own place, and both of rung 17's shared-memory steps touch
+    """r19.staged is the .cu's ``staged`` (the same expression), every 16-byte unit of a
+    consumer's 64 x 256 part has its own place, and both of rung 19's shared-memory steps touch
     8 different bank groups per quarter-warp: the accumulator's writes (8 rows, one unit) and
     the read-back (8 units of one row)."""
-    cu = Path(r17.SOURCE.path).read_text()
+    cu = Path(r19.SOURCE.path).read_text()
     assert "return (u / 8) * C_CHUNK_BYTES + r * 128 + (((u % 8) ^ (r % 8)) * 16);" in cu
-    places = {r17.staged(r, u) for r in range(r17.CONSUMER_ROWS) for u in range(r17.UNITS_PER_ROW)}
-    assert len(places) == r17.CONSUMER_ROWS * r17.UNITS_PER_ROW
-    assert max(places) + r17.UNIT_BYTES == r17.CONSUMER_ROWS * r17.BN * 2
-    group = lambda offset: (offset % r17.ROW_BYTES) // r17.UNIT_BYTES  # noqa: E731
-    for j in range(r17.UNITS_PER_ROW):  # step 1: warp 0's rows 0-7 (and 8-15), unit j
+    places = {r19.staged(r, u) for r in range(r19.CONSUMER_ROWS) for u in range(r19.UNITS_PER_ROW)}
+    assert len(places) == r19.CONSUMER_ROWS * r19.UNITS_PER_ROW
+    assert max(places) + r19.UNIT_BYTES == r19.CONSUMER_ROWS * r19.BN * 2
+    group = lambda offset: (offset % r19.ROW_BYTES) // r19.UNIT_BYTES  # noqa: E731
+    for j in range(r19.UNITS_PER_ROW):  # step 1: warp 0's rows 0-7 (and 8-15), unit j
         for base in (0, 8):
             rows = {gemm_diagrams.accumulator_rows(lane, j)[0] + base for lane in range(32)}
-            assert len({group(r17.staged(r, j)) for r in rows}) == 8
-    for r in range(r17.CONSUMER_ROWS):  # step 2: each quarter-warp's 8 units of one row
-        for q in range(r17.UNITS_PER_ROW // 8):
-            assert len({group(r17.staged(r, 8 * q + u)) for u in range(8)}) == 8
+            assert len({group(r19.staged(r, j)) for r in rows}) == 8
+    for r in range(r19.CONSUMER_ROWS):  # step 2: each quarter-warp's 8 units of one row
+        for q in range(r19.UNITS_PER_ROW // 8):
+            assert len({group(r19.staged(r, 8 * q + u)) for u in range(8)}) == 8
     fig = gemm_diagrams.epilogue_stores()
     assert "8 partial 32-byte sectors" in fig.axes[0].get_title()
     assert all("conflict-free" in ax.get_title() for ax in fig.axes[1:])

@@ -23,8 +23,8 @@ from ladder.core.rung import get_problem, rungs
 from ladder.fused import problem as fused_problem
 from ladder.fused.elementwise import r01_three_kernels as elementwise1
 from ladder.fused.softmax import r05_rows_in_registers as softmax5
-from ladder.gemm import r07_wide_loads, r10_tuned, tensor_core
-from ladder.gemm import r16_wgmma as r16
+from ladder.gemm import hopper, r07_wide_loads, r10_tuned, tensor_core
+from ladder.gemm import r18_wgmma as r18
 from ladder.gemm.problem import operands
 from ladder.gemm.r09_double_buffered import make_kernel
 
@@ -669,12 +669,12 @@ def _half(shape, ptr, dtype="float16"):
 
 
 def test_tiled_launcher_plans_per_signature(monkeypatch):
-    """Rung 16's tiles (128 x 256 x 64): a tile-multiple, aligned call launches on the operands
+    """Rung 18's tiles (128 x 256 x 64): a tile-multiple, aligned call launches on the operands
     themselves; another shape, another dtype or a misaligned pointer gets its own plan (padded
     copies where it must); a kernel is built per padded size and dtype."""
     monkeypatch.setattr("cupy.cuda.get_current_stream", lambda: _FakeStream())
     built = []
-    launcher = tensor_core.TiledLauncher(r16.LAUNCHER.tiles, _fake_kernel_for(built))
+    launcher = tensor_core.TiledLauncher(r18.LAUNCHER.tiles, _fake_kernel_for(built))
 
     def ops(m, n, k, ptr=0x100000, dtype="float16"):
         found = operands(
@@ -737,8 +737,8 @@ class _FakeRawKernel:
         self.calls.append((grid, block, args, shared_mem))
 
 
-def _fake_rung16(monkeypatch):
-    """Rung 16's ``kernel_for`` with stand-ins for its compiled kernels and the driver's map
+def _fake_rung18(monkeypatch):
+    """Rung 18's ``kernel_for`` with stand-ins for its compiled kernels and the driver's map
     encoder (both need a GPU); returns the maps made and the kernels built."""
     made, kernels = [], {}
 
@@ -749,40 +749,40 @@ def _fake_rung16(monkeypatch):
     source = types.SimpleNamespace(
         kernel=lambda name: kernels.setdefault(name, _FakeRawKernel(name))
     )
-    monkeypatch.setattr(r16, "SOURCE", source)
-    monkeypatch.setattr(r16, "tensor_map", tensor_map)
+    monkeypatch.setattr(r18, "SOURCE", source)
+    monkeypatch.setattr(hopper, "tensor_map", tensor_map)
     return made, kernels
 
 
 def test_tensor_maps_are_kept_per_pair_of_addresses(monkeypatch):
-    """Rung 16's raw launch with a stand-in driver: the maps embed A's and B's addresses, so a
+    """Rung 18's raw launch with a stand-in driver: the maps embed A's and B's addresses, so a
     call with other memory of the same signature (the same plan) gets maps of its own, never
     the last call's; a pair seen before reuses its maps; only C's address is rewritten."""
-    made, kernels = _fake_rung16(monkeypatch)
+    made, kernels = _fake_rung18(monkeypatch)
     fake = _TensorMapDriver()
     monkeypatch.setattr(tensor_core, "raw_launches", lambda: True)
     monkeypatch.setattr(fastcall, "driver", lambda: fake)
     monkeypatch.setattr(fastcall, "_bindings", lambda: None)  # ctypes: the fake
-    launch = r16.kernel_for(256, 512, 128, "bfloat16")
+    launch = r18.kernel_for(256, 512, 128, "bfloat16")
     assert set(kernels) == {"wgmma_tma_bf16"} and launch.mode == "raw"
-    assert kernels["wgmma_tma_bf16"].max_dynamic_shared_size_bytes == r16.SMEM_BYTES
+    assert kernels["wgmma_tma_bf16"].max_dynamic_shared_size_bytes == r18.SMEM_BYTES
     calls = [(0xA000, 0xB000, 0xC000), (0xA000, 0xB000, 0xC100), (0xA100, 0xB000, 0xC200)]
     calls.append((0xA000, 0xB000, 0xC300))
     for a, b, c in calls:
         launch(a, b, c, stream=5)
     assert made == [
-        (0xA000, 256, 128, r16.BM, 64, "bfloat16"),  # A: M x K in boxes of 128 x 64
-        (0xB000, 128, 512, r16.BK, 64, "bfloat16"),  # B: K x N in boxes of 64 x 64
-        (0xA100, 256, 128, r16.BM, 64, "bfloat16"),
-        (0xB000, 128, 512, r16.BK, 64, "bfloat16"),
+        (0xA000, 256, 128, r18.BM, 64, "bfloat16"),  # A: M x K in boxes of 128 x 64
+        (0xB000, 128, 512, r18.BK, 64, "bfloat16"),  # B: K x N in boxes of 64 x 64
+        (0xA100, 256, 128, r18.BM, 64, "bfloat16"),
+        (0xB000, 128, 512, r18.BK, 64, "bfloat16"),
     ]
     for (a, b, c), got in zip(calls, fake.launches, strict=True):
         function, grid, block, smem, stream, map_a, map_b, c_found, sizes = got
         assert (function, grid, block, smem, stream) == (
             0xF00D,
             (2 * 2, 1, 1),
-            (r16.THREADS, 1, 1),
-            r16.SMEM_BYTES,
+            (r18.THREADS, 1, 1),
+            r18.SMEM_BYTES,
             5,
         )
         assert map_a == _map(a, 256, 128).tobytes() and map_b == _map(b, 128, 512).tobytes()
@@ -797,10 +797,10 @@ def test_tensor_maps_are_kept_per_pair_of_addresses(monkeypatch):
 def test_tensor_maps_through_cupy_when_raw_launches_are_off(monkeypatch):
     """The other path (the simulator here, ``dispatcher_launches()`` on a GPU): CuPy's
     ``RawKernel`` call with the maps of each pair of addresses, passed by value."""
-    made, kernels = _fake_rung16(monkeypatch)
+    made, kernels = _fake_rung18(monkeypatch)
     monkeypatch.setattr("cupy.cuda.get_current_stream", lambda: _FakeStream())
     with fastcall.dispatcher_launches():
-        launch = r16.kernel_for(128, 256, 64, "float16")
+        launch = r18.kernel_for(128, 256, 64, "float16")
     assert launch.mode == "cupy RawKernel"
     launch(0xA000, 0xB000, 0xC000)
     launch(0xA100, 0xB000, 0xC000)
@@ -810,7 +810,7 @@ def test_tensor_maps_through_cupy_when_raw_launches_are_off(monkeypatch):
     for (grid, block, args, smem), a, c in zip(
         kernel.calls, [0xA000, 0xA100, 0xA000], [0xC000, 0xC000, 0xC100], strict=True
     ):
-        assert (grid, block, smem) == ((1,), (r16.THREADS,), r16.SMEM_BYTES)
+        assert (grid, block, smem) == ((1,), (r18.THREADS,), r18.SMEM_BYTES)
         assert args[0].tobytes() == _map(a, 128, 64).tobytes()
         assert args[1].tobytes() == _map(0xB000, 64, 256).tobytes()
         assert args[2] == np.uint64(c) and [int(x) for x in args[3:]] == [128, 256, 64]

@@ -253,13 +253,13 @@ def test_torch_compile_traces_the_operators():
 
 @gpu_only
 def test_the_best_rung_runs_on_a_gpu():
-    """On a GPU the top rung that supports the GPU runs: for FP16 GEMM on Hopper, rung 17
-    (rung 16's kernel with its epilogue through shared memory), elsewhere mma.sync."""
+    """On a GPU the top rung that supports the GPU runs: for FP16 GEMM on Hopper, rung 20
+    (rung 19's kernel made persistent), elsewhere mma.sync."""
     a, b = _inputs([(256, 128), (128, 64)], torch.float16)
     with ops.routes() as ran:
         ops.matmul(a, b)
     major, _ = torch.cuda.get_device_capability()
-    assert ran[0].path == ("gemm/smem-epilogue" if major == 9 else "gemm/mma-sync"), ran
+    assert ran[0].path == ("gemm/persistent" if major == 9 else "gemm/mma-sync"), ran
 
 
 @gpu_only
@@ -388,10 +388,10 @@ def test_benchmark_keeps_the_fastest_rung_and_says_by_how_much(monkeypatch):
 @pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16], ids=["float16", "bfloat16"])
 @pytest.mark.parametrize("layout", ["tn", "nt"])
 def test_wgmma_reads_a_transposed_operand_in_place(layout, dtype):
-    """GEMM rung 16's transposed entry points against float64, at tile multiples with more
+    """GEMM rung 18's transposed entry points against float64, at tile multiples with more
     than one tile each way (Hopper only: elsewhere the rung is unavailable)."""
     from ladder.core.rung import get_rung
-    from ladder.gemm import r16_wgmma
+    from ladder.gemm import r18_wgmma
 
     why = get_rung("gemm", "wgmma").unavailable_reason()
     if why:
@@ -400,12 +400,12 @@ def test_wgmma_reads_a_transposed_operand_in_place(layout, dtype):
     given = {"tn": [(k, m), (k, n)], "nt": [(m, k), (n, k)]}[layout]
     x, y = _inputs(given, dtype, seed=5)
     out = torch.full((m, n), float("nan"), device=DEVICE, dtype=dtype)
-    r16_wgmma.launch_transposed(x, y, out, layout)
+    r18_wgmma.launch_transposed(x, y, out, layout)
     expected = x.double().t() @ y.double() if layout == "tn" else x.double() @ y.double().t()
     assert _error(out, expected) < 1e-2
     off = x[:, :-8] if layout == "tn" else x[:-8]  # M = 248: not a multiple of 128
     with pytest.raises(ValueError, match="multiples"):
-        r16_wgmma.launch_transposed(off.contiguous(), y, out[:-8], layout)
+        r18_wgmma.launch_transposed(off.contiguous(), y, out[:-8], layout)
 
 
 @gpu_only

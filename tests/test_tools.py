@@ -125,7 +125,7 @@ def test_check_reports_an_arch_outside_a_rungs_range_as_not_for_this_gpu(tmp_pat
     assert built and all(r.arch == "sm_90a" and r.registers and not r.error for r in built)
     out = tmp_path / "check.json"
     assert (
-        cli.main(["check", "gemm", "--rungs", "r16", "--archs", "sm_80", "--json", str(out)]) == 0
+        cli.main(["check", "gemm", "--rungs", "r18", "--archs", "sm_80", "--json", str(out)]) == 0
     )
     (only,) = json.loads(out.read_text())
     assert only["skipped"] == skipped.skipped and only["error"] is None
@@ -273,6 +273,8 @@ def test_missing_tools_say_how_to_get_them(monkeypatch, capsys):
 def test_the_rung_below_takes_the_same_dtype():
     from ladder.core.rung import get_rung
 
-    assert tools.rung_below(get_rung("gemm", "wgmma"), "float16").name == "mma-sync"
+    assert tools.rung_below(get_rung("gemm", "wgmma"), "float16").name == "wgmma-descriptors"
+    assert tools.rung_below(get_rung("gemm", "tma"), "float16").name == "mma-sync"
+    assert tools.rung_below(get_rung("gemm", "tma"), "bfloat16") is None  # mma-sync: float16
     assert tools.rung_below(get_rung("gemm", "fp16-staging"), "float16") is None
     assert tools.rung_below(get_rung("gemm", "naive"), "float32") is None

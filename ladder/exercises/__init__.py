@@ -12,7 +12,14 @@ One module per notebook: ``nb00_start_here``, ``nb01_gemm``, ``nb02_tensor_cores
 EXERCISES = {
     "nb00_start_here": ("copy_time", "roofline"),
     "nb01_gemm": ("coalescing", "shared_tiling", "local_array"),
-    "nb02_tensor_cores": ("bank_conflicts", "fragment_registers", "mma_count", "epilogue_sectors"),
+    "nb02_tensor_cores": (
+        "bank_conflicts",
+        "fragment_registers",
+        "mma_count",
+        "copy_instructions",
+        "copy_waits",
+        "epilogue_sectors",
+    ),
     "nb03_conv": ("conv1_shape_flops", "quads_per_window"),
     "nb04_streams_and_graphs": ("pipeline_time", "graph_launches", "call_costs"),
     "nb05_fusion": ("fusion_bytes", "online_softmax"),

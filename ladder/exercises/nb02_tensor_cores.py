@@ -5,8 +5,12 @@
 - ``check_fragment_registers(dict)``: 32-bit registers per lane of the A, B and C fragments
   of one ``mma.sync.m16n8k16`` with FP16 inputs and FP32 sums.
 - ``check_mma_count(dict)``: mma.sync per k-step for a block tile and for one warp's tile.
+- ``check_copy_instructions(dict)``: copy instructions a block issues per 64 of K, with
+  ``cp.async`` (rung 15) and with the bulk tensor copy (rung 16).
+- ``check_copy_waits(dict)``: how many K tiles behind tile t is the tile whose multiplies
+  must be done before t's copy is issued, in rung 17 and in rung 18.
 - ``check_epilogue_sectors(dict)``: the 32-byte sectors one warp store instruction touches in
-  rung 16's epilogue and in rung 17's, and how full rung 16's are.
+  rung 18's epilogue and in rung 19's, and how full rung 18's are.
 """
 
 from __future__ import annotations
@@ -95,10 +99,10 @@ SECTOR = 32  # bytes: the unit in which L2 and DRAM take writes
 
 def check_epilogue_sectors(answer: Any) -> str:
     """One warp store instruction of C (row-major half, rows of many columns, C's rows 16-byte
-    aligned). Rung 16: lane ``lane`` writes 4 bytes, the halves at columns 8j + 2 (lane % 4) and
-    + 1 of row lane // 4, for one 8-column group j. Rung 17: lane ``lane`` writes 16 bytes,
-    columns 8 lane .. 8 lane + 7 of one row. Keys: direct (32-byte sectors rung 16's instruction
-    touches), staged (rung 17's), direct_fill (the share of those sectors' bytes rung 16 writes,
+    aligned). Rung 18: lane ``lane`` writes 4 bytes, the halves at columns 8j + 2 (lane % 4) and
+    + 1 of row lane // 4, for one 8-column group j. Rung 19: lane ``lane`` writes 16 bytes,
+    columns 8 lane .. 8 lane + 7 of one row. Keys: direct (32-byte sectors rung 18's instruction
+    touches), staged (rung 19's), direct_fill (the share of those sectors' bytes rung 18 writes,
     a fraction)."""
     found = as_dict(answer, ("direct", "staged", "direct_fill"), "check_epilogue_sectors")
     j = 3
@@ -112,5 +116,52 @@ def check_epilogue_sectors(answer: Any) -> str:
             "sectors")  # fmt: skip
     require(abs(float(found["direct_fill"]) - fill) < 1e-9,
             "direct_fill: bytes written / bytes of the sectors touched")  # fmt: skip
-    return (f"right: rung 16 touches {len(direct)} sectors, {fill:.0%} written each; rung 17 "
+    return (f"right: rung 18 touches {len(direct)} sectors, {fill:.0%} written each; rung 19 "
             f"{len(staged)} whole ones for 4 times the bytes")  # fmt: skip
+
+
+CP_ASYNC_BYTES = 16  # what one cp.async moves
+TMA_BOX_BYTES = 128  # the widest row of a 128-byte-swizzled box
+
+
+def check_copy_instructions(answer: Any) -> str:
+    """A block's tile of C is 128 x 256, and for every 64 of K it needs A's 128 x 64 half tile
+    and B's 64 x 256. Keys: cp_async (instructions the block's threads issue in rung 15, 16
+    bytes each), tma (instructions its one copying thread issues in rung 16: one box per
+    instruction, a box's rows at most 128 bytes, A as one box of 128 rows, B as boxes of 64
+    k-rows)."""
+    from ladder.gemm import r15_mma_sync as r15
+    from ladder.gemm import r16_tma as r16
+
+    found = as_dict(answer, ("cp_async", "tma"), "check_copy_instructions")
+    k = r16.BK
+    cp_async = (r15.BM * k + k * r15.BN) * HALF // CP_ASYNC_BYTES
+    tma = 1 + r16.BN * HALF // TMA_BOX_BYTES
+    require(found["cp_async"] == cp_async, "cp_async: the bytes of both tiles, 16 per copy")
+    require(found["tma"] == tma, "tma: A's box is 128 rows x 64 halves; B's rows of 256 halves "
+            "are 512 bytes: how many boxes of 128-byte rows?")  # fmt: skip
+    return (f"right: {cp_async} copies from {r15.THREADS} threads against {tma} from one; the "
+            "addresses and the swizzle are the copy engine's now")  # fmt: skip
+
+
+def check_copy_waits(answer: Any) -> str:
+    """A ring of STAGES = 4 stages; K tile t lives in stage t % 4. Rung 17: in iteration kt
+    each warpgroup issues tile kt's wgmma, waits until only that group is in flight
+    (``wait_group 1``: tile kt - 1's multiplies are done), all threads meet at
+    ``__syncthreads``, then thread 0 copies tile kt + 3 into its stage. Rung 18: the producer
+    copies tile t once the stage's ``empty`` barrier has every consumer's arrival; a consumer
+    arrives for tile j after its ``wait_group 1`` in iteration j + 1. Keys: rung_17, rung_18:
+    for a tile t >= 4, t minus the newest tile whose multiplies must be done before t's copy
+    is issued."""
+    from ladder.gemm import r18_wgmma as r18
+
+    found = as_dict(answer, ("rung_17", "rung_18"), "check_copy_waits")
+    stages = r18.STAGES
+    # rung 17: t = kt + stages - 1, issued after tile kt - 1 is done -> t - stages
+    # rung 18: empty[t % stages] completes when tile t - stages is released
+    require(found["rung_17"] == stages, "rung_17: write t = kt + 3; which tile did wait_group 1 "
+            "finish in iteration kt?")  # fmt: skip
+    require(found["rung_18"] == stages, "rung_18: which tile held the stage before t?")
+    return (f"right: {stages} in both. The copy of tile t waits for the same multiplies in "
+            "either rung; the block barrier adds only the wait for the slower warpgroup, which "
+            "is why warp specialization alone gained little here")  # fmt: skip

@@ -52,6 +52,9 @@ fragment_registers = {"A": 4, "B": 2, "C": 4}
 mma_count = {"block": 8 * 16 * 2, "warp": 8 * 16 * 2 // 8}
 # 8 rows x 16 bytes (one aligned half-sector each); 32 x 16 = 512 bytes of one row
 epilogue_sectors = {"direct": 8, "staged": 512 // 32, "direct_fill": 16 / 32}
+# (128 x 64 + 64 x 256) halves of 2 bytes, 16 per cp.async; one A box + 512 / 128 B boxes
+copy_instructions = {"cp_async": (128 * 64 + 64 * 256) * 2 // 16, "tma": 1 + 4}
+copy_waits = {"rung_17": 4, "rung_18": 4}
 
 # nb03_conv: conv1 (10000, 1, 4, 86, 86, 7) -> 80 x 80 outputs
 conv1_shape_flops = {

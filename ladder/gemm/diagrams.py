@@ -9,8 +9,8 @@ the constants and the conflict counts the rungs' docstrings state.
 - ``bank_conflicts``: rung 5 against rung 6, which of the 32 banks a warp's accesses hit.
 - ``swizzle``: rung 15's tiles, plain rows against padded rows against the XOR swizzle.
 - ``mma_fragments``: which lane holds which elements of mma.sync m16n8k16's A, B and C/D.
-- ``wgmma_ring``: rung 16's producer/consumer ring of shared-memory stages and its barriers.
-- ``epilogue_stores``: rung 16's stores straight from registers against rung 17's staging.
+- ``wgmma_ring``: rung 18's producer/consumer ring of shared-memory stages and its barriers.
+- ``epilogue_stores``: rung 18's stores straight from registers against rung 19's staging.
 """
 
 from __future__ import annotations
@@ -28,8 +28,8 @@ from ladder.gemm import r06_transposed_tiles as r06
 from ladder.gemm import r08_warp_tiling as r08
 from ladder.gemm import r14_cp_async as r14
 from ladder.gemm import r15_mma_sync as r15
-from ladder.gemm import r16_wgmma as r16
-from ladder.gemm import r17_smem_epilogue as r17
+from ladder.gemm import r18_wgmma as r18
+from ladder.gemm import r19_smem_epilogue as r19
 
 # The shape of mma.sync.aligned.m16n8k16 (PTX ISA, "Matrix Fragments for mma.m16n8k16"): fixed
 # by the instruction, named in rung 15 but not a Python constant there.
@@ -358,13 +358,13 @@ def mma_fragments() -> Figure:
     return fig
 
 
-# ---- 4. rung 16: the TMA -> wgmma ring ----
+# ---- 4. rung 18: the TMA -> wgmma ring ----
 
 
 def ring_schedule(
-    stages: int = r16.STAGES, k_tiles: int = 10, copy: float = 0.6, mma: float = 1.0
+    stages: int = r18.STAGES, k_tiles: int = 10, copy: float = 0.6, mma: float = 1.0
 ) -> list[dict[str, Any]]:
-    """A model of rung 16's main loop, one record per K tile: when its copy starts and lands
+    """A model of rung 18's main loop, one record per K tile: when its copy starts and lands
     (the producer waits on ``empty[s]`` first once kt >= stages), when the consumers start
     and finish its MMAs (after waiting on ``full[s]``), and when they release its stage
     (arrive on ``empty[s]`` after ``wgmma.wait_group 1`` in the next iteration: one tile
@@ -388,16 +388,16 @@ def ring_schedule(
 
 
 def wgmma_ring(k_tiles: int | None = None) -> Figure:
-    """Rung 16's pipeline as a timeline: one producer thread issues a bulk tensor copy (TMA)
+    """Rung 18's pipeline as a timeline: one producer thread issues a bulk tensor copy (TMA)
     per K tile into stage kt % STAGES once that stage's ``empty`` barrier says the consumers
     are done with it; the copy lands and completes the stage's ``full`` barrier, on which the
     consumer warpgroups wait before their wgmma. Rows: the copy engine, each stage's
     contents, the consumers. Arrows: full[s] (copy -> consumers) and empty[s] (consumers ->
     producer)."""
-    stages = r16.STAGES
-    consumers = r16.THREADS // WARPGROUP_THREADS - 1  # one producer warpgroup, the rest math
+    stages = r18.STAGES
+    consumers = r18.THREADS // WARPGROUP_THREADS - 1  # one producer warpgroup, the rest math
     tiles = ring_schedule(stages, k_tiles or 2 * stages + 2)
-    stage_kb = (r16.BM * r16.BK + r16.BK * r16.BN) * HALF_BYTES // 1024
+    stage_kb = (r18.BM * r18.BK + r18.BK * r18.BN) * HALF_BYTES // 1024
     fig = dg.figure(5.4)
     ax = fig.add_subplot()
     rows = {"copy": 0, **{f"stage {s}": 1 + s for s in range(stages)}, "mma": stages + 1}
@@ -433,8 +433,8 @@ def wgmma_ring(k_tiles: int | None = None) -> Figure:
     ax.plot([], [], color="white", label="hatched: stage being filled; solid: tile resident")
     fig.legend(loc="outside lower center", ncols=3, fontsize=7, frameon=False)
     ax.set_title(
-        f"rung 16 (r16_wgmma): a ring of STAGES = {stages} shared-memory stages of "
-        f"A {r16.BM} × {r16.BK} + B {r16.BK} × {r16.BN} halves;\nK tile kt uses stage "
+        f"rung 18 (r18_wgmma): a ring of STAGES = {stages} shared-memory stages of "
+        f"A {r18.BM} × {r18.BK} + B {r18.BK} × {r18.BN} halves;\nK tile kt uses stage "
         f"kt mod {stages}; a stage is released one tile late (after wgmma.wait_group 1)",
         fontsize=9,
     )
@@ -475,11 +475,11 @@ def _arrow(ax: Any, start: tuple[float, float], end: tuple[float, float], barrie
     )
 
 
-# ---- 5. rung 17: the epilogue through shared memory ----
+# ---- 5. rung 19: the epilogue through shared memory ----
 
 
 def accumulator_rows(lane: int, j: int) -> tuple[int, int, int]:
-    """wgmma's m64nNk16 accumulator (rung 16's epilogue comment): lane's (row, first column)
+    """wgmma's m64nNk16 accumulator (rung 18's epilogue comment): lane's (row, first column)
     for 8-column group j of warp 0's rows r0 = lane / 4 (and r0 + 8), and its byte offset in
     that row of C: two halves at columns 8j + 2 (lane % 4)."""
     row, col = lane // 4, 8 * j + 2 * (lane % 4)
@@ -487,27 +487,27 @@ def accumulator_rows(lane: int, j: int) -> tuple[int, int, int]:
 
 
 def epilogue_stores(j: int = 3, row: int = 5) -> Figure:
-    """One warp store instruction of rung 16 (j: which 8-column group) against rung 17's two
+    """One warp store instruction of rung 18 (j: which 8-column group) against rung 19's two
     steps: its staging writes (the same j) among the bank groups of the swizzled chunk, and
     one 16-byte read-back of row ``row`` per quarter-warp, then a warp's whole-row store."""
     fig = dg.figure(3.4)
     direct, write, read = fig.subplots(1, 3)
-    units = r17.UNITS_PER_ROW
+    units = r19.UNITS_PER_ROW
     rows = dg.WARP // 4
-    for lane in range(dg.WARP):  # rung 16: 4 bytes per lane, 8 rows of C, 16 bytes in each
+    for lane in range(dg.WARP):  # rung 18: 4 bytes per lane, 8 rows of C, 16 bytes in each
         r, _, byte = accumulator_rows(lane, j)
-        direct.add_patch(Rectangle((byte / r17.UNIT_BYTES, r), 0.25, 1, fc=dg.RED, ec="white",
+        direct.add_patch(Rectangle((byte / r19.UNIT_BYTES, r), 0.25, 1, fc=dg.RED, ec="white",
                                    gid="direct"))  # fmt: skip
     sectors = len({(accumulator_rows(lane, j)[0], accumulator_rows(lane, j)[2] // 32)
                    for lane in range(dg.WARP)})  # fmt: skip
     direct.set_xlim(0, units)
     direct.set_ylim(rows, 0)
-    direct.set_title(f"rung 16: one store instruction (j = {j})\n{rows} rows × 16 B of C: "
+    direct.set_title(f"rung 18: one store instruction (j = {j})\n{rows} rows × 16 B of C: "
                      f"{sectors} partial 32-byte sectors", fontsize=8)  # fmt: skip
-    direct.set_xlabel(f"16-byte units of a {units * r17.UNIT_BYTES}-byte row of C", fontsize=7)
+    direct.set_xlabel(f"16-byte units of a {units * r19.UNIT_BYTES}-byte row of C", fontsize=7)
     groups = []
-    for r in range(rows):  # rung 17, step 1: the same values into the swizzled staging
-        g = (r17.staged(r, j) % r17.ROW_BYTES) // r17.UNIT_BYTES
+    for r in range(rows):  # rung 19, step 1: the same values into the swizzled staging
+        g = (r19.staged(r, j) % r19.ROW_BYTES) // r19.UNIT_BYTES
         groups.append(g)
         write.add_patch(Rectangle((g, r), 1, 1, fc=dg.BLUE, ec="white", gid="staged"))
         write.text(g + 0.5, r + 0.5, f"row {r}", ha="center", va="center", fontsize=6)
@@ -516,11 +516,11 @@ def epilogue_stores(j: int = 3, row: int = 5) -> Figure:
     depth = max(groups.count(g) for g in set(groups))
     verdict = "conflict-free" if depth == 1 else f"{depth}-way conflict"
     write.set_title(
-        f"rung 17 step 1: the same 32 lanes into shared memory\nunit ^ (row % 8): {verdict}",
+        f"rung 19 step 1: the same 32 lanes into shared memory\nunit ^ (row % 8): {verdict}",
         fontsize=8,
     )
     write.set_xlabel("bank group (4 banks, 16 bytes)", fontsize=7)
-    reads = [(r17.staged(row, u) % r17.ROW_BYTES) // r17.UNIT_BYTES for u in range(8)]
+    reads = [(r19.staged(row, u) % r19.ROW_BYTES) // r19.UNIT_BYTES for u in range(8)]
     for u, g in enumerate(reads):  # step 2: a quarter-warp reads 8 units of one row
         read.add_patch(Rectangle((g, 0), 1, 1, fc=dg.GREEN, ec="white", gid="read"))
         read.text(g + 0.5, 0.5, f"u{u}", ha="center", va="center", fontsize=6)
@@ -530,13 +530,13 @@ def epilogue_stores(j: int = 3, row: int = 5) -> Figure:
               ha="center", va="center", fontsize=6)  # fmt: skip
     read.set_xlim(0, dg.BANK_GROUPS)
     read.set_ylim(3, 0)
-    read.set_title(f"rung 17 step 2: row {row} read back, 8 units per quarter-warp\n"
+    read.set_title(f"rung 19 step 2: row {row} read back, 8 units per quarter-warp\n"
                    f"{len(set(reads))} bank groups: conflict-free, then whole 32-byte sectors",
                    fontsize=8)  # fmt: skip
     read.set_xlabel("bank group (4 banks, 16 bytes)", fontsize=7)
     for ax in (direct, write, read):
         ax.set_yticks([])
         ax.tick_params(labelsize=6, length=0)
-    fig.suptitle("rung 16's epilogue against rung 17's (r17_smem_epilogue): the same values, "
+    fig.suptitle("rung 18's epilogue against rung 19's (r19_smem_epilogue): the same values, "
                  "staged through shared memory", fontsize=9)  # fmt: skip
     return fig

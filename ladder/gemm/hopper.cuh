@@ -1,6 +1,6 @@
 // Hopper's primitives for the wgmma rungs: the tensor map, mbarriers, the bulk tensor copy
 // (TMA), shared-memory matrix descriptors and wgmma m64n256k16 itself. A library, not a rung:
-// GEMM rungs 16 and 17 and the mixture-of-experts grouped GEMM include it and hold their own
+// GEMM rungs 16 to 19 and the mixture-of-experts grouped GEMM include it and hold their own
 // kernels.
 // Build for sm_90a: wgmma exists only there.
 #ifndef LADDER_GEMM_HOPPER_CUH
@@ -13,22 +13,22 @@ struct alignas(64) TensorMap {
   unsigned long long opaque[16];
 };
 
-__device__ static inline unsigned smem_addr(const void* p) {
+__device__ __forceinline__ unsigned smem_addr(const void* p) {
   return static_cast<unsigned>(__cvta_generic_to_shared(p));
 }
 
 // ---- mbarriers: a 64-bit word in shared memory that counts arrivals and bytes ----
-__device__ static inline void mbar_init(unsigned bar, unsigned count) {
+__device__ __forceinline__ void mbar_init(unsigned bar, unsigned count) {
   asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" ::"r"(bar), "r"(count));
 }
-__device__ static inline void mbar_expect_tx(unsigned bar, unsigned bytes) {
+__device__ __forceinline__ void mbar_expect_tx(unsigned bar, unsigned bytes) {
   asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(bar), "r"(bytes)
                : "memory");
 }
-__device__ static inline void mbar_arrive(unsigned bar) {
+__device__ __forceinline__ void mbar_arrive(unsigned bar) {
   asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" ::"r"(bar) : "memory");
 }
-__device__ static inline void mbar_wait(unsigned bar, unsigned parity) {
+__device__ __forceinline__ void mbar_wait(unsigned bar, unsigned parity) {
   unsigned done = 0;
   while (!done) {
     asm volatile(
@@ -42,7 +42,7 @@ __device__ static inline void mbar_wait(unsigned bar, unsigned parity) {
 }
 
 // ---- the bulk tensor copy: one instruction moves a whole 2-D box into shared memory ----
-__device__ static inline void tma_load(unsigned dst, const TensorMap* map, unsigned bar, int c0,
+__device__ __forceinline__ void tma_load(unsigned dst, const TensorMap* map, unsigned bar, int c0,
                                        int c1) {
   asm volatile(
       "cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes"
@@ -64,7 +64,7 @@ __device__ __forceinline__ void tma_load_3d(unsigned dst, const TensorMap* map, 
 // ---- wgmma ----
 // Shared-memory matrix descriptor: start address, leading and stride byte offsets (all >> 4)
 // and the swizzle mode (1 = 128-byte swizzle), as the PTX ISA lays them out.
-__device__ static inline unsigned long long desc(unsigned addr, unsigned lbo, unsigned sbo) {
+__device__ __forceinline__ unsigned long long desc(unsigned addr, unsigned lbo, unsigned sbo) {
   return (unsigned long long)((addr & 0x3FFFF) >> 4) |
          ((unsigned long long)((lbo & 0x3FFFF) >> 4) << 16) |
          ((unsigned long long)((sbo & 0x3FFFF) >> 4) << 32) | (1ull << 62);
@@ -78,7 +78,7 @@ template <typename T> struct IsHalf { static constexpr bool value = false; };
 template <> struct IsHalf<half> { static constexpr bool value = true; };
 
 template <typename T, int TA, int TB>
-__device__ static inline void wgmma_m64n256k16(float* d, unsigned long long da,
+__device__ __forceinline__ void wgmma_m64n256k16(float* d, unsigned long long da,
                                                unsigned long long db) {
   if constexpr (IsHalf<T>::value) {
     asm volatile(
@@ -160,19 +160,19 @@ __device__ static inline void wgmma_m64n256k16(float* d, unsigned long long da,
 }
 
 // two FP32 accumulators -> two adjacent outputs of C (4 bytes)
-__device__ static inline void store2(half* p, float a, float b) {
+__device__ __forceinline__ void store2(half* p, float a, float b) {
   *reinterpret_cast<__half2*>(p) = __floats2half2_rn(a, b);
 }
-__device__ static inline void store2(__nv_bfloat16* p, float a, float b) {
+__device__ __forceinline__ void store2(__nv_bfloat16* p, float a, float b) {
   *reinterpret_cast<__nv_bfloat162*>(p) = __floats2bfloat162_rn(a, b);
 }
 
-__device__ static inline void wgmma_fence() { asm volatile("wgmma.fence.sync.aligned;" ::: "memory"); }
-__device__ static inline void wgmma_commit() {
+__device__ __forceinline__ void wgmma_fence() { asm volatile("wgmma.fence.sync.aligned;" ::: "memory"); }
+__device__ __forceinline__ void wgmma_commit() {
   asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory");
 }
 template <int N>
-__device__ static inline void wgmma_wait() {
+__device__ __forceinline__ void wgmma_wait() {
   asm volatile("wgmma.wait_group.sync.aligned %0;" ::"n"(N) : "memory");
 }
 

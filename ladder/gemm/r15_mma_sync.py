@@ -34,7 +34,7 @@ operands (results/nvidia-h200-wgmma-shapes.json) tops out at 631.6 TFLOP/s for m
 Verdict: held: at the bottom of the range at 8192³ and just below it at 4096³, 71-72% of what
 mma.sync itself reaches on this GPU. Why 4096³ is lower is not measured; one count points at
 the tail: 512 blocks of one per SM are 3.9 waves of 132 SMs (2048 blocks, 15.5 waves, at
-8192³). The rest of the gap to cuBLAS is the instruction: rung 16.
+8192³). The rest of the gap to cuBLAS is the instruction: rung 17.
 
 Lab notes: docs/notes/gemm.md#rung-15-mma-sync
 """

@@ -1,6 +1,6 @@
 """Rung 5, tensor cores: the grouped GEMMs on wgmma fed by TMA, SiLU and the gate in the epilogues.
 
-What changes: the expert GEMMs move from rung 4's CUDA-core tiles to GEMM rung 16's Hopper
+What changes: the expert GEMMs move from rung 4's CUDA-core tiles to GEMM rung 18's Hopper
 kernel (``r05_wgmma_grouped.cu``, the primitives from ``gemm/hopper.cuh``): one warpgroup
 copies 128 × 64 tiles of the rows and 64 × 256 tiles of the expert's weights by TMA into a
 4-stage ring, two warpgroups multiply with ``wgmma`` into 128 × 256 FP32 accumulators. Three
@@ -14,9 +14,9 @@ are no multiple of 8 (TMA's 16-byte rows) or misaligned weights go through zero-
 (all the weights, on every call, for such shapes only). bfloat16 runs the same way: the Numba
 kernels read it as bits (``common.bf16_to_float32``; ``combine_slots_bf16`` rounds the sum).
 Why: rung 4's GEMM is GEMM rung 3's loop on 16 × 16 tiles, 7.15 TFLOP/s, a ninth of the FP32
-peak. This rung changes two things at once, on purpose: the tiles become GEMM rung 16's pipeline
+peak. This rung changes two things at once, on purpose: the tiles become GEMM rung 18's pipeline
 (the GEMM ladder's rungs 4 to 16, climbed in notebooks 01 and 02) and the products move to the
-tensor cores. GEMM rung 16 reaches 665.89 and 684.51 TFLOP/s at 4096³ and 8192³, 0.886x and
+tensor cores. GEMM rung 18 reaches 665.89 and 684.51 TFLOP/s at 4096³ and 8192³, 0.886x and
 0.973x cuBLAS (results/nvidia-h200.json, an H200).
 Prediction: the GEMMs near 650 TFLOP/s: 5.9 ms at the Mixtral-like size, 0.85 ms at OLMoE's;
 plus the copies (the gather and the combine move about 0.47 and 0.84 GB: 0.16 and 0.28 ms at
@@ -51,7 +51,7 @@ from numba import cuda, float32
 from ladder.core import cuda_cpp
 from ladder.core.fastcall import Operand, PlanCache, current_stream, numba_array, numba_bits
 from ladder.core.rung import rung
-from ladder.gemm.r16_wgmma import tensor_map
+from ladder.gemm.hopper import tensor_map
 from ladder.gemm.tensor_core import TensorMapLaunch
 from ladder.moe.common import (
     ELEMENTWISE,

@@ -93,7 +93,7 @@ def _transposed_rungs(dtype: str) -> list[Any]:
 def _in_place(layout: str, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor | None:
     """Aᵀ·B (``layout="tn"``, ``x`` = A) or A·Bᵀ (``"nt"``, ``y`` = B), the transposed
     operand read where it lies, by the highest GEMM rung that offers it (``Rung.transposed``:
-    rung 16 on Hopper), is available here and takes these sizes; else None, and the caller
+    rung 18 on Hopper), is available here and takes these sizes; else None, and the caller
     copies the operand."""
     if unsupported(x) or unsupported(y):
         return None
@@ -114,7 +114,7 @@ def _gemm_grads(
     a: torch.Tensor, b: torch.Tensor, grad: torch.Tensor, needs: tuple[bool, ...]
 ) -> tuple[torch.Tensor | None, torch.Tensor | None]:
     """dA = dC·Bᵀ and dB = Aᵀ·dC for C = A·B (each where ``needs`` says): the transposed
-    operand read in place where GEMM rung 16 takes it, else copied and multiplied by the
+    operand read in place where GEMM rung 18 takes it, else copied and multiplied by the
     operator (``ladder::matmul``: its own route)."""
     grad_a = grad_b = None
     if needs[0]:

@@ -1,8 +1,8 @@
-// A try, not a rung (docs/notes/gemm.md, "Tries that did not stay"): GEMM rung 16's kernel in
+// A try, not a rung (docs/notes/gemm.md, "Tries that did not stay"): GEMM rung 18's kernel in
 // clusters of two blocks that share B's tile by TMA multicast. Built and timed by
 // gemm_tries.py beside this file. C = A @ B, A (M x K) and B (K x N) row-major half (or
 // bfloat16); M a multiple of 256 (two block rows per cluster), N of 256, K of 64. The diff
-// from r16_wgmma.cu: the cluster, the two halves of B's copies, and the release of a stage,
+// from r18_wgmma.cu: the cluster, the two halves of B's copies, and the release of a stage,
 // which tells both blocks.
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
@@ -38,7 +38,7 @@ __device__ static inline void cluster_sync() {
 // Arrive on the mbarrier at the same shared-memory offset in block `cta` of the cluster
 // (`mapa` turns this block's address into that block's). The arrive keeps its default
 // semantics (release at CTA scope), as CUTLASS's cluster barrier does: `.release.cluster`
-// made GEMM rung 17 2.2x slower on an H100 (docs/notes/gemm.md).
+// made this kernel 2.2x slower on an H100 (docs/notes/gemm.md).
 __device__ static inline void mbar_arrive_cluster(unsigned bar, unsigned cta) {
   asm volatile(
       "{\n .reg .b32 remote;\n"
@@ -68,7 +68,7 @@ __device__ __forceinline__ void cluster_gemm(const TensorMap& tmA, const TensorM
   unsigned char* smem = smem_raw + ((1024 - (smem_addr(smem_raw) & 1023)) & 1023);
   const unsigned smem0 = smem_addr(smem);
 
-  // Rung 16's grouped order. Blocks 2i and 2i + 1 (one cluster) get block rows 2j and 2j + 1
+  // Rung 18's grouped order. Blocks 2i and 2i + 1 (one cluster) get block rows 2j and 2j + 1
   // of the same block column: M is padded to 256 and GROUP_M is even.
   const int tiles_m = M / BM, tiles_n = N / BN;
   const int per_group = GROUP_M * tiles_n;
@@ -124,7 +124,7 @@ __device__ __forceinline__ void cluster_gemm(const TensorMap& tmA, const TensorM
       const unsigned sb = smem0 + s * STAGE_BYTES + A_BYTES;
       wgmma_fence();
 #pragma unroll
-      for (int kk = 0; kk < BK / 16; ++kk) {  // the descriptors of rung 16 (row-major A, B)
+      for (int kk = 0; kk < BK / 16; ++kk) {  // the descriptors of rung 18 (row-major A, B)
         wgmma_m64n256k16<T, 0, 1>(d, desc(sa + kk * 32, 16, 1024),
                                   desc(sb + kk * 16 * 128, B_CHUNK_BYTES, 1024));
       }
@@ -140,7 +140,7 @@ __device__ __forceinline__ void cluster_gemm(const TensorMap& tmA, const TensorM
 #pragma unroll
     for (int i = 0; i < 128; ++i) asm volatile("" : "+f"(d[i])::"memory");
 
-    // rung 16's epilogue: warp w holds rows 16w .. 16w + 15 of the warpgroup's 64
+    // rung 18's epilogue: warp w holds rows 16w .. 16w + 15 of the warpgroup's 64
     const int warp = (threadIdx.x % 128) / 32;
     const int row = m0 + c * 64 + warp * 16 + lane / 4;
     T* c0 = C + (size_t)row * N + n0 + (lane % 4) * 2;

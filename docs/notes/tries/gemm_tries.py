@@ -7,9 +7,10 @@ diff is visible here), built by NVRTC like a rung, launched through the rungs' o
 writing 64 MB (flushing the L2), median of 30, and checked against a float32 product (the
 variants that skip the epilogue leave C unwritten: their error is NaN by design).
 
-- ``r16``, ``r17``: the rungs as they are.
-- ``r16-no-epilogue``: rung 16 with its stores skipped (an upper bound: what the epilogue costs).
-- ``cluster-multicast``: rung 16 in clusters of two blocks sharing B's tile by TMA multicast
+- ``r16``, ``r17``: the rungs as they are, named by their numbers when the tries were run:
+  today's rungs 18 (``wgmma``) and 19 (``smem-epilogue``).
+- ``r16-no-epilogue``: rung 18 with its stores skipped (an upper bound: what the epilogue costs).
+- ``cluster-multicast``: rung 18 in clusters of two blocks sharing B's tile by TMA multicast
   (``gemm_cluster_multicast.cu``, beside this file), ``-no-multicast`` the same clusters with
   each block loading all of B, ``-release-cluster`` with the stage releases arriving with
   ``.release.cluster`` semantics (what the first version did).
@@ -74,7 +75,7 @@ def _source(tmp: Path, path: Path, name: str, edits: list[tuple[str, str]]) -> A
 
 
 def variants(tmp: Path) -> dict[str, tuple[Any, str]]:
-    r16, r17 = GEMM / "r16_wgmma.cu", GEMM / "r17_smem_epilogue.cu"
+    r16, r17 = GEMM / "r18_wgmma.cu", GEMM / "r19_smem_epilogue.cu"
     cluster = HERE / "gemm_cluster_multicast.cu"
     return {
         "r16": (_source(tmp, r16, "r16", []), "wgmma_tma"),
@@ -91,7 +92,8 @@ def variants(tmp: Path) -> dict[str, tuple[Any, str]]:
 def time_variant(source: Any, entry: str, size: int, repeats: int = 30) -> dict[str, Any]:
     import cupy
 
-    from ladder.gemm.r16_wgmma import SMEM_BYTES, tensor_map
+    from ladder.gemm.hopper import tensor_map
+    from ladder.gemm.r18_wgmma import SMEM_BYTES
     from ladder.gemm.tensor_core import TensorMapLaunch
 
     m = n = k = size

@@ -1,0 +1,124 @@
+"""Hopper's host side for the TMA rungs: the tensor map that ``cp.async.bulk.tensor`` reads.
+
+A library, not a rung (the device side is ``hopper.cuh``): GEMM rungs 16 to 19, the
+mixture-of-experts grouped GEMM and the notes' tries make their maps here.
+``cuTensorMapEncodeTiled`` (the driver API, through ctypes) writes 128 opaque bytes that
+describe a matrix in global memory (address, sizes, strides), the box one copy moves and the
+swizzle it writes into shared memory; the kernel takes them by value (``__grid_constant__``).
+"""
+
+from __future__ import annotations
+
+import ctypes
+import functools
+from typing import Any
+
+import numpy as np
+
+# cuda.h enums for cuTensorMapEncodeTiled
+_TMA_DTYPE = {"float16": 6, "bfloat16": 9}
+_INTERLEAVE_NONE, _SWIZZLE_128B, _L2_256B, _OOB_ZERO = 0, 3, 3, 0
+
+
+@functools.cache
+def _libcuda() -> Any:
+    lib = ctypes.CDLL("libcuda.so.1")
+    lib.cuTensorMapEncodeTiled.restype = ctypes.c_int
+    return lib
+
+
+def _bind_context(pointer: int) -> None:
+    """Make the CUDA context of ``pointer``'s device current in this thread, if none is:
+    ``cuTensorMapEncodeTiled`` fails without one (CUresult 201), and a thread that has made
+    no CUDA runtime call yet has none (autograd's backward thread, when a rung's launch is
+    its first CUDA work)."""
+    current = ctypes.c_void_p()
+    if _libcuda().cuCtxGetCurrent(ctypes.byref(current)) == 0 and current.value:
+        return
+    import cupy
+
+    device = cupy.cuda.runtime.pointerGetAttributes(pointer).device
+    cupy.cuda.runtime.setDevice(device)  # binds the device's primary context to this thread
+
+
+def tensor_map(
+    pointer: int,
+    rows: int,
+    cols: int,
+    box_rows: int,
+    box_cols: int,
+    dtype: str = "float16",
+    layers: int | None = None,
+) -> np.ndarray:
+    """A 2-D tensor map of a row-major 2-byte matrix (float16 or bfloat16), 128-byte swizzled
+    boxes of box_rows x box_cols, as one 128-byte NumPy record that CuPy passes by value; with
+    ``layers``, a 3-D map of that many such matrices one after the other (boxes of one layer:
+    the mixture-of-experts weights, E x K x N)."""
+    _bind_context(pointer)
+    storage = np.zeros(128 + 64, np.uint8)  # the driver wants the map 64-byte aligned
+    offset = (-storage.ctypes.data) % 64
+    out = storage[offset : offset + 128]
+    u64, u32 = ctypes.c_uint64, ctypes.c_uint32
+    sizes, strides, boxes = [cols, rows], [cols * 2], [box_cols, box_rows]
+    if layers is not None:
+        sizes, strides, boxes = [*sizes, layers], [*strides, rows * cols * 2], [*boxes, 1]
+    rank = len(sizes)
+    status = _libcuda().cuTensorMapEncodeTiled(
+        ctypes.c_void_p(out.ctypes.data),
+        ctypes.c_int(_TMA_DTYPE[dtype]),
+        u32(rank),
+        ctypes.c_void_p(pointer),
+        (u64 * rank)(*sizes),  # sizes, innermost first
+        (u64 * (rank - 1))(*strides),  # the strides of the outer dimensions, in bytes
+        (u32 * rank)(*boxes),
+        (u32 * rank)(*[1] * rank),
+        ctypes.c_int(_INTERLEAVE_NONE),
+        ctypes.c_int(_SWIZZLE_128B),
+        ctypes.c_int(_L2_256B),
+        ctypes.c_int(_OOB_ZERO),
+    )
+    if status != 0:
+        raise RuntimeError(f"cuTensorMapEncodeTiled failed with CUresult {status}")
+    return out.copy().view(np.dtype((np.void, 128)))  # shape (1,): passed by value
+
+
+def gemm_launch(
+    source: Any,
+    name: str,
+    m: int,
+    n: int,
+    k: int,
+    dtype: str,
+    tiles: tuple[int, int, int],
+    threads: int,
+    smem_bytes: int,
+    persistent: bool = False,
+) -> Any:
+    """The launch of a TMA GEMM kernel, ``name(tmA, tmB, C, M, N, K)`` in ``source``, for
+    tile-multiple M, N, K: a 1-D grid of one block per (BM, BN) tile of C (``persistent``:
+    at most one per SM, each walking several tiles), A's map in boxes of BM rows x 64 (128
+    bytes), B's in boxes of BK k-rows x 64 columns, both 128-byte swizzled; the maps made
+    once per pair of addresses (``TensorMapLaunch``)."""
+    from ladder.gemm.tensor_core import TensorMapLaunch
+
+    bm, bn, bk = tiles
+    kernel = source.kernel(name)
+    if kernel.max_dynamic_shared_size_bytes < smem_bytes:
+        kernel.max_dynamic_shared_size_bytes = smem_bytes  # above the default 48 KB
+
+    def maps(a: int, b: int) -> tuple[np.ndarray, np.ndarray]:
+        return tensor_map(a, m, k, bm, 64, dtype), tensor_map(b, k, n, bk, 64, dtype)
+
+    blocks = (m // bm) * (n // bn)
+    if persistent:
+        blocks = min(blocks, sm_count())
+    scalars = (np.int32(m), np.int32(n), np.int32(k))
+    return TensorMapLaunch(kernel, (blocks,), (threads,), smem_bytes, maps, scalars)
+
+
+def sm_count() -> int:
+    """The current device's number of SMs (CuPy's runtime)."""
+    import cupy
+
+    device = cupy.cuda.runtime.getDevice()
+    return int(cupy.cuda.runtime.getDeviceProperties(device)["multiProcessorCount"])
