@@ -33,6 +33,7 @@ from ladder.gemm import r14_cp_async as r14
 from ladder.gemm import r15_mma_sync as r15
 from ladder.gemm import r18_wgmma as r18
 from ladder.gemm import r19_smem_epilogue as r19
+from ladder.gemm import r20_persistent as r20
 
 RESULTS = Path(__file__).resolve().parent.parent / "results" / "nvidia-h200.json"
 
@@ -199,6 +200,32 @@ def test_wgmma_ring_uses_rung_16s_stages() -> None:
     assert len(patches(fig, "full-arrow")) == k_tiles
     assert len(patches(fig, "empty-arrow")) == k_tiles - r18.STAGES
     assert f"STAGES = {r18.STAGES}" in fig.axes[0].get_title()
+
+
+def test_persistent_timeline_copies_under_the_epilogue() -> None:
+    """Rung 20's model: the next tile's copies start before the last tile's epilogue ends, so
+    each tile edge saves the launch and the ring's fill (one copy) against rung 19's."""
+    tiles, k_tiles = 3, 6
+    per_block = gemm_diagrams.tiles_schedule(False, tiles, k_tiles)
+    stays = gemm_diagrams.tiles_schedule(True, tiles, k_tiles)
+    for run, persistent in ((per_block, False), (stays, True)):
+        ks = run["k_tiles"]
+        assert len(ks) == tiles * k_tiles
+        for i, t in enumerate(ks):
+            assert t["copy_start"] < t["full"] <= t["mma_start"] < t["mma_end"] <= t["released"]
+            it = i if persistent else t["k"]  # the producer's counter
+            assert t["stage"] == it % r20.STAGES
+            if it >= r20.STAGES:  # the stage's last K tile was released first
+                assert t["copy_start"] >= ks[i - r20.STAGES]["released"]
+        for before, after in zip(run["epilogues"], run["epilogues"][1:], strict=False):
+            copies = [t["copy_start"] for t in ks if t["tile"] == after["tile"]]
+            assert (min(copies) < before["end"]) == persistent
+    saved = per_block["epilogues"][-1]["end"] - stays["epilogues"][-1]["end"]
+    assert abs(saved - (tiles - 1) * (0.5 + 0.6)) < 1e-9  # the launch + one copy, per edge
+    fig = gemm_diagrams.persistent_timeline(tiles, k_tiles)
+    assert len(patches(fig, "copy")) == 2 * tiles * k_tiles
+    assert len(patches(fig, "epilogue")) == 2 * tiles
+    assert f"STAGES = {r20.STAGES}" in fig.axes[1].get_xlabel()
 
 
 def test_flash_tiles_from_rungs_3_and_5() -> None:

@@ -137,3 +137,21 @@ def test_cupy_and_torch_arrays_are_accepted(dtype):
     ta, tb = torch.from_numpy(a).cuda(), torch.from_numpy(b).cuda()
     c = best.launch(ta, tb)
     assert timing.relative_error(c.copy_to_host(), ref) <= tol
+
+
+# Rung 20 carries a stage's index and its barriers' phase from one tile to the next. At 140
+# tiles of 128 x 256 on a GPU of fewer SMs, some blocks take two tiles; K = 192 is 3 K tiles,
+# so a block's second tile starts at stage 3 of the ring of 4 and its copies wait on stages
+# the first tile released (the test sizes above give each block one tile, or one K tile).
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+def test_persistent_rung_carries_the_ring_across_tiles(dtype):
+    from ladder.core.rung import get_rung
+
+    rung = get_rung("gemm", "persistent")
+    why = rung.unavailable_reason()
+    if why:
+        pytest.skip(why)
+    size = (128 * 140, 256, 192)
+    out, ref = _run(rung, size, dtype, seed=11)
+    assert np.all(np.isfinite(out)), "an element of C was never written (still NaN)"
+    assert timing.relative_error(out, ref) <= PROBLEM.tolerance(dtype)

@@ -406,6 +406,10 @@ def test_wgmma_reads_a_transposed_operand_in_place(layout, dtype):
     off = x[:, :-8] if layout == "tn" else x[:-8]  # M = 248: not a multiple of 128
     with pytest.raises(ValueError, match="multiples"):
         r18_wgmma.launch_transposed(off.contiguous(), y, out[:-8], layout)
+    empty = {"tn": [(0, m), (0, n)], "nt": [(m, 0), (n, 0)]}[layout]  # K = 0: refused too
+    x0, y0 = _inputs(empty, dtype, seed=6)
+    with pytest.raises(ValueError, match="multiples"):
+        r18_wgmma.launch_transposed(x0, y0, out, layout)
 
 
 @gpu_only

@@ -125,11 +125,11 @@ TMA_BOX_BYTES = 128  # the widest row of a 128-byte-swizzled box
 
 
 def check_copy_instructions(answer: Any) -> str:
-    """A block's tile of C is 128 x 256, and for every 64 of K it needs A's 128 x 64 half tile
-    and B's 64 x 256. Keys: cp_async (instructions the block's threads issue in rung 15, 16
-    bytes each), tma (instructions its one copying thread issues in rung 16: one box per
-    instruction, a box's rows at most 128 bytes, A as one box of 128 rows, B as boxes of 64
-    k-rows)."""
+    """A block's tile of C is 128 x 256, and for every 64 of K it needs A's 128 x 64 tile and
+    B's 64 x 256, of halves (2 bytes each). Keys: cp_async (instructions the block's threads
+    issue in rung 15, 16 bytes each), tma (instructions its one copying thread issues in
+    rung 16: one box per instruction, a box's rows at most 128 bytes, A as one box of 128
+    rows, B as boxes of 64 k-rows)."""
     from ladder.gemm import r15_mma_sync as r15
     from ladder.gemm import r16_tma as r16
 

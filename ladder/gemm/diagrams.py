@@ -11,6 +11,8 @@ the constants and the conflict counts the rungs' docstrings state.
 - ``mma_fragments``: which lane holds which elements of mma.sync m16n8k16's A, B and C/D.
 - ``wgmma_ring``: rung 18's producer/consumer ring of shared-memory stages and its barriers.
 - ``epilogue_stores``: rung 18's stores straight from registers against rung 19's staging.
+- ``persistent_timeline``: one SM over two tiles of C, rung 19's block per tile against rung
+  20's block that stays, its copies running under the epilogue.
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ from ladder.gemm import r14_cp_async as r14
 from ladder.gemm import r15_mma_sync as r15
 from ladder.gemm import r18_wgmma as r18
 from ladder.gemm import r19_smem_epilogue as r19
+from ladder.gemm import r20_persistent as r20
 
 # The shape of mma.sync.aligned.m16n8k16 (PTX ISA, "Matrix Fragments for mma.m16n8k16"): fixed
 # by the instruction, named in rung 15 but not a Python constant there.
@@ -539,4 +542,86 @@ def epilogue_stores(j: int = 3, row: int = 5) -> Figure:
         ax.tick_params(labelsize=6, length=0)
     fig.suptitle("rung 18's epilogue against rung 19's (r19_smem_epilogue): the same values, "
                  "staged through shared memory", fontsize=9)  # fmt: skip
+    return fig
+
+
+# ---- 6. rung 20: a block that stays ----
+
+
+def tiles_schedule(
+    persistent: bool,
+    tiles: int = 2,
+    k_tiles: int = 6,
+    stages: int = r20.STAGES,
+    copy: float = 0.6,
+    mma: float = 1.0,
+    epilogue: float = 1.5,
+    launch: float = 0.5,
+) -> dict[str, list[dict[str, Any]]]:
+    """A model of one SM computing ``tiles`` tiles of C, ``k_tiles`` K tiles each, as
+    ``ring_schedule`` models one (copies one at a time, ``copy`` long; a K tile's multiplies
+    ``mma`` long; a stage released when the next K tile's multiplies start, or after
+    ``wait_group 0`` for a tile's last). Rung 19 (``persistent=False``): a block per tile;
+    the next block starts ``launch`` after the last one's epilogue, with an empty ring.
+    Rung 20: one block; the producer's K-tile counter runs across tiles, so it copies the
+    next tile while the consumers spend ``epilogue`` writing the last one out. Returns the K
+    tiles (tile, k, stage, copy_start, full, mma_start, mma_end, released) and the epilogues
+    (tile, start, end)."""
+    ks: list[dict[str, Any]] = []
+    epilogues: list[dict[str, Any]] = []
+    engine = consumer = 0.0
+    for tile in range(tiles):
+        if not persistent and tile > 0:  # a new block: launched after the last one ended
+            engine = consumer = epilogues[-1]["end"] + launch
+        first = len(ks)
+        for k in range(k_tiles):
+            it = len(ks) if persistent else len(ks) - first  # the producer's counter
+            free = ks[len(ks) - stages]["released"] if it >= stages else engine
+            start = max(engine, free)
+            ks.append({"tile": tile, "k": k, "stage": it % stages, "copy_start": start})
+            ks[-1]["full"] = engine = start + copy
+            ks[-1]["mma_start"] = max(consumer, ks[-1]["full"])
+            ks[-1]["mma_end"] = consumer = ks[-1]["mma_start"] + mma
+            if k > 0:
+                ks[-2]["released"] = ks[-1]["mma_start"]
+        ks[-1]["released"] = consumer  # after wait_group 0
+        epilogues.append({"tile": tile, "start": consumer, "end": consumer + epilogue})
+        consumer += epilogue
+    return {"k_tiles": ks, "epilogues": epilogues}
+
+
+def persistent_timeline(tiles: int = 2, k_tiles: int = 6) -> Figure:
+    """One SM over ``tiles`` tiles of C in the ``tiles_schedule`` model: top, rung 19 (a block
+    per tile: each starts with an empty ring, after the last block's epilogue); bottom, rung
+    20 (one block that stays: the copies of the next tile run while the consumers write the
+    last one out). Rows: the producer's copies, the consumers' multiplies and epilogues."""
+    fig = dg.figure(5.0)
+    axes = fig.subplots(2, 1, sharex=True)
+    palette = [dg.BLUE, dg.ORANGE, dg.GREEN, dg.PURPLE]
+    ends = {}
+    for ax, persistent in zip(axes, (False, True), strict=True):
+        run = tiles_schedule(persistent, tiles, k_tiles)
+        for t in run["k_tiles"]:
+            color = palette[t["tile"] % len(palette)]
+            label = f"{t['tile']}.{t['k']}"
+            _bar(ax, t["copy_start"], t["full"], 0, color, label, gid="copy")
+            _bar(ax, t["mma_start"], t["mma_end"], 1, color, label, gid="mma")
+        for e in run["epilogues"]:
+            color = palette[e["tile"] % len(palette)]
+            _bar(ax, e["start"], e["end"], 1, color, "epilogue", gid="epilogue", hatch=True)
+        ends[persistent] = run["epilogues"][-1]["end"]
+        name = (
+            "rung 20 (r20_persistent): one block stays"
+            if persistent
+            else ("rung 19 (r19_smem_epilogue): a block per tile")
+        )
+        ax.set_title(f"{name}: {tiles} tiles end at {ends[persistent]:.1f}", fontsize=9)
+        ax.set_ylim(2, 0)
+        ax.set_yticks([0.5, 1.5], ["TMA copies\n(producer)", "wgmma, then\nepilogue (consumers)"])
+        ax.tick_params(axis="y", labelsize=7, length=0)
+    axes[1].set_xlim(0, max(ends.values()) + 0.2)
+    axes[1].set_xlabel(
+        f"time (model: STAGES = {r20.STAGES}; a copy takes 0.6 of a K tile's multiplies, the "
+        "epilogue 1.5; label: tile.k)"
+    )
     return fig

@@ -1,8 +1,9 @@
-// Hopper's primitives for the wgmma rungs: the tensor map, mbarriers, the bulk tensor copy
-// (TMA), shared-memory matrix descriptors and wgmma m64n256k16 itself. A library, not a rung:
-// GEMM rungs 16 to 19 and the mixture-of-experts grouped GEMM include it and hold their own
-// kernels.
-// Build for sm_90a: wgmma exists only there.
+// Hopper's primitives for the TMA and wgmma rungs: the tensor map, mbarriers, the bulk tensor
+// copy (TMA), shared-memory matrix descriptors and wgmma m64n256k16 itself. A library, not a
+// rung: GEMM rungs 16 to 20 and the mixture-of-experts grouped GEMM include it and hold their
+// own kernels. The mbarriers and the copy need sm_90; wgmma needs sm_90a, so a kernel that
+// calls it is built for sm_90a (rung 16, which does not, builds for sm_90: templates that are
+// never instantiated are never compiled).
 #ifndef LADDER_GEMM_HOPPER_CUH
 #define LADDER_GEMM_HOPPER_CUH
 #include <cuda_bf16.h>
@@ -42,6 +43,9 @@ __device__ __forceinline__ void mbar_wait(unsigned bar, unsigned parity) {
 }
 
 // ---- the bulk tensor copy: one instruction moves a whole 2-D box into shared memory ----
+// The copy's PTX form writes to `.shared::cluster` addresses, and `fence.mbarrier_init`
+// exists only as `.release.cluster`: a block launched without a cluster is a cluster of one,
+// so both name this block's own shared memory in the kernels that use no clusters.
 __device__ __forceinline__ void tma_load(unsigned dst, const TensorMap* map, unsigned bar, int c0,
                                        int c1) {
   asm volatile(

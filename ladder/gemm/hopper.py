@@ -1,6 +1,6 @@
 """Hopper's host side for the TMA rungs: the tensor map that ``cp.async.bulk.tensor`` reads.
 
-A library, not a rung (the device side is ``hopper.cuh``): GEMM rungs 16 to 19, the
+A library, not a rung (the device side is ``hopper.cuh``): GEMM rungs 16 to 20, the
 mixture-of-experts grouped GEMM and the notes' tries make their maps here.
 ``cuTensorMapEncodeTiled`` (the driver API, through ctypes) writes 128 opaque bytes that
 describe a matrix in global memory (address, sizes, strides), the box one copy moves and the

@@ -23,7 +23,7 @@
 #include <cuda_fp16.h>
 
 constexpr int BM = 128, BN = 256, BK = 64;                 // a block's tile of C, and the K step
-constexpr int STAGES = 4;                                  // 4 x 48 KB in flight
+constexpr int STAGES = 4;                                  // 4 x 48 KB; copies 3 tiles ahead
 constexpr int WARPS_M = 2, WARPS_N = 4;                    // 8 warps
 constexpr int THREADS = 32 * WARPS_M * WARPS_N;            // 256
 constexpr int WM = BM / WARPS_M, WN = BN / WARPS_N;        // a warp's tile of C: 64 x 64

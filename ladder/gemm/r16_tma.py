@@ -5,8 +5,8 @@ mma.sync, 8 warps of 64 x 64) stays. In rung 15 each of 256 threads issued 6 ``c
 per K tile, each with its own address and XOR swizzle. Here one thread issues 5 copies per K
 tile (``cp.async.bulk.tensor``: A's 128 x 64 tile, B's four 64 x 64 chunks); the copy engine
 computes every address from a *tensor map* made on the host (``ladder/gemm/hopper.py``) and
-writes the 128-byte swizzle itself: 16-byte unit XOR row % 8, rung 15's B swizzle. A copy
-moves 128-byte rows at most, so a stage is 128-byte rows and BK grows to 64 (48 KB stages).
+writes the 128-byte swizzle itself: 16-byte unit XOR row % 8, rung 15's B swizzle. With that
+swizzle (the one wgmma reads) a box's rows are 128 bytes at most: BK grows to 64, 48 KB stages.
 Completion is counted in bytes on an *mbarrier*: thread 0 arms a stage's "full" barrier with
 its 49,152 bytes (``expect_tx``), each copy counts its bytes off as it lands, and every thread
 waits on the barrier's phase parity, (tile / STAGES) & 1. A stage is refilled, as in rung 15,
@@ -16,9 +16,10 @@ Why: the copies are the part of rung 15's instruction stream that is not math: 1
 thread per 64 of K, with their address arithmetic, against a warp's 32 ldmatrix and 128 mma.
 They also fix the layout the next rung needs: ``wgmma`` reads its operands from shared memory
 in exactly this swizzle, with no thread touching them.
-Prediction: 0-5% faster than rung 15. Issue slots were not rung 15's limit: it ran at 71-72%
-of what mma.sync reaches with constant operands (631.6 TFLOP/s on an H200,
-results/nvidia-h200-wgmma-shapes.json), the tensor pipe's pace, not the scheduler's.
+Prediction: 0-5% faster than rung 15: per 64 of K a warp issued 12 copies (and their address
+arithmetic) beside 32 ldmatrix and 128 mma, while the tensor pipe worked (rung 15 reached
+70-72% of mma.sync's constant-operand rate, 631.6 TFLOP/s on an H200,
+results/nvidia-h200-wgmma-shapes.json).
 Measured: on an NVIDIA H100 by ``ladder run``, rung 15 and the libraries in the same run:
 0.311 ms at 4096³ (441.37 TFLOP/s; rung 15 0.307 ms,
 results/nvidia-h100-80gb-hbm3-gemm-split-4096-float16.json) and 2.391 ms at 8192³ (459.76
@@ -26,9 +27,9 @@ TFLOP/s; rung 15 2.437 ms, results/nvidia-h100-80gb-hbm3-gemm-split-8192-float16
 bfloat16 0.304 ms and 2.248 ms (results/nvidia-h100-80gb-hbm3-gemm-split-4096-bfloat16.json,
 results/nvidia-h100-80gb-hbm3-gemm-split-8192-bfloat16.json). ptxas: 210 registers (rung 15
 236), no spills.
-Verdict: held: 0.99x rung 15 at 4096³, 1.02x at 8192³. Freeing 255 threads from copying buys
-nothing while mma.sync sets the pace; what the rung buys is the next one: operands that sit
-in shared memory in the layout the tensor cores read, put there by hardware.
+Verdict: held: 0.99x rung 15 at 4096³, 1.02x at 8192³. The copies were not what held rung 15
+at 70-72% of mma.sync's rate; the ldmatrix, the synchronous mma and their waits remain. What
+the rung buys is the next one: operands in shared memory in the layout the tensor cores read.
 
 Lab notes: docs/notes/gemm.md#rung-16-tma
 """

@@ -16,7 +16,7 @@
 #include <cuda_fp16.h>
 
 constexpr int BM = 128, BN = 256, BK = 64;  // block tile of C and the K tile of a stage
-constexpr int STAGES = 4;                   // 4 x 48 KB of shared memory in flight
+constexpr int STAGES = 4;                   // 4 stages of 48 KB; copies run 3 tiles ahead
 constexpr int WARPGROUPS = 2;               // 64 rows of C each
 constexpr int THREADS = 128 * WARPGROUPS;   // 256, as rung 16
 constexpr int A_BYTES = BM * BK * 2;        // 16 KB: 128 rows of 128 bytes
@@ -43,11 +43,10 @@ __device__ __forceinline__ void wgmma_gemm(const TensorMap& tmA, const TensorMap
   const int rows = min(grid_m - first_m, GROUP_M);
   const int in_group = (int)blockIdx.x % per_group;
   const int bm = first_m + in_group % rows, bn = in_group / rows;
-  // The tile's corner, pinned in registers by an empty asm: left to itself the compiler
-  // recomputes it inside the main loop for the copies, and ptxas then serializes every wgmma
-  // (its report says so: "C7515 ... wgmma.mma_async instructions are serialized").
-  int m0 = bm * BM, n0 = bn * BN;
-  asm volatile("" : "+r"(m0), "+r"(n0));
+  // The tile's corner, computed once, before the loop. Written inline instead (bm * BM in the
+  // copies and again in the epilogue), the same arithmetic made ptxas serialize every wgmma,
+  // and its report said so: "C7515 ... wgmma.mma_async instructions are serialized".
+  const int m0 = bm * BM, n0 = bn * BN;
 
   if (tid == 0) {
     for (int s = 0; s < STAGES; ++s) mbar_init(smem_addr(&full[s]), 1);

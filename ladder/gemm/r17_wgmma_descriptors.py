@@ -10,11 +10,11 @@ shared memory. So ldmatrix goes, and with it the fragments and the 8 warps' tile
 warpgroups, 64 rows x 256 columns of C each, 4 wgmma per K tile. wgmma is asynchronous: a
 warpgroup closes a K tile's 4 multiplies into one group and waits only for the group before
 (``wait_group 1``), so they run while it waits for the next stage; the stage of the tile
-before is then free. ptxas reported C7515, "wgmma.mma_async instructions are serialized",
-until the tile's corner was pinned in registers (an empty ``asm``): read the report.
+before is then free. Read the compiler's report here: with the tile's corner written inline,
+ptxas said "C7515 ... wgmma.mma_async instructions are serialized"; computed once, no more.
 Why: per k16 step a warp of rung 16 issued 8 ldmatrix and 32 mma; a warpgroup now issues 1
-instruction. With constant operands wgmma reaches 969.7 TFLOP/s on an H200 against mma.sync's
-631.6 (results/nvidia-h200-wgmma-shapes.json): mma.sync, not the copies, was the ceiling.
+instruction. With constant operands wgmma reaches 969.7 TFLOP/s on an H200 (the H100's
+tensor cores) against mma.sync's 631.6 (results/nvidia-h200-wgmma-shapes.json).
 Prediction: 1.3x to 1.5x rung 16. Rung 16 ran at 70-73% of mma.sync's ceiling; the same
 fraction of wgmma's would be 1.54x, less whatever the barrier per tile costs.
 Measured: on an NVIDIA H100 by ``ladder run``, rung 16 and the libraries in the same run:

@@ -26,10 +26,12 @@ and 1.418 ms at 8192³ (cuBLAS 1.446 ms, PyTorch 1.419 ms,
 results/nvidia-h100-80gb-hbm3-gemm-persistent-8192-bfloat16.json). ptxas: 168 registers,
 no spills; 230,400 bytes of dynamic shared memory. Host time per call 20.9 to 67.7 us (the
 files' host_us), the libraries' 51.5 to 279.0.
-Verdict: held at 4096³, 1.03x rung 19 (predicted up to 1.04x); 1.01x at 8192³. Against the
-fastest library in the same run: 0.99x at 4096³ in both dtypes, 1.01x (float16) and 1.00x
-(bfloat16) at 8192³: at cuBLAS, past it only within the runs' spread (each 8192³
-row's samples span 6 to 14%). What is left: the consumers' own epilogue, during which no
+Verdict: held at 4096³, 1.03x rung 19 (1.04x in bfloat16; predicted up to 1.04x, though the
+0.0075 ms was no bound: the no-stores variant still paid each block's fill and launch, which
+persistence removes too); 1.01x at 8192³. Against the fastest library in the same run: 0.99x
+at 4096³ in both dtypes, 1.01x (float16) and 1.00x (bfloat16) at 8192³: at cuBLAS, past it
+only within the spread (at 8192³ rung 20's samples span 5.6 to 7.5% of its median, the
+libraries' 6.5 to 13.8%). What is left: the consumers' own epilogue, during which no
 multiply runs on the SM (two consumer warpgroups on different tiles, "ping-pong", would hide
 it), and the last wave, 512 tiles on 132 SMs at 4096³: 116 SMs take 4 tiles and 16 take 3.
 
