@@ -26,9 +26,9 @@ and writes 16 KB, 64 KB for 524,288 multiply-adds, because a 64 x 32 warp tile r
 fragment every 16-deep step; and on Hopper ``mma_sync`` compiles to the older HMMA
 instructions, while cuBLAS HGEMM uses the asynchronous warpgroup MMA (wgmma) and the bulk
 tensor copy (TMA).
-Measured: on an NVIDIA H200 by ``ladder bench`` (results/nvidia-h200.json): 0.411 ms at 4096³
-(334.64 TFLOP/s, 1.55x rung 13, 0.439x cuBLAS HGEMM) and 3.507 ms at 8192³ (313.50 TFLOP/s,
-1.43x, 0.420x). Nsight Compute at 4096³ (results/nvidia-h200-profile-float16.json): SM
+Measured: on an NVIDIA H200 by ``ladder bench`` (results/nvidia-h200.json): 0.409 ms at 4096³
+(335.98 TFLOP/s, 1.56x rung 13, 0.447x cuBLAS HGEMM) and 3.536 ms at 8192³ (310.95 TFLOP/s,
+1.41x, 0.442x). Nsight Compute at 4096³ (results/nvidia-h200-profile-float16.json): SM
 throughput 54.0% (rung 13: 33.5%), shared-store bank conflicts 56 thousand (9.4 million).
 Verdict: held at both sizes: a busier SM and under half of cuBLAS. The rate falls from 4096³
 to 8192³ while rung 13's holds; the profile is at 4096³ only, so why is not yet measured (a
