@@ -20,15 +20,15 @@ N = 4096 for rung 5).
 Prediction: within a few percent of rung 5 at the benchmark's GQA shape (G = 4, N = 4096),
 slightly ahead on the causal problem, and faster than rung 5 at short sequences.
 Measured: on an NVIDIA H200 (results/nvidia-h200.json, ``ladder bench``), float16. GQA shape
-[4, 16, 4, 4096, 64] (B, H, HKV, N, d): 0.919 ms and 299.1 TFLOP/s (rung 5: 0.903 ms; SDPA:
-0.601 ms), fastest of 100 repeats 0.917 ms; causal, 0.514 ms (rung 5: 0.518 ms). SDPA shape
-[4, 16, 16, 4096, 64] (G = 1): 0.917 ms (rung 5: 0.902 ms); causal, 0.530 ms (rung 5:
+[4, 16, 4, 4096, 64] (B, H, HKV, N, d): 0.913 ms and 301.1 TFLOP/s (rung 5: 0.903 ms; SDPA:
+0.601 ms), fastest of 100 repeats 0.910 ms; causal, 0.514 ms (rung 5: 0.520 ms). SDPA shape
+[4, 16, 16, 4096, 64] (G = 1): 0.922 ms (rung 5: 0.899 ms); causal, 0.534 ms (rung 5:
 0.519 ms).
-Verdict: "within a few percent" held (0.98x rung 5; causal GQA 1.01x), but the packed rung is
+Verdict: "within a few percent" held (0.99x rung 5; causal GQA 1.01x), but the packed rung is
 not faster at the GQA shape: even its fastest repeat is slower than rung 5's median, and its
 causal lead is within the spread of the repeats. Likely cause: rung 5's four blocks of a group
 already read k and v from L2, so packing saves only L2 traffic, while every row pays the
-packed addressing (a division and a remainder by G) and 3 more registers; the same 0.98x at
+packed addressing (a division and a remainder by G) and 3 more registers; a like 0.98x at
 G = 1, where packing buys nothing, points the same way (not profiled). The short sequences
 where packing should win are not in the benchmark.
 

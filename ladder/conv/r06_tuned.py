@@ -13,9 +13,9 @@ four channels) wants threads that cover all sixteen channels of a few pixels, an
 waste at tile edges (34 x 34 does not divide into tiles of 32) and shared loads per
 multiply-add trade off in ways quicker to measure than to predict.
 Prediction: a few to a few tens of percent over rung 5 per layer.
-Measured: on an NVIDIA H200 by ``ladder bench`` (results/nvidia-h200.json): conv1 2.085 ms and
-conv2 4.049 ms in float32 (1.00x and 1.02x rung 5; 5.663x and 1.732x cuDNN FP32), 12.03 and
-17.91 TFLOP/s, 18.0% and 26.8% of the FP32 peak.
+Measured: on an NVIDIA H200 by ``ladder bench`` (results/nvidia-h200.json): conv1 2.071 ms and
+conv2 4.033 ms in float32 (1.00x and 1.02x rung 5; 5.470x and 1.652x the fastest cuDNN FP32
+configuration), 12.11 and 17.98 TFLOP/s, 18.1% and 26.9% of the FP32 peak.
 Verdict: missed. The sweep kept rung 5's tiles for conv1, so it is the same kernel, and the
 conv2 tiles it chose (mg 8, th 4, tw 2) gain 1.7%. The tile sizes are not what limits rung 5:
 every candidate runs the same loops, so the costs rung 5 leaves (its verdict) change little

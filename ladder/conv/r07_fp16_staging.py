@@ -13,10 +13,10 @@ moves conv1's fewest bytes at 0.63 TB/s of the 4.24 TB/s copy bandwidth.
 Prediction: little change. The multiply-adds are the same FP32 instructions; conv1 reads
 296 MB and writes 1,024 MB in FP32, half that in FP16, which matters only near the memory
 floor, and neither layer is near it. To go faster the arithmetic itself must get cheaper.
-Measured: on an NVIDIA H200 by ``ladder bench`` (results/nvidia-h200.json): conv1 1.968 ms and
-conv2 3.813 ms in float16, against rung 6's 2.085 ms and 4.049 ms in float32: 1.06x and 1.06x
-(25.74x and 9.48x over rung 4 in float16, the nearest rung below that runs float16; 6.00x and
-1.84x cuDNN FP32).
+Measured: on an NVIDIA H200 by ``ladder bench`` (results/nvidia-h200.json): conv1 1.963 ms and
+conv2 3.795 ms in float16, against rung 6's 2.071 ms and 4.033 ms in float32: 1.05x and 1.06x
+(25.78x and 9.51x over rung 4 in float16, the nearest rung below that runs float16; 6.10x and
+1.87x cuDNN FP32).
 Verdict: held: the same FP32 multiply-adds take about the same time. The few percent likely
 come from the halved staging loads and shared memory, not from DRAM; no profile separates them,
 so that is not yet measured. Rung 8 moves the arithmetic to the tensor cores.

@@ -24,11 +24,11 @@ Prediction: 20 bytes per element where a float16 kernel that converts in registe
 five times rung 3's float16 time, somewhat less if the casts run closer to the copy bandwidth
 than rung 3 does, and slower than rung 3 in float32 too (20 bytes per element against 8).
 Measured: on an NVIDIA H200 (results/nvidia-h200.json, ``ladder bench``, 8192 x 8192, float16):
-0.356 ms, 3.766 TB/s on the bytes it moves (0.89 of the 4.242 TB/s copy); rung 3 takes 0.068 ms
-in float16 and 0.130 ms in float32, rung 1 0.629 ms in float16.
-Verdict: held: 5.23x rung 3's float16 time and 2.73x its float32 time. The five kernels run
+0.354 ms, 3.792 TB/s on the bytes it moves (0.89 of the 4.269 TB/s copy); rung 3 takes 0.068 ms
+in float16 and 0.131 ms in float32, rung 1 0.622 ms in float16.
+Verdict: held: 5.21x rung 3's float16 time and 2.71x its float32 time. The five kernels run
 near the copy bandwidth on five times the bytes, so the time is five times: the rung is bound
-by its bytes, and the remedy is not a faster cast but no cast through memory. It is 1.77x
+by its bytes, and the remedy is not a faster cast but no cast through memory. It is 1.76x
 faster than rung 1 in float16 while moving more bytes (1.34 GB against 805 MB), as its casts
 keep 8 loads per thread in flight where rung 1 keeps one (a count; neither is profiled).
 

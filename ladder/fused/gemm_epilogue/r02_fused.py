@@ -22,13 +22,13 @@ Why: the second launch and the extra pass over C in DRAM (2 x M x N x 4 bytes) d
 Prediction: within a few percent of the plain GEMM: the epilogue is 128 outputs per thread
 against 128 x K multiply-adds, plus an L2 round trip of the tile.
 Measured: on an NVIDIA H200 (results/nvidia-h200.json, ``ladder bench``, 4096³, float32):
-3.581 ms, against 3.880 ms for rung 1 and 3.803 ms for the plain GEMM (gemm rung 9) in the same
-run. The library, cuBLAS SGEMM then a CuPy bias + GELU kernel: 2.768 ms.
-Verdict: beat the prediction: 1.08x rung 1, and 5.8% faster than the GEMM without any
+3.579 ms, against 3.875 ms for rung 1 and 3.806 ms for the plain GEMM (gemm rung 9) in the same
+run. The library, cuBLAS SGEMM then a CuPy bias + GELU kernel: 2.760 ms.
+Verdict: beat the prediction: 1.08x rung 1, and 6.0% faster than the GEMM without any
 epilogue. The cause is not established: the main loop is the same device function, but the
 compiler allocates it differently in this kernel (202 registers against 208); rung 9 is
 profiled (results/nvidia-h200-profile-float32.json) and this kernel is not, so comparing the
-two profiles is the next step. cuBLAS stays 1.29x faster: its GEMM alone is faster than rung 9
+two profiles is the next step. cuBLAS stays 1.30x faster: its GEMM alone is faster than rung 9
 (``references.py``).
 
 Lab notes: docs/notes/fused.md

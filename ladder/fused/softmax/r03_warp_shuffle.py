@@ -23,11 +23,11 @@ Prediction: a modest step over rung 2. The reductions were the smaller part of t
 three passes over the row, twice the problem's minimum in bytes, are unchanged and now
 dominate.
 Measured: on an NVIDIA H200 (results/nvidia-h200.json, ``ladder bench``, 8192 x 8192): 0.228 ms
-in float32 (rung 2: 0.236 ms), 0.555 of the 4.242 TB/s copy; 0.209 ms in float16 (rung 2:
-0.211 ms). Nsight Compute (results/nvidia-h200-profile-softmax.json, float32): 225.632 µs
+in float32 (rung 2: 0.237 ms), 0.552 of the 4.269 TB/s copy; 0.211 ms in float16 (rung 2:
+0.213 ms). Nsight Compute (results/nvidia-h200-profile-softmax.json, float32): 225.632 µs
 against rung 2's 237.472, 55.66% of peak DRAM throughput, 59.31% L2 hit rate; shared-memory
 store bank conflicts 6530 against rung 2's 42840.
-Verdict: held: 1.03x rung 2 in float32, 1.01x in float16. The time is the passes over the row.
+Verdict: held: 1.04x rung 2 in float32, 1.01x in float16. The time is the passes over the row.
 
 Lab notes: docs/notes/fused.md
 """
