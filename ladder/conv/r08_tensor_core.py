@@ -23,8 +23,8 @@ tensor work is about 0.12 ms (conv1, 57 GFLOP-equivalent unpacked) and 0.18 to 0
 89.5). Counting about 290 instructions per job: conv1 0.17 to 0.23 ms and conv2 0.17 to
 0.21 ms, both within 2x of their floors; the targets: the sum of both layers at least 5x
 faster than cuDNN FP32, and each layer within 2x of its floor.
-Measured: on an NVIDIA H200 by ``ladder bench`` (results/nvidia-h200.json): conv1 0.223 ms
-(1.44x its floor) and conv2 0.527 ms (4.49x); the sum 25.09x faster than cuDNN FP32. Nsight
+Measured: on an NVIDIA H200 by ``ladder bench`` (results/nvidia-h200.json): conv1 0.224 ms
+(1.45x its floor) and conv2 0.519 ms (4.45x); the sum 24.22x faster than cuDNN FP32. Nsight
 Compute: conv1 10,895 warp instructions per image, DRAM 59% busy
 (results/nvidia-h200-profile-conv1-lean.json); conv2 20,075, the schedulers issuing on 42% of
 cycles (results/nvidia-h200-profile-conv2.json).

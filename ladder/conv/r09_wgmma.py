@@ -18,12 +18,12 @@ Prediction: conv2 on m64n32k16 at about 850 TFLOP/s: with T = 3, 768 A rows per 
 126 GFLOP-equivalent, about 0.15 ms of tensor time; if staging, rewrite and epilogue overlapped
 as on rung 8, conv2 falls from 0.52 toward 0.3 ms. conv1 gets slower: its 4 filters make N = 8,
 the shape that reaches 280 TFLOP/s, under half of mma.sync.
-Measured: on an NVIDIA H200 by ``ladder bench`` (results/nvidia-h200.json): conv2 0.381 ms
-(rung 8: 0.527), 3.25x its floor; conv1 0.575 ms (rung 8: 0.223), 3.70x; the sum 19.68x
+Measured: on an NVIDIA H200 by ``ladder bench`` (results/nvidia-h200.json): conv2 0.383 ms
+(rung 8: 0.519), 3.29x its floor; conv1 0.575 ms (rung 8: 0.224), 3.72x; the sum 18.77x
 faster than cuDNN FP32. Nsight Compute on conv2
 (results/nvidia-h200-profile-conv2-wgmma-lean.json): 16,638 warp instructions per image, the
 schedulers issuing on 47% of cycles, HGMMA far from busy.
-Verdict: conv1 held (slower, as predicted); conv2 is 1.38x faster than on rung 8 but missed
+Verdict: conv1 held (slower, as predicted); conv2 is 1.35x faster than on rung 8 but missed
 0.3 ms and its target (within 2x of the floor). The tensor cores were never the limit: the
 first version ran 19,792 instructions per image, about rung 8's, and its stall samples
 (results/nvidia-h200-profile-conv2-wgmma-sass.json) sat 41% in the windows, 29% in the

@@ -17,13 +17,13 @@ Rung 9's windows took about 6,600 of its 16,638 warp instructions per image; hal
 keeping the rest (rewrite, staging, epilogue) leaves about 13,000: conv2 near 0.3 ms if it
 stayed bound by issuing them, 0.23 ms if the waits went with them. conv1 should gain most:
 rung 9's N = 8 is the slowest wgmma shape.
-Measured: on an NVIDIA H200 by ``ladder bench`` (results/nvidia-h200.json): conv2 0.379 ms (rung
-9: 0.381), 3.23x its floor; conv1 0.293 ms (rung 9: 0.575, rung 8: 0.223), 1.88x; the sum 27.99x
+Measured: on an NVIDIA H200 by ``ladder bench`` (results/nvidia-h200.json): conv2 0.381 ms (rung
+9: 0.383), 3.27x its floor; conv1 0.293 ms (rung 9: 0.575, rung 8: 0.224), 1.89x; the sum 26.70x
 faster than cuDNN FP32. Nsight Compute on conv2
 (results/nvidia-h200-profile-conv2-row-shifts.json): 17,934 warp instructions per image (rung 9:
 16,638), 320 HGMMA per image instead of 768 (Nsight counts an HGMMA per warp: 4 per wgmma), the
 schedulers issuing on 51% of cycles.
-Verdict: conv1 held (1.96x over rung 9, still behind rung 8: 16,334 instructions per image,
+Verdict: conv1 held (1.97x over rung 9, still behind rung 8: 16,334 instructions per image,
 issuing on 60% of cycles, DRAM 45% busy, results/nvidia-h200-profile-conv1-row-shifts.json).
 conv2 missed entirely. A window has a fixed cost, and T = 1 spreads it over 4 multiplies where
 rung 9's T = 3 spread it over 12. Per region of the SASS

@@ -19,9 +19,9 @@ put 7,200 warp instructions per image in the windows, 3,156 in the rewrite and 4
 epilogue, of 17,934. One group per job leaves about a fifth of the windows, the sliding rewrite
 about half of the rewrite: near 11,000 per image, so conv2 near 0.23 ms if the schedulers kept
 issuing on half of the cycles.
-Measured: on an NVIDIA H200 by ``ladder bench`` (results/nvidia-h200.json): conv2 0.290 ms
-(rung 10: 0.379), 2.47x its floor; conv1 0.235 ms (rung 10: 0.293; rung 8: 0.223), 1.51x; the
-sum 35.81x faster than cuDNN FP32. Nsight Compute on conv2
+Measured: on an NVIDIA H200 by ``ladder bench`` (results/nvidia-h200.json): conv2 0.288 ms
+(rung 10: 0.381), 2.47x its floor; conv1 0.234 ms (rung 10: 0.293; rung 8: 0.224), 1.51x; the
+sum 34.48x faster than cuDNN FP32. Nsight Compute on conv2
 (results/nvidia-h200-profile-conv2-one-group.json): 11,223 warp instructions per image, 320
 HGMMA as before, the schedulers issuing on 42.55% of cycles (rung 10: 51%).
 Verdict: the instructions went as predicted; the time did not follow them all the way. With

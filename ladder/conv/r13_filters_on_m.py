@@ -23,8 +23,8 @@ cores, 75.8 images per SM: about 0.10 ms at 1.8 GHz, below conv2's memory floor 
 About 2,500 warp instructions per image (rung 12: 9,551). So conv2 near 0.15 ms, bound by memory
 and the tensor cores together, within 2x its floor (0.235 ms; the floor is 0.117) for the first
 time.
-Measured: on an NVIDIA H200 by ``ladder bench`` (results/nvidia-h200.json): conv2 0.174 ms
-(rung 12: 0.261), 1.49x its floor; conv1 0.220 ms on rung 12's kernels, 1.41x; the sum 47.75x
+Measured: on an NVIDIA H200 by ``ladder bench`` (results/nvidia-h200.json): conv2 0.177 ms
+(rung 12: 0.255), 1.51x its floor; conv1 0.219 ms on rung 12's kernels, 1.42x; the sum 45.48x
 faster than cuDNN FP32. All three targets are met: the sum at least 5x faster than cuDNN FP32,
 each layer within 2x of its floor. Nsight Compute on conv2
 (results/nvidia-h200-profile-conv2-filters-on-m.json): 3,683 warp instructions per image, 128
