@@ -29,6 +29,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ladder.core.dtypes import resolve
 from ladder.core.rung import Rung, get_problem, get_rung, rungs
 
 NCU_METRICS = {
@@ -277,7 +278,8 @@ def child(argv: list[str]) -> int:
         rung = get_rung(problem_name, name)
         case = timing.prepare(get_problem(problem_name), tuple(map(int, shape.split("x"))), dtype)
         args = case.device_inputs()
-        out = cuda.device_array(case.ref.shape, dtype=args[0].dtype)
+        out_dtype = resolve(case.problem.output_dtype(dtype))  # FP8 GEMM's C is bfloat16
+        out = cuda.device_array(case.ref.shape, dtype=out_dtype)
         rung.launch(*args, out)  # compiles and warms up, outside the profiled region
         cuda.synchronize()
         cuda.profile_start()

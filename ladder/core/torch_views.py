@@ -5,9 +5,10 @@ On a GPU ``tensor`` reads ``__cuda_array_interface__`` (Numba and CuPy arrays) o
 PyTorch tensor as it is. In Numba's CUDA simulator a device array wraps a NumPy array, and
 ``tensor`` gives a CPU tensor on that memory, so what a kernel (Triton's interpreter) writes
 into it lands in the rung's output. A bfloat16 array (which neither the interface nor NumPy can
-name) is read as int16 and viewed as bfloat16. ``fp32_means_fp32`` switches PyTorch's TF32 off
-and its reduced-precision FP16/BF16 GEMM reductions with it, so that a library row computes the
-way the rungs do: FP32 arithmetic in float32, FP32 accumulation for 16-bit inputs.
+name) is read as int16 and viewed as bfloat16, an 8-bit float one as uint8 viewed as its type.
+``fp32_means_fp32`` switches PyTorch's TF32 off and its reduced-precision FP16/BF16 GEMM
+reductions with it, so that a library row computes the way the rungs do: FP32 arithmetic in
+float32, FP32 accumulation for 16-bit inputs.
 """
 
 from __future__ import annotations
@@ -28,8 +29,11 @@ def tensor(arr: Any) -> Any:
 
     if isinstance(arr, torch.Tensor):
         return arr
-    if name_of(getattr(arr, "dtype", "")) == "bfloat16":
+    name = name_of(getattr(arr, "dtype", ""))
+    if name == "bfloat16":
         return tensor(arr.view(np.int16)).view(torch.bfloat16)
+    if name.startswith("float8"):  # the 8-bit floats likewise, as uint8
+        return tensor(arr.view(np.uint8)).view(getattr(torch, name))
     if device.simulator():
         from numba.cuda.simulator.cudadrv.devicearray import FakeCUDAArray
 

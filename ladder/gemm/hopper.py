@@ -1,6 +1,6 @@
 """Hopper's host side for the TMA rungs: the tensor map that ``cp.async.bulk.tensor`` reads.
 
-A library, not a rung (the device side is ``hopper.cuh``): GEMM rungs 16 to 20, the
+A library, not a rung (the device side is ``hopper.cuh``): GEMM rungs 16 to 21, the
 mixture-of-experts grouped GEMM and the notes' tries make their maps here.
 ``cuTensorMapEncodeTiled`` (the driver API, through ctypes) writes 128 opaque bytes that
 describe a matrix in global memory (address, sizes, strides), the box one copy moves and the
@@ -15,8 +15,9 @@ from typing import Any
 
 import numpy as np
 
-# cuda.h enums for cuTensorMapEncodeTiled
-_TMA_DTYPE = {"float16": 6, "bfloat16": 9}
+# cuda.h enums for cuTensorMapEncodeTiled; the copy moves bits, so 8-bit floats are UINT8
+_TMA_DTYPE = {"float16": 6, "bfloat16": 9, "float8_e4m3fn": 0, "float8_e5m2": 0}
+_ITEMSIZE = {"float16": 2, "bfloat16": 2, "float8_e4m3fn": 1, "float8_e5m2": 1}
 _INTERLEAVE_NONE, _SWIZZLE_128B, _L2_256B, _OOB_ZERO = 0, 3, 3, 0
 
 
@@ -50,8 +51,9 @@ def tensor_map(
     dtype: str = "float16",
     layers: int | None = None,
 ) -> np.ndarray:
-    """A 2-D tensor map of a row-major 2-byte matrix (float16 or bfloat16), 128-byte swizzled
-    boxes of box_rows x box_cols, as one 128-byte NumPy record that CuPy passes by value; with
+    """A 2-D tensor map of a row-major matrix (float16, bfloat16 or an 8-bit float), 128-byte
+    swizzled boxes of box_rows x box_cols (box_cols elements are 128 bytes at most), as one
+    128-byte NumPy record that CuPy passes by value; with
     ``layers``, a 3-D map of that many such matrices one after the other (boxes of one layer:
     the mixture-of-experts weights, E x K x N)."""
     _bind_context(pointer)
@@ -59,9 +61,10 @@ def tensor_map(
     offset = (-storage.ctypes.data) % 64
     out = storage[offset : offset + 128]
     u64, u32 = ctypes.c_uint64, ctypes.c_uint32
-    sizes, strides, boxes = [cols, rows], [cols * 2], [box_cols, box_rows]
+    size = _ITEMSIZE[dtype]
+    sizes, strides, boxes = [cols, rows], [cols * size], [box_cols, box_rows]
     if layers is not None:
-        sizes, strides, boxes = [*sizes, layers], [*strides, rows * cols * 2], [*boxes, 1]
+        sizes, strides, boxes = [*sizes, layers], [*strides, rows * cols * size], [*boxes, 1]
     rank = len(sizes)
     status = _libcuda().cuTensorMapEncodeTiled(
         ctypes.c_void_p(out.ctypes.data),

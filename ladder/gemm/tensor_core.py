@@ -41,13 +41,16 @@ def operand_dtype(A: Any, supported: tuple[str, ...]) -> str:
     return found
 
 
-def _view(op: Operand) -> Any:
-    """A CuPy view of a 2-byte-element device array, as uint16 (CuPy has no bfloat16): the
-    padding below only copies bits, and all-zero bits are +0.0 in float16 and bfloat16."""
+def bits_view(op: Operand, shape: tuple[int, ...] | None = None) -> Any:
+    """A CuPy view of a contiguous device array's elements as unsigned integers of their width
+    (uint16 for float16 and bfloat16, which CuPy lacks; uint8 for the 8-bit floats), in
+    ``shape`` (its own by default; a column-major matrix is its transpose, row-major): the
+    padding below only copies bits, and all-zero bits are +0.0 in every one of these types."""
     import cupy
 
-    memory = cupy.cuda.UnownedMemory(op.ptr, int(np.prod(op.shape)) * 2, owner=op.base)
-    return cupy.ndarray(op.shape, np.uint16, cupy.cuda.MemoryPointer(memory, 0))
+    shape = op.shape if shape is None else shape
+    memory = cupy.cuda.UnownedMemory(op.ptr, int(np.prod(shape)) * op.itemsize, owner=op.base)
+    return cupy.ndarray(shape, f"u{op.itemsize}", cupy.cuda.MemoryPointer(memory, 0))
 
 
 Run = Callable[[int, int, int, int, int, int], None]  # (a, b, c pointers, M, N, K)
@@ -72,10 +75,10 @@ class _Padded:
             self.pa = cupy.zeros((mp, kp), dtype=np.uint16)
             self.pb = cupy.zeros((kp, np_), dtype=np.uint16)
             self.pc = cupy.empty((mp, np_), dtype=np.uint16)
-        self.pa[:m, :k] = _view(a)
-        self.pb[:k, :n] = _view(b)
+        self.pa[:m, :k] = bits_view(a)
+        self.pb[:k, :n] = bits_view(b)
         self.run(self.pa.data.ptr, self.pb.data.ptr, self.pc.data.ptr, *self.padded)
-        _view(c)[...] = self.pc[:m, :n]
+        bits_view(c)[...] = self.pc[:m, :n]
 
 
 def _padded_sizes(m: int, n: int, k: int, tiles: tuple[int, int, int]) -> tuple[int, int, int]:
@@ -91,7 +94,7 @@ def _nothing(a: Operand, b: Operand, c: Operand) -> None:
 
 
 def _zeros(a: Operand, b: Operand, c: Operand) -> None:
-    _view(c).fill(0)  # K = 0: C = A @ B is all zeros
+    bits_view(c).fill(0)  # K = 0: C = A @ B is all zeros
 
 
 class TiledLauncher:
@@ -153,7 +156,8 @@ def _by_value(record: np.ndarray) -> ctypes.Array:
 
 class TensorMapLaunch:
     """A launch of a kernel whose parameters are (tensor map of A, tensor map of B, C,
-    scalars...): ``launch(a, b, c, stream=None)`` with device pointers, like ``cupy_launch``'s.
+    scalars...): ``launch(a, b, c, stream=None)`` with device pointers, like ``cupy_launch``'s
+    (with ``pointers`` > 1, that many pointers after the maps: ``launch(a, b, c, p, ...)``).
 
     A tensor map holds its matrix's global address, so it cannot be part of a plan, whose key
     (shapes, strides, dtypes, alignment) leaves addresses out: a plan that kept the maps of the
@@ -172,8 +176,10 @@ class TensorMapLaunch:
         shared_mem: int,
         maps: Maps,
         scalars: Sequence[np.generic],
+        pointers: int = 1,
     ) -> None:
         self.kernel = kernel
+        self.pointers = pointers  # device pointers given per call, after the two maps
         self.grid, self.block, self.shared_mem = tuple(grid), tuple(block), shared_mem
         self.maps = maps
         self.scalars = tuple(scalars)
@@ -181,11 +187,11 @@ class TensorMapLaunch:
         self.mode = "raw" if self.raw else "cupy RawKernel"
         self._launches: dict[tuple[int, int], Callable[..., None]] = {}
 
-    def __call__(self, a: int, b: int, c: int, stream: int | None = None) -> None:
+    def __call__(self, a: int, b: int, *pointers: int, stream: int | None = None) -> None:
         launch = self._launches.get((a, b))
         if launch is None:
             launch = self._add(a, b)
-        launch(c, stream=stream)
+        launch(*pointers, stream=stream)
 
     def __len__(self) -> int:
         return len(self._launches)
@@ -200,18 +206,20 @@ class TensorMapLaunch:
 
     def _packed(self, map_a: np.ndarray, map_b: np.ndarray) -> PackedLaunch:
         scalars = [np.ctypeslib.as_ctypes_type(s.dtype)(s.item()) for s in self.scalars]
-        values = [_by_value(map_a), _by_value(map_b), ctypes.c_uint64(0), *scalars]
+        pointers = [ctypes.c_uint64(0) for _ in range(self.pointers)]
+        values = [_by_value(map_a), _by_value(map_b), *pointers, *scalars]
         function = self.kernel.kernel.ptr
         grid, block, smem = self.grid, self.block, self.shared_mem
-        return PackedLaunch(function, grid, block, smem, values, [2], owner=self.kernel)
+        where = list(range(2, 2 + self.pointers))
+        return PackedLaunch(function, grid, block, smem, values, where, owner=self.kernel)
 
     def _cupy(self, map_a: np.ndarray, map_b: np.ndarray) -> Callable[..., None]:
         import cupy
 
-        def launch(c: int, stream: int | None = None) -> None:
+        def launch(*pointers: int, stream: int | None = None) -> None:
             if stream is None:
                 stream = current_stream()
-            args = (map_a, map_b, np.uint64(c), *self.scalars)
+            args = (map_a, map_b, *[np.uint64(p) for p in pointers], *self.scalars)
             current = cupy.cuda.get_current_stream().ptr == stream
             with contextlib.nullcontext() if current else cupy.cuda.ExternalStream(stream):
                 self.kernel(self.grid, self.block, args, shared_mem=self.shared_mem)
