@@ -14,6 +14,13 @@ variants that skip the epilogue leave C unwritten: their error is NaN by design)
   (``gemm_cluster_multicast.cu``, beside this file), ``-no-multicast`` the same clusters with
   each block loading all of B, ``-release-cluster`` with the stage releases arriving with
   ``.release.cluster`` semantics (what the first version did).
+- ``r20``: rung 20 (``persistent``) as it is; ``r20-no-epilogue``: with its epilogue skipped
+  (what overlapping the whole epilogue with multiplies could buy at most);
+  ``r20-tma-store``: its epilogue's global stores made by the bulk tensor copy (a tensor map of
+  C, two 64 x 64 boxes per round, issued by one thread, waited for only before the staging
+  buffer is written again), so the consumers go back to multiplying as soon as C is staged.
+
+``--only NAME ...`` times some variants only.
 """
 
 from __future__ import annotations
@@ -60,6 +67,70 @@ RELEASE_CLUSTER = (
 )
 
 
+# rung 20 with its epilogue skipped: never true, so the compiler keeps the sums
+R20_NO_EPILOGUE = [
+    (
+        "    // The epilogue: rung 19's, in two rounds",
+        "    if (M < 0) {  // never: the epilogue skipped\n"
+        "    // The epilogue: rung 19's, in two rounds",
+    ),
+    (
+        "      named_barrier(2 + c, 128);  // read back: the buffer is free for the next round\n"
+        "    }\n  }\n}\n",
+        "      named_barrier(2 + c, 128);  // read back: the buffer is free for the next round\n"
+        "    }\n    }\n  }\n}\n",
+    ),
+]
+# rung 20 with the bulk tensor copy storing C from the staging buffer (TMA's 128-byte swizzle is
+# the staged layout), one thread issuing, the buffer waited for before it is written again
+TMA_STORE = """
+__device__ static inline void tma_store(const TensorMap* map, unsigned src, int c0, int c1) {
+  asm volatile("cp.async.bulk.tensor.2d.global.shared::cta.bulk_group [%0, {%2, %3}], [%1];"
+               ::"l"(reinterpret_cast<unsigned long long>(map)), "r"(src), "r"(c0), "r"(c1)
+               : "memory");
+}
+"""
+R20_TMA_STORE = [
+    (
+        '#include "hopper.cuh"  // TMA, mbarriers, descriptors, wgmma: the library\n',
+        '#include "hopper.cuh"  // TMA, mbarriers, descriptors, wgmma: the library\n' + TMA_STORE,
+    ),
+    ("const TensorMap& tmB,\n", "const TensorMap& tmB, const TensorMap& tmC,\n"),
+    (
+        "const __grid_constant__ TensorMap tmB,",
+        "const __grid_constant__ TensorMap tmB, const __grid_constant__ TensorMap tmC,",
+    ),
+    ("gemm<T>(tmA, tmB, C, M, N, K);", "gemm<T>(tmA, tmB, tmC, C, M, N, K);"),
+    (
+        "#pragma unroll\n      for (int u = 0; u < UNITS_PER_ROW; ++u) {",
+        "      if (threadIdx.x % 128 == 0)  // the last bulk store has read the buffer\n"
+        '        asm volatile("cp.async.bulk.wait_group.read 0;" ::: "memory");\n'
+        "      named_barrier(2 + c, 128);\n"
+        "#pragma unroll\n      for (int u = 0; u < UNITS_PER_ROW; ++u) {",
+    ),
+    (
+        "      named_barrier(2 + c, 128);  // this round is staged\n",
+        '      asm volatile("fence.proxy.async.shared::cta;" ::: "memory");\n'
+        "      named_barrier(2 + c, 128);  // this round is staged\n"
+        "      if (threadIdx.x % 128 == 0) {\n"
+        "        for (int q = 0; q < 2; ++q)\n"
+        "          tma_store(&tmC, smem_addr(stage_c + q * C_CHUNK_BYTES),\n"
+        "                    n0 + h * ROUND_COLS + q * 64, m0 + c * 64);\n"
+        '        asm volatile("cp.async.bulk.commit_group;" ::: "memory");\n'
+        "      }\n"
+        "      if (M < 0) {  // the threads' own stores: skipped\n",
+    ),
+    (
+        "      named_barrier(2 + c, 128);  // read back: the buffer is free for the next round\n"
+        "    }\n  }\n}\n",
+        "      }\n    }\n  }\n"
+        "  if (threadIdx.x % 128 == 0)\n"
+        '    asm volatile("cp.async.bulk.wait_group 0;" ::: "memory");\n'
+        "}\n",
+    ),
+]
+
+
 def _source(tmp: Path, path: Path, name: str, edits: list[tuple[str, str]]) -> Any:
     from ladder.core import cuda_cpp
 
@@ -76,6 +147,7 @@ def _source(tmp: Path, path: Path, name: str, edits: list[tuple[str, str]]) -> A
 
 def variants(tmp: Path) -> dict[str, tuple[Any, str]]:
     r16, r17 = GEMM / "r18_wgmma.cu", GEMM / "r19_smem_epilogue.cu"
+    r20 = GEMM / "r20_persistent.cu"
     cluster = HERE / "gemm_cluster_multicast.cu"
     return {
         "r16": (_source(tmp, r16, "r16", []), "wgmma_tma"),
@@ -86,6 +158,9 @@ def variants(tmp: Path) -> dict[str, tuple[Any, str]]:
             _source(tmp, cluster, "cluster-no-multicast", NO_MULTICAST), "cluster_multicast"),
         "cluster-multicast-release-cluster": (
             _source(tmp, cluster, "cluster-release", [RELEASE_CLUSTER]), "cluster_multicast"),
+        "r20": (_source(tmp, r20, "r20", []), "persistent"),
+        "r20-no-epilogue": (_source(tmp, r20, "r20-no-epilogue", R20_NO_EPILOGUE), "persistent"),
+        "r20-tma-store": (_source(tmp, r20, "r20-tma-store", R20_TMA_STORE), "persistent"),
     }  # fmt: skip
 
 
@@ -128,10 +203,54 @@ def time_variant(source: Any, entry: str, size: int, repeats: int = 30) -> dict[
             "rel_err": error if np.isfinite(error) else None}  # fmt: skip
 
 
+def time_persistent(source: Any, entry: str, size: int, store: bool, repeats: int = 30) -> dict:
+    """``time_variant`` for rung 20's kernels: min(SMs, tiles) blocks, rung 20's shared memory,
+    and with ``store`` a third tensor map, of C in 64 x 64 boxes, after A's and B's."""
+    import cupy
+
+    from ladder.gemm.hopper import sm_count, tensor_map
+    from ladder.gemm.r20_persistent import SMEM_BYTES
+
+    m = n = k = size
+    rng = cupy.random.default_rng(0)
+    a = rng.uniform(-1, 1, (m, k), dtype=cupy.float32).astype(cupy.float16)
+    b = rng.uniform(-1, 1, (k, n), dtype=cupy.float32).astype(cupy.float16)
+    ref = a.astype(cupy.float32) @ b.astype(cupy.float32)
+    c = cupy.full((m, n), np.nan, cupy.float16)
+    kernel = source.kernel(entry)
+    kernel.max_dynamic_shared_size_bytes = SMEM_BYTES
+    maps = [tensor_map(a.data.ptr, m, k, 128, 64), tensor_map(b.data.ptr, k, n, 64, 64)]
+    if store:
+        maps.append(tensor_map(c.data.ptr, m, n, 64, 64))
+    args = (*maps, np.uint64(c.data.ptr), np.int32(m), np.int32(n), np.int32(k))
+    blocks = min((m // 128) * (n // 256), sm_count())
+
+    def launch() -> None:
+        kernel((blocks,), (384,), args, shared_mem=SMEM_BYTES)
+
+    launch()
+    cupy.cuda.Device().synchronize()
+    error = float(cupy.abs(c.astype(cupy.float32) - ref).max() / cupy.abs(ref).max())
+    flush = cupy.empty(64 << 20, cupy.uint8)
+    times = []
+    for _ in range(repeats):
+        flush.fill(1)
+        start, end = cupy.cuda.Event(), cupy.cuda.Event()
+        start.record()
+        launch()
+        end.record()
+        end.synchronize()
+        times.append(cupy.cuda.get_elapsed_time(start, end))
+    ms = float(np.median(times))
+    return {"size": [m, n, k], "median_ms": ms, "tflops": 2.0 * m * n * k / ms / 1e9,
+            "rel_err": error if np.isfinite(error) else None}  # fmt: skip
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", required=True)
     parser.add_argument("--sizes", type=int, nargs="+", default=[4096, 8192])
+    parser.add_argument("--only", nargs="+", help="time these variants only")
     args = parser.parse_args()
     import cupy
 
@@ -143,7 +262,13 @@ def main() -> None:
         runs = []
         for size in args.sizes:
             for name, (source, entry) in found.items():
-                run = {"variant": name, **time_variant(source, entry, size)}
+                if args.only and name not in args.only:
+                    continue
+                if name.startswith("r20"):
+                    timed = time_persistent(source, entry, size, name.endswith("tma-store"))
+                else:
+                    timed = time_variant(source, entry, size)
+                run = {"variant": name, **timed}
                 print(f"{size} {name}: {run['median_ms']:.4f} ms, {run['tflops']:.1f} TFLOP/s")
                 runs.append(run)
     finally:
