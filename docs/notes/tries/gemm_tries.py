@@ -19,6 +19,9 @@ variants that skip the epilogue leave C unwritten: their error is NaN by design)
   ``r20-tma-store``: its epilogue's global stores made by the bulk tensor copy (a tensor map of
   C, two 64 x 64 boxes per round, issued by one thread, waited for only before the staging
   buffer is written again), so the consumers go back to multiplying as soon as C is staged.
+- ``pingpong``: rung 20 with each consumer warpgroup on a tile of its own, 128 x 128, the tiles
+  alternating between the two (``gemm_pingpong.cu``, beside this file): one writes C out while
+  the other multiplies.
 
 ``--only NAME ...`` times some variants only.
 """
@@ -161,6 +164,7 @@ def variants(tmp: Path) -> dict[str, tuple[Any, str]]:
         "r20": (_source(tmp, r20, "r20", []), "persistent"),
         "r20-no-epilogue": (_source(tmp, r20, "r20-no-epilogue", R20_NO_EPILOGUE), "persistent"),
         "r20-tma-store": (_source(tmp, r20, "r20-tma-store", R20_TMA_STORE), "persistent"),
+        "pingpong": (_source(tmp, HERE / "gemm_pingpong.cu", "pingpong", []), "pingpong"),
     }  # fmt: skip
 
 
@@ -203,9 +207,12 @@ def time_variant(source: Any, entry: str, size: int, repeats: int = 30) -> dict[
             "rel_err": error if np.isfinite(error) else None}  # fmt: skip
 
 
-def time_persistent(source: Any, entry: str, size: int, store: bool, repeats: int = 30) -> dict:
-    """``time_variant`` for rung 20's kernels: min(SMs, tiles) blocks, rung 20's shared memory,
-    and with ``store`` a third tensor map, of C in 64 x 64 boxes, after A's and B's."""
+def time_persistent(
+    source: Any, entry: str, size: int, store: bool, bn: int = 256, repeats: int = 30
+) -> dict:
+    """``time_variant`` for rung 20's kernels: min(SMs, tiles) blocks of 128 x ``bn`` tiles,
+    rung 20's shared memory, and with ``store`` a third tensor map, of C in 64 x 64 boxes,
+    after A's and B's (the ping-pong try has 128 x 128 tiles and the same shared memory)."""
     import cupy
 
     from ladder.gemm.hopper import sm_count, tensor_map
@@ -223,7 +230,7 @@ def time_persistent(source: Any, entry: str, size: int, store: bool, repeats: in
     if store:
         maps.append(tensor_map(c.data.ptr, m, n, 64, 64))
     args = (*maps, np.uint64(c.data.ptr), np.int32(m), np.int32(n), np.int32(k))
-    blocks = min((m // 128) * (n // 256), sm_count())
+    blocks = min((m // 128) * (n // bn), sm_count())
 
     def launch() -> None:
         kernel((blocks,), (384,), args, shared_mem=SMEM_BYTES)
@@ -264,7 +271,9 @@ def main() -> None:
             for name, (source, entry) in found.items():
                 if args.only and name not in args.only:
                     continue
-                if name.startswith("r20"):
+                if name == "pingpong":
+                    timed = time_persistent(source, entry, size, False, bn=128)
+                elif name.startswith("r20"):
                     timed = time_persistent(source, entry, size, name.endswith("tma-store"))
                 else:
                     timed = time_variant(source, entry, size)
