@@ -32,8 +32,10 @@ persistence removes too); 1.01x at 8192³. Against the fastest library in the sa
 at 4096³ in both dtypes, 1.01x (float16) and 1.00x (bfloat16) at 8192³: at cuBLAS, past it
 only within the spread (at 8192³ rung 20's samples span 5.6 to 7.5% of its median, the
 libraries' 6.5 to 13.8%). What is left: the consumers' own epilogue, during which no
-multiply runs on the SM (two consumer warpgroups on different tiles, "ping-pong", would hide
-it), and the last wave, 512 tiles on 132 SMs at 4096³: 116 SMs take 4 tiles and 16 take 3.
+multiply runs on the SM: skipped, it gives back 4% at 4096³ and under 1.2% at 8192³
+(results/nvidia-h100-80gb-hbm3-gemm-tries-pingpong-1.json; a ping-pong try that hides it
+lost more on its smaller tiles, see the lab notes), and the last wave, 512 tiles on 132 SMs
+at 4096³: 116 SMs take 4 tiles and 16 take 3.
 
 Lab notes: docs/notes/gemm.md#rung-20-persistent
 """

@@ -19,6 +19,8 @@ variants that skip the epilogue leave C unwritten: their error is NaN by design)
   ``r20-tma-store``: its epilogue's global stores made by the bulk tensor copy (a tensor map of
   C, two 64 x 64 boxes per round, issued by one thread, waited for only before the staging
   buffer is written again), so the consumers go back to multiplying as soon as C is staged.
+- ``r20-group1``, ``-group4``, ``-group16``, ``-group32``: rung 20 with GROUP_M (the block rows
+  of its grouped tile order, 8 in the rung) set to 1 (row-major order), 4, 16 or 32.
 - ``pingpong``: rung 20 with each consumer warpgroup on a tile of its own, 128 x 128, the tiles
   alternating between the two (``gemm_pingpong.cu``, beside this file): one writes C out while
   the other multiplies.
@@ -134,6 +136,11 @@ R20_TMA_STORE = [
 ]
 
 
+def _group(g: int) -> list[tuple[str, str]]:
+    """Rung 20 with GROUP_M = g block rows to a group (1: plain row-major tile order)."""
+    return [("constexpr int GROUP_M = 8;", f"constexpr int GROUP_M = {g};")]
+
+
 def _source(tmp: Path, path: Path, name: str, edits: list[tuple[str, str]]) -> Any:
     from ladder.core import cuda_cpp
 
@@ -165,6 +172,10 @@ def variants(tmp: Path) -> dict[str, tuple[Any, str]]:
         "r20-no-epilogue": (_source(tmp, r20, "r20-no-epilogue", R20_NO_EPILOGUE), "persistent"),
         "r20-tma-store": (_source(tmp, r20, "r20-tma-store", R20_TMA_STORE), "persistent"),
         "pingpong": (_source(tmp, HERE / "gemm_pingpong.cu", "pingpong", []), "pingpong"),
+        **{
+            f"r20-group{g}": (_source(tmp, r20, f"r20-group{g}", _group(g)), "persistent")
+            for g in (1, 4, 16, 32)
+        },
     }  # fmt: skip
 
 
