@@ -19,6 +19,7 @@ EXERCISES = {
         "copy_instructions",
         "copy_waits",
         "epilogue_sectors",
+        "fp8_stage",
     ),
     "nb03_conv": ("conv1_shape_flops", "quads_per_window"),
     "nb04_streams_and_graphs": ("pipeline_time", "graph_launches", "call_costs"),

@@ -11,6 +11,8 @@
   must be done before t's copy is issued, in rung 17 and in rung 18.
 - ``check_epilogue_sectors(dict)``: the 32-byte sectors one warp store instruction touches in
   rung 18's epilogue and in rung 19's, and how full rung 18's are.
+- ``check_fp8_stage(dict)``: what one stage of rung 21 (8-bit floats) holds and feeds, against
+  rung 20's stage of halves.
 """
 
 from __future__ import annotations
@@ -165,3 +167,25 @@ def check_copy_waits(answer: Any) -> str:
     return (f"right: {stages} in both. The copy of tile t waits for the same multiplies in "
             "either rung; the block barrier adds only the wait for the slower warpgroup, which "
             "is why warp specialization alone gained little here")  # fmt: skip
+
+
+def check_fp8_stage(answer: Any) -> str:
+    """Rung 21 keeps rung 20's ring: stages of A's 128 rows and B's 256 columns (as Bᵀ's 256
+    rows), each row 128 bytes, 48 KB a stage. Its elements are 1 byte (rung 20's 2), and its
+    wgmma is m64n256k32: each of the two consumers multiplies its 64 rows by 32 of K per
+    instruction. Keys: k_elements (elements of K one stage holds), wgmma (instructions one
+    consumer issues per stage), ratio (multiply-adds per stage, rung 21's over rung 20's)."""
+    from ladder.gemm import r20_persistent as r20
+    from ladder.gemm import r21_fp8 as r21
+
+    found = as_dict(answer, ("k_elements", "wgmma", "ratio"), "check_fp8_stage")
+    k_elements = r21.BK  # rung 20's 128-byte rows (r20.BK halves) of 1-byte elements
+    wgmma = k_elements // 32
+    ratio = (r21.BM * r21.BN * r21.BK) / (r20.BM * r20.BN * r20.BK)
+    require(found["k_elements"] == k_elements, "k_elements: a row is still 128 bytes; how many "
+            "1-byte elements is that?")  # fmt: skip
+    require(found["wgmma"] == wgmma, "wgmma: each instruction takes 32 of K")
+    require(found["ratio"] == ratio, "ratio: the tile of C is the same; what about K?")
+    return (f"right: {k_elements} of K in {wgmma} instructions a consumer, {ratio:g}x the "
+            "multiplies for the same bytes: the copies and barriers cost what they did, the math "
+            "per stage doubles, as the tensor cores' 8-bit rate does")  # fmt: skip

@@ -55,6 +55,8 @@ epilogue_sectors = {"direct": 8, "staged": 512 // 32, "direct_fill": 16 / 32}
 # (128 x 64 + 64 x 256) halves of 2 bytes, 16 per cp.async; one A box + 512 / 128 B boxes
 copy_instructions = {"cp_async": (128 * 64 + 64 * 256) * 2 // 16, "tma": 1 + 4}
 copy_waits = {"rung_17": 4, "rung_18": 4}
+# 128-byte rows of 1-byte elements; 32 of K per m64n256k32; twice rung 20's K per stage
+fp8_stage = {"k_elements": 128, "wgmma": 128 // 32, "ratio": 2}
 
 # nb03_conv: conv1 (10000, 1, 4, 86, 86, 7) -> 80 x 80 outputs
 conv1_shape_flops = {
