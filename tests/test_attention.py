@@ -275,7 +275,9 @@ def long_case():
 
 
 @gpu_only
-@pytest.mark.parametrize("name", ["flash", "flash-fp16", "tensor-core-flash", "gqa-packed"])
+@pytest.mark.parametrize(
+    "name", ["flash", "flash-fp16", "tensor-core-flash", "gqa-packed", "wgmma-flash"]
+)
 def test_flash_rungs_run_at_n_32768(name, long_case):
     rung = get_rung("attention-causal", name)
     if rung.unavailable_reason():
@@ -306,3 +308,21 @@ def test_readme_summary_gives_the_two_target_ratios():
     assert "| float16 | 4 × 16 × 16 × 4096 × 64 | 10.00 | 0.60 |" in text
     assert "| float32 | 4 × 16 × 16 × 4096 × 64 | 12.00 | — |" in text
     assert get_problem("attention").readme_summary([], {}) == ""
+
+
+@gpu_only
+@pytest.mark.parametrize("name", ["tensor-core-flash", "gqa-packed", "wgmma-flash"])
+def test_tensor_core_rungs_take_misaligned_operands(name):
+    """q starting 2 bytes into its buffer (not 16-byte aligned, as cp.async needs): the plan
+    copies it into an aligned workspace, and the answer is the same."""
+    rung = get_rung("attention", name)
+    if rung.unavailable_reason():
+        pytest.skip(rung.unavailable_reason())
+    problem = get_problem("attention")
+    q, k, v = problem.make_inputs((1, 4, 2, 70, 64), "float16", seed=3)
+    flat = to_device(np.concatenate([np.zeros(1, q.dtype), q.ravel()]))
+    shifted = flat[1:].reshape(q.shape)  # 2 bytes past a 16-byte boundary
+    out = to_device(np.full(q.shape, np.nan, q.dtype))
+    rung.launch(shifted, to_device(k), to_device(v), out)
+    ref = problem.reference((q, k, v))
+    assert timing.relative_error(to_host(out), ref) <= problem.tolerance("float16")

@@ -448,6 +448,7 @@ def test_tensor_core_attention_plan_packs_the_kernels_arguments(monkeypatch, pac
 
     from ladder.attention import r05_tensor_core_flash as r05
     from ladder.attention import r06_gqa_packed as r06
+    from ladder.attention import tensor_core as attention_tc
 
     def ops(d=64, q_ptr=0x10000):
         shapes = [(1, 4, 130, d), (1, 2, 130, d), (1, 2, 130, d), (1, 4, 130, d)]
@@ -470,7 +471,7 @@ def test_tensor_core_attention_plan_packs_the_kernels_arguments(monkeypatch, pac
         made.append((x.name, (*x.shape[:-1], kd), what))
         return FakeArray((*x.shape[:-1], kd), "<f2", ptr=0x90000 + 0x10000 * len(made))
 
-    monkeypatch.setattr(r05, "_padded_workspace", workspace)
+    monkeypatch.setattr(attention_tc, "padded_workspace", workspace)
     monkeypatch.setattr(cupy, "asarray", lambda x: x)  # no GPU: the plan keeps its views
     rung = r06 if packed else r05
     plan = rung.plan(*ops())

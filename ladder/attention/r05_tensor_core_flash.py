@@ -46,21 +46,17 @@ Lab notes: docs/notes/attention.md
 from __future__ import annotations
 
 import functools
-import math
 from typing import Any
 
-import numpy as np
-
-from ladder.attention import memory
-from ladder.attention.problem import LOG2E, Masks, attention_rung, get_problem_for, operands
+from ladder.attention import tensor_core
+from ladder.attention.problem import Masks, attention_rung, get_problem_for, operands
+from ladder.attention.tensor_core import kernel_d
 from ladder.core import cuda_cpp, timing, tuning
-from ladder.core.fastcall import POINTER, Operand, PlanCache, Steps, cupy_launch
+from ladder.core.fastcall import Operand, PlanCache
 from ladder.core.rung import get_rung
 
 SOURCE = cuda_cpp.source(__file__, "r05_tensor_core_flash.cu", archs=("sm_80", "sm_90"))
 BKV = 64  # keys per tile (as in the .cu file)
-HEAD_DIMS = (64, 128)  # the kernel's head dimensions; smaller ones are padded up
-ALIGN = 16  # bytes: cp.async copies 16-byte chunks
 # (warps per block, m16 tiles per warp) compiled for each head dimension
 CONFIGS = {64: ((4, 2), (4, 1), (8, 1)), 128: ((4, 1), (8, 1))}
 TUNED = {64: (4, 2), 128: (4, 1)}
@@ -75,66 +71,17 @@ def shared_bytes(d: int, warps: int, mi: int) -> int:
     return (16 * mi * warps + 4 * BKV) * d * 2
 
 
-def kernel_d(d: int, rung: str) -> int:
-    """The head dimension the kernel runs: d itself, or the next one up (zero-padded)."""
-    if d > HEAD_DIMS[-1]:
-        raise ValueError(f"{rung} supports head dimensions up to {HEAD_DIMS[-1]}, got d={d}")
-    return next(size for size in HEAD_DIMS if size >= d)
-
-
-def _padded_workspace(x: Operand, kd: int, what: str) -> Any:
-    """A zeroed (..., kd) float16 workspace for x (..., d): calls copy x into its first d
-    columns, and the columns past d stay zero."""
-    import cupy
-
-    buffer = memory.empty((*x.shape[:-1], kd), np.float16, what)
-    cupy.asarray(buffer).fill(0)
-    return buffer
-
-
 def flash_plan(
     q: Operand, k: Operand, v: Operand, out: Operand, packed: bool,
     config: tuple[int, int] | None = None, rung: str = "rung 5",
 ) -> Masks:  # fmt: skip
     """The kernel (``packed``: rung 6's layout) for these float16 operands, its grid and shared
-    memory, and its launch without and with the causal mask."""
-    import cupy
-
-    batch, heads, n, d = q.shape
-    kv_heads = k.shape[1]
-    kd = kernel_d(d, rung)
+    memory, and its launch without and with the causal mask (``tensor_core.plan``)."""
+    kd = kernel_d(q.shape[3], rung)
     warps, mi = config or TUNED[kd]
     kernel = SOURCE.kernel(kernel_name(kd, warps, mi, packed))
-    smem = shared_bytes(kd, warps, mi)
-    if kernel.max_dynamic_shared_size_bytes < smem:
-        kernel.max_dynamic_shared_size_bytes = smem  # above the 48 KB default at d = 128
-    rows = n * (heads // kv_heads) if packed else n
-    block_rows = 16 * mi * warps
-    grid = ((rows + block_rows - 1) // block_rows, kv_heads if packed else heads, batch)
-    sizes = (np.int32(n), np.int32(heads), np.int32(kv_heads), np.float32(LOG2E / math.sqrt(d)))
-    copy = kd != d or any(x.align < ALIGN for x in (q, k, v, out))
-
-    if copy:  # workspaces the kernel can take (d padded with zeros, 16-byte aligned), the plan's
-        buffers = [_padded_workspace(x, kd, f"{rung}'s padded {x.name}") for x in (q, k, v, out)]
-        views = [cupy.asarray(x) for x in buffers]
-        pointers = [int(cuda_cpp.pointer(x)) for x in buffers]
-
-    def masked(causal: bool) -> Steps:
-        args = (POINTER, POINTER, POINTER, POINTER, *sizes, np.int32(causal))
-        launch = cupy_launch(kernel, grid, (32 * warps,), smem, args)
-
-        def direct(q: Operand, k: Operand, v: Operand, out: Operand) -> None:
-            launch(q.ptr, k.ptr, v.ptr, out.ptr)
-
-        def padded(q: Operand, k: Operand, v: Operand, out: Operand) -> None:
-            for x, view in zip((q, k, v), views[:3], strict=True):
-                view[..., :d] = cupy.asarray(x.base)
-            launch(*pointers)
-            cupy.asarray(out.base)[...] = views[3][..., :d]
-
-        return Steps(padded if copy else direct, launch)
-
-    return Masks(masked(False), masked(True))
+    smem, rows = shared_bytes(kd, warps, mi), 16 * mi * warps
+    return tensor_core.plan(q, k, v, out, kernel, smem, rows, 32 * warps, packed, rung)
 
 
 def plan(q: Operand, k: Operand, v: Operand, out: Operand) -> Masks:

@@ -1,0 +1,294 @@
+// Rung 7: rung 5's flash attention forward with both products on wgmma, Hopper's warpgroup
+// multiply: S = Q Kᵀ reads Q and K from shared memory through descriptors, O += P V reads P
+// from registers and V through a descriptor. Half Q (B, H, N, D), K and V (B, HKV, N, D), half
+// O like Q; FP32 scores, statistics and accumulators. Build for sm_90a. The launcher passes D
+// in {64, 128} (other head dimensions zero-padded) and 16-byte aligned pointers; N is any
+// length (edges masked), causal or not, H a multiple of HKV.
+//
+// Against rung 5 (its configuration of 8 warps, one m16 tile each: 128 query rows a block):
+// (1) the 8 warps are 2 warpgroups; warpgroup c owns rows 64c .. 64c + 63, and warp w of it
+//     rows 16w .. 16w + 15 of those, which is wgmma's own row layout, so the accumulator of a
+//     m64nN wgmma is, warp by warp, rung 5's m16n8 fragments: the masking, the softmax and the
+//     epilogue stay rung 5's, line for line;
+// (2) no ldmatrix: S = Q Kᵀ is D / 16 wgmma m64n64k16 with both operands K-major in shared
+//     memory, O += P V is 4 wgmma m64nDk16 with P in registers (the register A fragment of
+//     wgmma is mma.sync's) and V N-major (transposed by the instruction);
+// (3) shared memory in the layout a descriptor reads: 128-byte rows of 64 halves (a D = 128
+//     tile is two such column blocks, one after the other), 16-byte chunk c of row r at
+//     c ^ (r & 7), 1 KB aligned; for D = 64 that is rung 5's swizzle;
+// (4) cp.async writes through the generic proxy and wgmma reads through the async proxy, so
+//     every thread fences (fence.proxy.async) between its copies landing and the barrier.
+// The products are waited for at once (wait_group 0): nothing overlaps yet but the copies.
+#include <cuda_fp16.h>
+
+#include "../gemm/hopper.cuh"  // smem_addr, desc, wgmma fence / commit / wait
+
+constexpr int BKV = 64;     // keys per tile
+constexpr int BQ = 128;     // query rows per block: 2 warpgroups of 64
+constexpr int THREADS = 256;
+
+__device__ __forceinline__ float neg_inf() { return __int_as_float(0xff800000); }
+
+__device__ __forceinline__ void cp_async16(unsigned dst, const void* src, bool valid) {
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(src),
+               "r"(valid ? 16 : 0)
+               : "memory");
+}
+__device__ __forceinline__ void cp_async_commit() {
+  asm volatile("cp.async.commit_group;\n" ::: "memory");
+}
+template <int PENDING>
+__device__ __forceinline__ void cp_async_wait() {
+  asm volatile("cp.async.wait_group %0;\n" ::"n"(PENDING) : "memory");
+}
+__device__ __forceinline__ unsigned pack_half2(float lo, float hi) {
+  const __half2 h = __floats2half2_rn(lo, hi);
+  return *reinterpret_cast<const unsigned*>(&h);
+}
+// Byte offset of 16-byte chunk `chunk` of row `row` in a tile of ROWS rows: 64-half column
+// blocks of ROWS x 128 bytes, chunks swizzled within a row as the 128-byte swizzle lays them.
+template <int ROWS>
+__device__ __forceinline__ unsigned tile_offset(int row, int chunk) {
+  return (chunk / 8) * (ROWS * 128) + row * 128 + (((chunk & 7) ^ (row & 7)) << 4);
+}
+
+#define D32_REGS "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31}"
+#define D32_OPERANDS \
+  "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]),\
+  "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),\
+  "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]),\
+  "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]),\
+  "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]),\
+  "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]),\
+  "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]),\
+  "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31])
+#define D64_REGS "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63}"
+#define D64_OPERANDS \
+  "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]),\
+  "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),\
+  "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]),\
+  "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]),\
+  "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]),\
+  "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]),\
+  "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]),\
+  "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]),\
+  "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]),\
+  "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]),\
+  "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]),\
+  "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]),\
+  "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]),\
+  "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]),\
+  "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]),\
+  "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63])
+
+// S (64 x 64) += A (64 x 16, descriptor, K-major) * B (16 x 64, descriptor, K-major: Kᵀ)
+__device__ __forceinline__ void wgmma_ss_n64(float* d, unsigned long long a, unsigned long long b) {
+  asm volatile("wgmma.mma_async.sync.aligned.m64n64k16.f32.f16.f16\n" D32_REGS
+               ",\n %32, %33, 1, 1, 1, 0, 0;\n"
+               : D32_OPERANDS
+               : "l"(a), "l"(b));
+}
+// O (64 x N) += P (64 x 16, this warp's 16 rows in 4 registers) * V (16 x N, descriptor,
+// N-major: the last immediate transposes it)
+template <int N>
+__device__ __forceinline__ void wgmma_rs(float* d, const unsigned (&a)[4], unsigned long long b);
+template <>
+__device__ __forceinline__ void wgmma_rs<64>(float* d, const unsigned (&a)[4],
+                                             unsigned long long b) {
+  asm volatile("wgmma.mma_async.sync.aligned.m64n64k16.f32.f16.f16\n" D32_REGS
+               ",\n {%32, %33, %34, %35}, %36, 1, 1, 1, 1;\n"
+               : D32_OPERANDS
+               : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b));
+}
+template <>
+__device__ __forceinline__ void wgmma_rs<128>(float* d, const unsigned (&a)[4],
+                                              unsigned long long b) {
+  asm volatile("wgmma.mma_async.sync.aligned.m64n128k16.f32.f16.f16\n" D64_REGS
+               ",\n {%64, %65, %66, %67}, %68, 1, 1, 1, 1;\n"
+               : D64_OPERANDS
+               : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b));
+}
+
+template <int D>
+__device__ __forceinline__ void flash_forward(const half* __restrict__ Q,
+                                              const half* __restrict__ K,
+                                              const half* __restrict__ V, half* __restrict__ O,
+                                              int N, int H, int HKV, float scale_log2,
+                                              int causal) {
+  constexpr int CHUNKS = D / 8;                 // 16-byte chunks per row
+  constexpr int KV_BYTES = BKV * D * 2;         // one stage of K or V
+  constexpr int PASS_ROWS = THREADS / CHUNKS;   // rows one cp.async pass of the block covers
+  constexpr int KSTEPS = D / 16, NT = BKV / 8, DT = D / 8;
+  static_assert(D % 64 == 0 && BQ % PASS_ROWS == 0 && BKV % PASS_ROWS == 0, "copy mapping");
+
+  extern __shared__ unsigned char smem_raw[];
+  const unsigned s_q = (smem_addr(smem_raw) + 1023) & ~1023u;  // descriptors need 1 KB
+  const unsigned s_k = s_q + BQ * D * 2, s_v = s_k + 2 * KV_BYTES;
+  const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32;
+  const int g = lane / 4, t = lane % 4;
+  const int wg = warp / 4;  // this warpgroup's 64 rows of the block's 128
+
+  const int group = H / HKV;
+  const int b = blockIdx.z;
+  const int kv = blockIdx.y / group;
+  const int tile = causal ? gridDim.x - 1 - blockIdx.x : blockIdx.x;
+  const int row0 = tile * BQ;
+  const half* k_head = K + ((size_t)b * HKV + kv) * N * D;
+  const half* v_head = V + ((size_t)b * HKV + kv) * N * D;
+  const half* q_head = Q + ((size_t)b * H + blockIdx.y) * N * D;
+  half* o_head = O + ((size_t)b * H + blockIdx.y) * N * D;
+
+  const int last = min(row0 + BQ, N) - 1;
+  const int kv_len = causal ? min(N, last + 1) : N;
+  const int tiles = (kv_len + BKV - 1) / BKV;
+
+  const int c_row = tid / CHUNKS, c_chunk = tid % CHUNKS;
+#pragma unroll
+  for (int i = 0; i < BQ / PASS_ROWS; ++i) {
+    const int r = c_row + i * PASS_ROWS;
+    const bool valid = row0 + r < N;
+    const half* src = q_head + (size_t)(valid ? row0 + r : 0) * D + c_chunk * 8;
+    cp_async16(s_q + tile_offset<BQ>(r, c_chunk), src, valid);
+  }
+  auto load_kv = [&](const half* head, unsigned stage, int kv0) {
+#pragma unroll
+    for (int i = 0; i < BKV / PASS_ROWS; ++i) {
+      const int r = c_row + i * PASS_ROWS;
+      const bool valid = kv0 + r < N;
+      const half* src = head + (size_t)(valid ? kv0 + r : 0) * D + c_chunk * 8;
+      cp_async16(stage + tile_offset<BKV>(r, c_chunk), src, valid);
+    }
+  };
+  load_kv(k_head, s_k, 0);
+  cp_async_commit();  // [Q, K0]
+  load_kv(v_head, s_v, 0);
+  cp_async_commit();  // [V0]
+
+  const int first = row0 + wg * 64;  // this warpgroup's first row
+  int pos[2];  // this lane's rows g and g + 8 of its warp's 16
+#pragma unroll
+  for (int hh = 0; hh < 2; ++hh) pos[hh] = row0 + warp * 16 + g + 8 * hh;
+
+  float o[DT * 4];
+#pragma unroll
+  for (int x = 0; x < DT * 4; ++x) o[x] = 0.f;
+  float m_run[2] = {neg_inf(), neg_inf()}, l_run[2] = {0.f, 0.f};
+  const unsigned q_rows = s_q + wg * 64 * 128;  // this warpgroup's rows, in every column block
+
+  for (int j = 0; j < tiles; ++j) {
+    const int stage = j & 1, kv0 = j * BKV;
+    cp_async_wait<1>();  // K_j has landed (and, at j = 0, Q) ...
+    asm volatile("fence.proxy.async.shared::cta;" ::: "memory");  // ... for the async proxy
+    __syncthreads();     // ... for every thread; every warpgroup is done with tile j - 1
+    if (j + 1 < tiles) load_kv(k_head, s_k + (stage ^ 1) * KV_BYTES, kv0 + BKV);
+    cp_async_commit();
+
+    // S = Q K_jᵀ: D / 16 wgmma, column block ks / 4, 32 bytes a k16 step within it
+    float s[NT * 4];
+#pragma unroll
+    for (int x = 0; x < NT * 4; ++x) s[x] = 0.f;
+    const unsigned k_tile = s_k + stage * KV_BYTES;
+    wgmma_fence();
+#pragma unroll
+    for (int ks = 0; ks < KSTEPS; ++ks) {
+      const unsigned col = (ks % 4) * 32;
+      wgmma_ss_n64(s, desc(q_rows + (ks / 4) * (BQ * 128) + col, 16, 1024),
+                   desc(k_tile + (ks / 4) * (BKV * 128) + col, 16, 1024));
+    }
+    wgmma_commit();
+    wgmma_wait<0>();
+
+    if (kv0 + BKV > N || (causal && kv0 + BKV - 1 > first)) {
+#pragma unroll
+      for (int nt = 0; nt < NT; ++nt)
+#pragma unroll
+        for (int e = 0; e < 4; ++e) {
+          const int key = kv0 + nt * 8 + 2 * t + (e & 1);
+          if (key >= N || (causal && key > pos[e / 2])) s[4 * nt + e] = neg_inf();
+        }
+    }
+
+    // rung 5's online softmax on the fragments; P to half A fragments
+    unsigned pf[BKV / 16][4];
+#pragma unroll
+    for (int hh = 0; hh < 2; ++hh) {
+      float top = neg_inf();
+#pragma unroll
+      for (int nt = 0; nt < NT; ++nt)
+        top = fmaxf(top, fmaxf(s[4 * nt + 2 * hh], s[4 * nt + 2 * hh + 1]));
+      top = fmaxf(top, __shfl_xor_sync(0xffffffffu, top, 1));
+      top = fmaxf(top, __shfl_xor_sync(0xffffffffu, top, 2));
+      const float m_new = fmaxf(m_run[hh], top * scale_log2);
+      const float shift = m_new == neg_inf() ? 0.f : m_new;  // no visible key yet
+      const float alpha = exp2f(m_run[hh] - shift);
+      m_run[hh] = m_new;
+      float sum = 0.f;
+#pragma unroll
+      for (int nt = 0; nt < NT; ++nt)
+#pragma unroll
+        for (int e = 2 * hh; e < 2 * hh + 2; ++e) {
+          const float p = exp2f(fmaf(s[4 * nt + e], scale_log2, -shift));
+          s[4 * nt + e] = p;
+          sum += p;
+        }
+      l_run[hh] = l_run[hh] * alpha + sum;
+#pragma unroll
+      for (int dt = 0; dt < DT; ++dt) {
+        o[4 * dt + 2 * hh] *= alpha;
+        o[4 * dt + 2 * hh + 1] *= alpha;
+      }
+    }
+#pragma unroll
+    for (int kk = 0; kk < BKV / 16; ++kk) {
+      pf[kk][0] = pack_half2(s[8 * kk + 0], s[8 * kk + 1]);
+      pf[kk][1] = pack_half2(s[8 * kk + 2], s[8 * kk + 3]);
+      pf[kk][2] = pack_half2(s[8 * kk + 4], s[8 * kk + 5]);
+      pf[kk][3] = pack_half2(s[8 * kk + 6], s[8 * kk + 7]);
+    }
+
+    cp_async_wait<1>();  // V_j has landed (K_{j+1} may still be in flight) ...
+    asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
+    __syncthreads();     // ... for every thread
+    if (j + 1 < tiles) load_kv(v_head, s_v + (stage ^ 1) * KV_BYTES, kv0 + BKV);
+    cp_async_commit();
+
+    // O += P V_j: 4 wgmma, keys 16 kk .. 16 kk + 15 (16 rows of 128 bytes), column blocks
+    // BKV x 128 bytes apart
+    const unsigned v_tile = s_v + stage * KV_BYTES;
+    wgmma_fence();
+#pragma unroll
+    for (int kk = 0; kk < BKV / 16; ++kk)
+      wgmma_rs<D>(o, pf[kk], desc(v_tile + kk * 16 * 128, BKV * 128, 1024));
+    wgmma_commit();
+    wgmma_wait<0>();
+  }
+  cp_async_wait<0>();  // only empty groups remain; nothing may be in flight at exit
+
+  // rung 5's epilogue: O / l from the fragments
+#pragma unroll
+  for (int hh = 0; hh < 2; ++hh) {
+    float l = l_run[hh];
+    l += __shfl_xor_sync(0xffffffffu, l, 1);
+    l += __shfl_xor_sync(0xffffffffu, l, 2);
+    const float inv = l > 0.f ? 1.f / l : 0.f;
+    const int row = pos[hh];
+    if (row < N) {
+      half* dst = o_head + (size_t)row * D + 2 * t;
+#pragma unroll
+      for (int dt = 0; dt < DT; ++dt)
+        *reinterpret_cast<__half2*>(dst + dt * 8) =
+            __floats2half2_rn(o[4 * dt + 2 * hh] * inv, o[4 * dt + 2 * hh + 1] * inv);
+    }
+  }
+}
+
+// MIN_BLOCKS: blocks per SM the register budget is set for (2 at d = 64: 128 registers)
+#define FLASH_ENTRY(NAME, D, MIN_BLOCKS)                                                       \
+  extern "C" __global__ void __launch_bounds__(THREADS, MIN_BLOCKS)                           \
+      NAME(const half* __restrict__ Q, const half* __restrict__ K, const half* __restrict__ V, \
+           half* __restrict__ O, int N, int H, int HKV, float scale_log2, int causal) {        \
+    flash_forward<D>(Q, K, V, O, N, H, HKV, scale_log2, causal);                              \
+  }
+
+FLASH_ENTRY(wgmma_flash_d64, 64, 2)
+FLASH_ENTRY(wgmma_flash_d128, 128, 1)
