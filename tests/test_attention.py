@@ -326,3 +326,19 @@ def test_tensor_core_rungs_take_misaligned_operands(name):
     rung.launch(shifted, to_device(k), to_device(v), out)
     ref = problem.reference((q, k, v))
     assert timing.relative_error(to_host(out), ref) <= problem.tolerance("float16")
+
+
+@gpu_only
+@pytest.mark.parametrize("causal", [False, True])
+def test_the_gpu_reference_is_the_cpu_reference(causal):
+    """Past GPU_REFERENCE_FROM scores the float64 reference runs on the GPU (PyTorch): it must
+    be the CPU's definition, to float64 rounding, at odd sizes and with GQA."""
+    torch = pytest.importorskip("torch")
+    if not torch.cuda.is_available():
+        pytest.skip("needs PyTorch with CUDA")
+    from ladder.attention.problem import attention_float64_gpu, attention_numpy
+
+    q, k, v = get_problem("attention").make_inputs((2, 4, 2, 77, 40), "float16", seed=5)
+    gpu = attention_float64_gpu(q, k, v, causal=causal)
+    cpu = attention_numpy(q, k, v, causal=causal)
+    assert np.max(np.abs(gpu - cpu)) <= 1e-12 * np.max(np.abs(cpu))
