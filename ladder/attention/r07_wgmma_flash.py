@@ -35,11 +35,10 @@ at d = 64, 149 at d = 128, no spills. Nsight Compute at the GQA shape: 701.0 us,
 busy against rung 6's 913.0 us and 46.4%, no bank conflicts
 (results/nvidia-h100-80gb-hbm3-profile-attention-wgmma-flash.json).
 Verdict: held: 1.28x and 1.30x rung 5 (causal 1.25x and 1.23x). Against the fastest SDPA
-backend: 0.86x at d = 64, 0.73x at d = 128, 0.83x causal at d = 128; causal at d = 64 it is
-1.32x, but both backends ran slow in that run (cuDNN 0.553 ms against the 0.334 ms the
-issue records for it on an H100): not a result to lean on. What is left is what
-FlashAttention-3 adds: copies by TMA and a producer warpgroup, and the softmax of one
-warpgroup under the other's products.
+backend: 0.86x at d = 64, 0.73x at d = 128, 0.83x causal at d = 128; causal at d = 64 1.32x,
+in a run where both backends ran slow; at N = 16384 0.68x to 0.90x, causal d = 64 0.81x
+(lab notes). What is left is what FlashAttention-3 adds: copies by TMA and a producer
+warpgroup, and the softmax of one warpgroup under the other's products.
 
 Lab notes: docs/notes/attention.md
 """
