@@ -21,7 +21,7 @@
 // The products are waited for at once (wait_group 0): nothing overlaps yet but the copies.
 #include <cuda_fp16.h>
 
-#include "../gemm/hopper.cuh"  // smem_addr, desc, wgmma fence / commit / wait
+#include "../gemm/hopper.cuh"  // smem_addr, desc, wgmma's register lists, fence / commit / wait
 
 constexpr int BKV = 64;     // keys per tile
 constexpr int BQ = 128;     // query rows per block: 2 warpgroups of 64
@@ -52,40 +52,11 @@ __device__ __forceinline__ unsigned tile_offset(int row, int chunk) {
   return (chunk / 8) * (ROWS * 128) + row * 128 + (((chunk & 7) ^ (row & 7)) << 4);
 }
 
-#define D32_REGS "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31}"
-#define D32_OPERANDS \
-  "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]),\
-  "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),\
-  "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]),\
-  "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]),\
-  "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]),\
-  "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]),\
-  "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]),\
-  "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31])
-#define D64_REGS "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63}"
-#define D64_OPERANDS \
-  "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]),\
-  "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),\
-  "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]),\
-  "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]),\
-  "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]),\
-  "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]),\
-  "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]),\
-  "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]),\
-  "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]),\
-  "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]),\
-  "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]),\
-  "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]),\
-  "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]),\
-  "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]),\
-  "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]),\
-  "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63])
-
 // S (64 x 64) += A (64 x 16, descriptor, K-major) * B (16 x 64, descriptor, K-major: Kᵀ)
 __device__ __forceinline__ void wgmma_ss_n64(float* d, unsigned long long a, unsigned long long b) {
-  asm volatile("wgmma.mma_async.sync.aligned.m64n64k16.f32.f16.f16\n" D32_REGS
+  asm volatile("wgmma.mma_async.sync.aligned.m64n64k16.f32.f16.f16\n" WGMMA_D32_REGS
                ",\n %32, %33, 1, 1, 1, 0, 0;\n"
-               : D32_OPERANDS
+               : WGMMA_D32_OPERANDS
                : "l"(a), "l"(b));
 }
 // O (64 x N) += P (64 x 16, this warp's 16 rows in 4 registers) * V (16 x N, descriptor,
@@ -95,17 +66,17 @@ __device__ __forceinline__ void wgmma_rs(float* d, const unsigned (&a)[4], unsig
 template <>
 __device__ __forceinline__ void wgmma_rs<64>(float* d, const unsigned (&a)[4],
                                              unsigned long long b) {
-  asm volatile("wgmma.mma_async.sync.aligned.m64n64k16.f32.f16.f16\n" D32_REGS
+  asm volatile("wgmma.mma_async.sync.aligned.m64n64k16.f32.f16.f16\n" WGMMA_D32_REGS
                ",\n {%32, %33, %34, %35}, %36, 1, 1, 1, 1;\n"
-               : D32_OPERANDS
+               : WGMMA_D32_OPERANDS
                : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b));
 }
 template <>
 __device__ __forceinline__ void wgmma_rs<128>(float* d, const unsigned (&a)[4],
                                               unsigned long long b) {
-  asm volatile("wgmma.mma_async.sync.aligned.m64n128k16.f32.f16.f16\n" D64_REGS
+  asm volatile("wgmma.mma_async.sync.aligned.m64n128k16.f32.f16.f16\n" WGMMA_D64_REGS
                ",\n {%64, %65, %66, %67}, %68, 1, 1, 1, 1;\n"
-               : D64_OPERANDS
+               : WGMMA_D64_OPERANDS
                : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b));
 }
 
