@@ -1,9 +1,10 @@
 // Hopper's primitives for the TMA and wgmma rungs: the tensor map, mbarriers, the bulk tensor
 // copy (TMA), shared-memory matrix descriptors and wgmma itself (m64n256k16 in half or
-// bfloat16, m64n256k32 in 8-bit floats). A library, not a rung: GEMM rungs 16 to 21 and the
-// mixture-of-experts grouped GEMM include it and hold their own kernels. The mbarriers and the copy need sm_90; wgmma needs sm_90a, so a kernel that
-// calls it is built for sm_90a (rung 16, which does not, builds for sm_90: templates that are
-// never instantiated are never compiled).
+// bfloat16, m64n256k32 in 8-bit floats, and the register lists of narrower shapes). A library,
+// not a rung: GEMM rungs 16 to 21, attention rung 7 and the mixture-of-experts grouped GEMM
+// include it and hold their own kernels. The mbarriers and the copy need sm_90; wgmma needs
+// sm_90a, so a kernel that calls it is built for sm_90a (rung 16, which does not, builds for
+// sm_90: templates that are never instantiated are never compiled).
 #ifndef LADDER_GEMM_HOPPER_CUH
 #define LADDER_GEMM_HOPPER_CUH
 #include <cuda_bf16.h>
