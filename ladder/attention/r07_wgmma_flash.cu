@@ -5,7 +5,8 @@
 // in {64, 128} (other head dimensions zero-padded) and 16-byte aligned pointers; N is any
 // length (edges masked), causal or not, H a multiple of HKV.
 //
-// Against rung 5 (its configuration of 8 warps, one m16 tile each: 128 query rows a block):
+// Against rung 5 in its 8-warp configuration (flash_d64_w8_m1: one m16 tile a warp, 128 query
+// rows a block; not the tuned one its launcher picks):
 // (1) the 8 warps are 2 warpgroups; warpgroup c owns rows 64c .. 64c + 63, and warp w of it
 //     rows 16w .. 16w + 15 of those, which is wgmma's own row layout, so the accumulator of a
 //     m64nN wgmma is, warp by warp, rung 5's m16n8 fragments: the masking, the softmax and the

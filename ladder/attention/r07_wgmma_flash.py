@@ -1,30 +1,30 @@
 """Rung 7, wgmma flash: rung 5's kernel with both products on Hopper's warpgroup multiply.
 
 What changes: the instructions of the two products (``r07_wgmma_flash.cu``). Rung 6 packed
-GQA heads, a side step; this starts again from rung 5's configuration of 8 warps and 128 query
-rows, now two warpgroups of 64 rows, which is the row layout of ``wgmma``: a m64nN wgmma's
+GQA heads, a side step; this starts again from rung 5. Its block is 128 query rows in 8 warps
+of one m16 tile, two warpgroups of 64 rows, the row layout of ``wgmma``: a m64nN wgmma's
 accumulator holds, warp by warp, exactly rung 5's m16n8 fragments, so the masking, the online
-softmax and the epilogue are rung 5's lines.
+softmax and the epilogue are rung 5's lines. (Rung 5's tuned blocks differ: 4 warps of two
+m16 tiles at d = 64, 4 warps of one, 64 rows, at d = 128; the ratios below include that.)
 - ``S = Q·Kᵀ``: D / 16 ``wgmma.m64n64k16`` per key tile, Q and K read from shared memory through
   descriptors (both K-major); no ldmatrix, and Q's fragments no longer sit in registers.
 - ``O += P·V``: 4 ``wgmma.m64nDk16`` per key tile with P in registers (wgmma's register A
-  fragment is mma.sync's, so rung 5's conversion of S to half2 is unchanged) and V through a
+  fragment is mma.sync's, so rung 5's conversion of S to half2 is unchanged), V through a
   descriptor, transposed by the instruction.
 - shared tiles in the layout a descriptor reads: rows of 64 halves, 128 bytes, chunk c of row r
   at c ^ (r & 7) (rung 5's swizzle at d = 64; a d = 128 tile is two such column blocks), 1 KB
   aligned; each thread fences (``fence.proxy.async``) between its cp.async copies landing and
   the block barrier, since wgmma reads shared memory through the async proxy.
-Each product is waited for at once (``wgmma.wait_group 0``); K and V still come by cp.async,
-double-buffered as in rung 5.
-Why: at d = 64 rung 5 issues 128 mma.sync and 32 ldmatrix.x4 per warp (32 rows) and key tile;
-a warpgroup covers its 64 rows with 8 wgmma that read shared memory themselves, and the GEMM
-ladder's same step gained 1.49x (rung 17 against rung 16).
-Prediction: less than the GEMM's 1.49x: the exponentials (64 per lane and key tile) and the
-rescaling do not change, and nothing yet overlaps them with the products within a warpgroup
-(only across the block's two warpgroups and the SM's blocks). About 1.1-1.3x rung 5.
+Each product is waited for at once (``wgmma.wait_group 0``); K and V still come by cp.async.
+Why: at d = 64, 64 query rows take rung 5 two warps of 128 mma.sync and 32 ldmatrix.x4 each
+per key tile; a warpgroup takes 8 wgmma that read their shared operands through descriptors.
+The GEMM ladder's same step gained 1.49x (rung 17 against rung 16).
+Prediction: less than the GEMM's 1.49x: the exponentials (64 per row and key tile, 32 per lane
+here) and the rescaling do not change, and nothing yet overlaps them with the products within
+a warpgroup (only across warpgroups and blocks). About 1.1-1.3x rung 5.
 Measured: on an NVIDIA H100 by ``ladder run``, rung 5 and SDPA's cuDNN and FlashAttention-2
-backends in the same run, B = 4, H = 16, N = 4096, float16: d = 64, 0.702 ms (391.59 TFLOP/s;
-rung 5 0.900 ms, cuDNN 0.602 ms,
+backends in the same run, [B, H, HKV, N] = [4, 16, 16, 4096], float16: d = 64, 0.702 ms
+(391.59 TFLOP/s; rung 5 0.900 ms, cuDNN 0.602 ms,
 results/nvidia-h100-80gb-hbm3-attention-64-wgmma-flash.json); d = 128, 1.421 ms (rung 5
 1.844 ms, cuDNN 1.034 ms, results/nvidia-h100-80gb-hbm3-attention-128-wgmma-flash.json);
 causal d = 64, 0.412 ms (rung 5 0.514 ms, cuDNN 0.553 ms, FlashAttention-2 0.546 ms,
@@ -32,12 +32,13 @@ results/nvidia-h100-80gb-hbm3-attention-causal-64-wgmma-flash.json); causal d = 
 0.801 ms (rung 5 0.989 ms, cuDNN 0.667 ms,
 results/nvidia-h100-80gb-hbm3-attention-causal-128-wgmma-flash.json). ptxas: 101 registers
 at d = 64, 149 at d = 128, no spills. Nsight Compute at the GQA shape: 701.0 us, 57.4% SM
-busy against rung 6's 913.0 us and 46.4%, no bank conflicts
+busy against 913.0 us and 46.4% for rung 6, the profiler's rung below (packed, not rung 5)
 (results/nvidia-h100-80gb-hbm3-profile-attention-wgmma-flash.json).
 Verdict: held: 1.28x and 1.30x rung 5 (causal 1.25x and 1.23x). Against the fastest SDPA
-backend: 0.86x at d = 64, 0.73x at d = 128, 0.83x causal at d = 128; causal at d = 64 1.32x,
-in a run where both backends ran slow; at N = 16384 0.68x to 0.90x, causal d = 64 0.81x
-(lab notes). What is left is what FlashAttention-3 adds: copies by TMA and a producer
+backend: 0.86x at d = 64, 0.73x at d = 128, 0.83x causal at d = 128; causal d = 64 1.32x is
+not a win (both backends ran slow in that run). At N = 16384 0.68x to 0.90x, causal d = 64
+0.81x (results/nvidia-h100-80gb-hbm3-attention-causal-16384-64-wgmma-flash.json and the
+other -16384- files). What is left is FlashAttention-3's: copies by TMA and a producer
 warpgroup, and the softmax of one warpgroup under the other's products.
 
 Lab notes: docs/notes/attention.md
