@@ -393,7 +393,9 @@ def _to_host(out: Any) -> np.ndarray:
     return out if isinstance(out, np.ndarray) else to_host(out)
 
 
-def _new_output(case: Case, rung: Rung) -> Any:
+def new_output(case: Case, rung: Rung) -> Any:
+    """An empty output of the case's shape and the problem's output dtype, where the rung
+    writes it (host for the CPU rung, device otherwise)."""
     shape = case.problem.output_shape(case.size)
     dtype = resolve(case.problem.output_dtype(case.dtype))
     if rung.on_cpu:
@@ -442,7 +444,7 @@ def measure(
         return result
 
     args = case.inputs if rung.on_cpu else case.device_inputs()
-    out = _new_output(case, rung)
+    out = new_output(case, rung)
     # a library's best configuration: its inputs and output in the form it prefers, made once
     # here, outside the time; read_back writes its output into ours for each check
     held, read_back = (args, out), None

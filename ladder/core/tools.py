@@ -29,7 +29,6 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ladder.core.dtypes import resolve
 from ladder.core.rung import Rung, get_problem, get_rung, rungs
 
 NCU_METRICS = {
@@ -278,8 +277,7 @@ def child(argv: list[str]) -> int:
         rung = get_rung(problem_name, name)
         case = timing.prepare(get_problem(problem_name), tuple(map(int, shape.split("x"))), dtype)
         args = case.device_inputs()
-        out_dtype = resolve(case.problem.output_dtype(dtype))  # FP8 GEMM's C is bfloat16
-        out = cuda.device_array(case.ref.shape, dtype=out_dtype)
+        out = timing.new_output(case, rung)  # the problem's output dtype (FP8 GEMM: bfloat16)
         rung.launch(*args, out)  # compiles and warms up, outside the profiled region
         cuda.synchronize()
         cuda.profile_start()

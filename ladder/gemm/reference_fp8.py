@@ -54,26 +54,18 @@ def _scaled_mm(fast: bool) -> Any:
     return launch
 
 
-rung(
-    name="torch-scaled-mm",
-    title="cuBLASLt FP8 (torch._scaled_mm, FP32 partial sums)",
-    problem="gemm-fp8",
-    dtypes=DTYPES,
-    needs=("torch",),
-    reference=True,
-    units="tensor",
-    min_cc=(8, 9),
-    cc_needs="FP8 tensor cores (Ada and Hopper)",
-)(_scaled_mm(fast=False))
-
-rung(
-    name="torch-scaled-mm-fast",
-    title="cuBLASLt FP8 (torch._scaled_mm, use_fast_accum=True)",
-    problem="gemm-fp8",
-    dtypes=DTYPES,
-    needs=("torch",),
-    reference=True,
-    units="tensor",
-    min_cc=(8, 9),
-    cc_needs="FP8 tensor cores (Ada and Hopper)",
-)(_scaled_mm(fast=True))
+for _name, _fast, _how in (
+    ("torch-scaled-mm", False, "FP32 partial sums"),
+    ("torch-scaled-mm-fast", True, "use_fast_accum=True"),
+):
+    rung(
+        name=_name,
+        title=f"cuBLASLt FP8 (torch._scaled_mm, {_how})",
+        problem="gemm-fp8",
+        dtypes=DTYPES,
+        needs=("torch",),
+        reference=True,
+        units="tensor",
+        min_cc=(8, 9),
+        cc_needs="FP8 tensor cores (Ada and Hopper)",
+    )(_scaled_mm(fast=_fast))

@@ -179,6 +179,30 @@ def variants(tmp: Path) -> dict[str, tuple[Any, str]]:
     }  # fmt: skip
 
 
+def _timed(launch: Any, c: Any, ref: Any, size: int, repeats: int) -> dict[str, Any]:
+    """Launch once and check C against ``ref``; then the median of ``repeats`` CUDA-event
+    timings of one launch each, the L2 flushed (64 MB written) before each."""
+    import cupy
+
+    launch()
+    cupy.cuda.Device().synchronize()
+    error = float(cupy.abs(c.astype(cupy.float32) - ref).max() / cupy.abs(ref).max())
+    flush = cupy.empty(64 << 20, cupy.uint8)
+    times = []
+    for _ in range(repeats):
+        flush.fill(1)
+        start, end = cupy.cuda.Event(), cupy.cuda.Event()
+        start.record()
+        launch()
+        end.record()
+        end.synchronize()
+        times.append(cupy.cuda.get_elapsed_time(start, end))
+    ms = float(np.median(times))
+    flops = 2.0 * size**3
+    return {"size": [size] * 3, "median_ms": ms, "tflops": flops / ms / 1e9,
+            "rel_err": error if np.isfinite(error) else None}  # fmt: skip
+
+
 def time_variant(source: Any, entry: str, size: int, repeats: int = 30) -> dict[str, Any]:
     import cupy
 
@@ -200,22 +224,7 @@ def time_variant(source: Any, entry: str, size: int, repeats: int = 30) -> dict[
     launch = TensorMapLaunch(kernel, ((m // 128) * (n // 256),), (384,), SMEM_BYTES, maps,
                              (np.int32(m), np.int32(n), np.int32(k)))  # fmt: skip
     c = cupy.full((m, n), np.nan, cupy.float16)
-    launch(a.data.ptr, b.data.ptr, c.data.ptr)
-    cupy.cuda.Device().synchronize()
-    error = float(cupy.abs(c.astype(cupy.float32) - ref).max() / cupy.abs(ref).max())
-    flush = cupy.empty(64 << 20, cupy.uint8)
-    times = []
-    for _ in range(repeats):
-        flush.fill(1)
-        start, end = cupy.cuda.Event(), cupy.cuda.Event()
-        start.record()
-        launch(a.data.ptr, b.data.ptr, c.data.ptr)
-        end.record()
-        end.synchronize()
-        times.append(cupy.cuda.get_elapsed_time(start, end))
-    ms = float(np.median(times))
-    return {"size": [m, n, k], "median_ms": ms, "tflops": 2.0 * m * n * k / ms / 1e9,
-            "rel_err": error if np.isfinite(error) else None}  # fmt: skip
+    return _timed(lambda: launch(a.data.ptr, b.data.ptr, c.data.ptr), c, ref, size, repeats)
 
 
 def time_persistent(
@@ -246,22 +255,7 @@ def time_persistent(
     def launch() -> None:
         kernel((blocks,), (384,), args, shared_mem=SMEM_BYTES)
 
-    launch()
-    cupy.cuda.Device().synchronize()
-    error = float(cupy.abs(c.astype(cupy.float32) - ref).max() / cupy.abs(ref).max())
-    flush = cupy.empty(64 << 20, cupy.uint8)
-    times = []
-    for _ in range(repeats):
-        flush.fill(1)
-        start, end = cupy.cuda.Event(), cupy.cuda.Event()
-        start.record()
-        launch()
-        end.record()
-        end.synchronize()
-        times.append(cupy.cuda.get_elapsed_time(start, end))
-    ms = float(np.median(times))
-    return {"size": [m, n, k], "median_ms": ms, "tflops": 2.0 * m * n * k / ms / 1e9,
-            "rel_err": error if np.isfinite(error) else None}  # fmt: skip
+    return _timed(launch, c, ref, size, repeats)
 
 
 def main() -> None:
