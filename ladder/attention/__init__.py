@@ -13,3 +13,5 @@ from ladder.attention import (  # noqa: F401  (registers problems, libraries, th
 from ladder.core.rung import import_rungs
 
 import_rungs(__name__, __path__)
+
+from ladder.attention import backward  # noqa: E402, F401  (the backward ladder, after the forward's)
