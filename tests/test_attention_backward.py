@@ -188,10 +188,11 @@ def test_large_scores_do_not_overflow(name):
 
 
 @gpu_only
-def test_tensor_core_rung_takes_misaligned_operands():
+@pytest.mark.parametrize("name", ["tensor-core", "wgmma"])
+def test_cuda_cpp_rungs_take_misaligned_operands(name):
     """q starting 2 bytes into its buffer (not 16-byte aligned, as cp.async needs): the plan
     copies every operand into aligned workspaces, and the answer is the same."""
-    rung = get_rung("attention-backward", "tensor-core")
+    rung = get_rung("attention-backward", name)
     if rung.unavailable_reason():
         pytest.skip(rung.unavailable_reason())
     problem = get_problem("attention-backward")

@@ -2,9 +2,9 @@
 // Half Q, O, dO (B, H, N, D), K and V (B, HKV, N, D); float lse (B, H, N), natural log; the
 // gradients G (B, H + 2 HKV, N, D), heads [dQ | dK | dV]. FP32 accumulation throughout. The
 // launcher passes D in {64, 128} (other head dimensions zero-padded) and 16-byte aligned
-// pointers; N is any length (edges are masked). Three kernels, as rung 2:
+// pointers; N is any length (edges are masked). After delta.cu's D_i = Σ_c dO_ic O_ic, two
+// kernels, as rung 2:
 //
-//   delta:  D_i = Σ_c dO_ic O_ic, one warp per row, into a float workspace (B, H, N).
 //   dkdv:   a block owns 64 keys of one K/V head (warp w: keys 16w ... 16w + 15) and walks the
 //           query tiles of every query head of its group. Per tile, all in the warp's registers:
 //             Sᵀ  = K Qᵀ     A = K rows (ldmatrix),  B = Qᵀ "col": Q rows, plain ldmatrix
@@ -112,23 +112,6 @@ __device__ __forceinline__ void store_rows(half* dst, const float (&acc)[D / 8][
             __floats2half2_rn(acc[dt][2 * hh] * scale, acc[dt][2 * hh + 1] * scale);
     }
   }
-}
-
-template <int D>
-__device__ __forceinline__ void delta_rows(const half* __restrict__ O, const half* __restrict__ dO,
-                                           float* __restrict__ delta, int rows) {
-  const int row = (blockIdx.x * blockDim.x + threadIdx.x) / 32, lane = threadIdx.x % 32;
-  if (row >= rows) return;
-  float acc = 0.f;
-#pragma unroll
-  for (int c = 2 * lane; c < D; c += 64) {
-    const float2 o = __half22float2(*reinterpret_cast<const __half2*>(O + (size_t)row * D + c));
-    const float2 g = __half22float2(*reinterpret_cast<const __half2*>(dO + (size_t)row * D + c));
-    acc += o.x * g.x + o.y * g.y;
-  }
-#pragma unroll
-  for (int step = 16; step > 0; step /= 2) acc += __shfl_xor_sync(0xffffffffu, acc, step);
-  if (lane == 0) delta[row] = acc;
 }
 
 // BQ queries per tile: 64 at D = 64, 32 at D = 128 (dK and dV hold 2 x D / 2 floats per lane).
@@ -258,11 +241,6 @@ __device__ __forceinline__ void dq(const half* __restrict__ Q, const half* __res
 }
 
 #define BACKWARD_ENTRIES(D, BQ, BK)                                                             \
-  extern "C" __global__ void __launch_bounds__(THREADS)                                        \
-      backward_delta_d##D(const half* __restrict__ O, const half* __restrict__ dO,             \
-                          float* __restrict__ delta, int rows) {                               \
-    delta_rows<D>(O, dO, delta, rows);                                                         \
-  }                                                                                            \
   extern "C" __global__ void __launch_bounds__(THREADS)                                        \
       backward_dkdv_d##D(const half* __restrict__ Q, const half* __restrict__ K,               \
                          const half* __restrict__ V, const half* __restrict__ dO,              \

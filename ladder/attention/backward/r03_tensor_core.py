@@ -37,21 +37,18 @@ Lab notes: docs/notes/attention.md
 
 from __future__ import annotations
 
-import math
 from typing import Any
 
-import numpy as np
-
-from ladder.attention.backward.common import workspace
+from ladder.attention.backward import tensor_core
 from ladder.attention.backward.problem import backward_rung, operands
+from ladder.attention.backward.tensor_core import BLOCK_ROWS
 from ladder.attention.problem import Masks
-from ladder.attention.tensor_core import ALIGN, kernel_d, padded_workspace
+from ladder.attention.tensor_core import kernel_d
 from ladder.core import cuda_cpp
-from ladder.core.fastcall import POINTER, Operand, PlanCache, Steps, cupy_launch
+from ladder.core.fastcall import Operand, PlanCache
 
 SOURCE = cuda_cpp.source(__file__, "r03_tensor_core.cu", archs=("sm_80", "sm_90"))
 THREADS = 128  # 4 warps
-BLOCK_ROWS = 64  # keys of a key-kernel block, queries of a query-kernel block
 QUERY_TILE = {64: 64, 128: 32}  # queries per tile of the key kernel, per head dimension
 KEY_TILE = 64  # keys per tile of the query kernel
 
@@ -63,62 +60,12 @@ def shared_bytes(kd: int) -> tuple[int, int]:
     return 2 * (BLOCK_ROWS + bq) * kd * 2 + 2 * bq * 4, 2 * (BLOCK_ROWS + KEY_TILE) * kd * 2
 
 
-def plan(
-    q: Operand, k: Operand, v: Operand, o: Operand, do: Operand, lse: Operand, out: Operand
-) -> Masks:
-    """The three kernels for this head dimension, their grids, the D workspace (and padded
-    workspaces where d is not 64 or 128 or an operand is not 16-byte aligned), and the launch
-    without and with the causal mask: built once per signature (``PLANS``)."""
-    import cupy
-
-    batch, heads, n, d = q.shape
-    kv_heads = k.shape[1]
-    kd = kernel_d(d, "rung 3")
-    kernels = [SOURCE.kernel(f"backward_{step}_d{kd}") for step in ("delta", "dkdv", "dq")]
-    smem_dkdv, smem_dq = shared_bytes(kd)
-    for kernel, smem in zip(kernels[1:], (smem_dkdv, smem_dq), strict=True):
-        if kernel.max_dynamic_shared_size_bytes < smem:
-            kernel.max_dynamic_shared_size_bytes = smem  # above the 48 KB default
-    rows = batch * heads * n
-    tiles = (n + BLOCK_ROWS - 1) // BLOCK_ROWS
-    # D's workspace, held by the plan's launches (freed with the plan, not before)
-    delta = workspace((batch, heads, n), "delta", "rung 3's D (one float32 per query row)")
-    copy = kd != d or any(x.align < ALIGN for x in (q, k, v, o, do, out))
-    if copy:  # the plan's zero-padded, aligned workspaces, as forward rung 5's
-        halves = (q, k, v, o, do, out)
-        buffers = [padded_workspace(x, kd, f"rung 3's padded {x.name}") for x in halves]
-        views = [cupy.asarray(x) for x in buffers]
-        pointers = [int(cuda_cpp.pointer(x)) for x in buffers]
-
-    sizes = (np.int32(n), np.int32(heads), np.int32(kv_heads), np.float32(1 / math.sqrt(d)))
-    delta_launch = cupy_launch(
-        kernels[0], (rows * 32 + THREADS - 1) // THREADS, (THREADS,), 0,
-        (POINTER, POINTER, POINTER, np.int32(rows)),
-    )  # fmt: skip
-
-    def masked(causal: bool) -> Steps:
-        args = (*[POINTER] * 7, *sizes, np.int32(causal))
-        dkdv = cupy_launch(kernels[1], (tiles, kv_heads, batch), (THREADS,), smem_dkdv, args)
-        dq = cupy_launch(kernels[2], (tiles, heads, batch), (THREADS,), smem_dq, args)
-
-        def launch(q: int, k: int, v: int, o: int, do: int, lse: int, out: int) -> None:
-            delta_launch(o, do, delta.ptr)
-            dkdv(q, k, v, do, lse, delta.ptr, out)
-            dq(q, k, v, do, lse, delta.ptr, out)
-
-        def direct(*ops: Operand) -> None:
-            launch(*[x.ptr for x in ops])
-
-        def padded(*ops: Operand) -> None:
-            for x, view in zip(ops[:5], views[:5], strict=True):
-                view[..., :d] = cupy.asarray(x.base)
-            p = pointers
-            launch(p[0], p[1], p[2], p[3], p[4], ops[5].ptr, p[5])
-            cupy.asarray(ops[6].base)[...] = views[5][..., :d]
-
-        return Steps(padded if copy else direct, delta_launch, dkdv, dq)
-
-    return Masks(masked(False), masked(True))
+def plan(*ops: Operand) -> Masks:
+    """The key and query kernels for this head dimension on (q, k, v, o, do, lse, out), run by
+    ``tensor_core.plan`` after D: built once per signature (``PLANS``)."""
+    kd = kernel_d(ops[0].shape[3], "rung 3")
+    kernels = (SOURCE.kernel(f"backward_dkdv_d{kd}"), SOURCE.kernel(f"backward_dq_d{kd}"))
+    return tensor_core.plan(ops, kernels, shared_bytes(kd), THREADS, "rung 3")
 
 
 PLANS = PlanCache(plan)
