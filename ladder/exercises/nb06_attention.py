@@ -3,6 +3,8 @@
 - ``check_score_memory(dict)``: the memory of the N x N scores the naive rungs materialize.
 - ``check_flash_merge(merge)``: combine two partial softmax-weighted sums of one query row,
   as flash attention does between blocks of keys, written by you.
+- ``check_backward_products(dict)``: the N x N x d products the backward's flash rungs run per
+  head, against those the problem credits.
 """
 
 from __future__ import annotations
@@ -64,4 +66,33 @@ def check_flash_merge(merge: Callable[..., Any]) -> str:
     return (
         "right: any order of blocks gives softmax(s) @ V; rung 3 keeps (m, l, o) per row in "
         "registers"
+    )
+
+
+def check_backward_products(answer: Any) -> str:
+    """Rungs 2 to 4 of the backward run two kernels with no atomics: a key kernel that owns dK
+    and dV and a query kernel that owns dQ, each recomputing what it needs from the saved
+    log-sum-exp. Count the products of N x N x d multiply-adds (2·N²·d operations each) per
+    head. Keys: executed (by both kernels together), credited (what the problem's FLOP count
+    stands for: ``get_problem("attention-backward").flops``)."""
+    from ladder.core.rung import get_problem
+
+    found = as_dict(answer, ("executed", "credited"), "check_backward_products")
+    b, h, n, d = 1, 1, 64, 64
+    credited = get_problem("attention-backward").flops((b, h, h, n, d)) / (2 * n * n * d)
+    key_kernel = ("S", "dP", "dV", "dK")  # Sᵀ and dPᵀ, then the two sums over queries
+    query_kernel = ("S", "dP", "dQ")  # S and dP again: the recomputation
+    executed = len(key_kernel) + len(query_kernel)
+    require(
+        found["credited"] == credited,
+        "credited: the chain rule's products, S, dP, dV, dQ and dK, each once",
+    )
+    require(
+        found["executed"] == executed,
+        "executed: the query kernel cannot see the key kernel's P and dS (they never leave "
+        "the chip), so it computes S and dP again before dQ = dS K",
+    )
+    return (
+        f"right: {executed} run where {credited:g} are credited, {executed / credited:.1f}x the "
+        "tensor work; FlashAttention-2 runs 5 by adding dQ with atomics from the key kernel"
     )

@@ -26,7 +26,7 @@ results/nvidia-h100-80gb-hbm3-attention-backward-causal-4096-64.json,
 results/nvidia-h100-80gb-hbm3-attention-backward-4096-128.json,
 results/nvidia-h100-80gb-hbm3-attention-backward-causal-4096-128.json).
 Verdict: the rate held, at the top of its range (194 to 217 TFLOP/s), and 29x to 55x rung 2;
-against the fastest library 0.50x at d = 64 (causal 0.55x) and 0.40x at d = 128 (causal
+against the fastest library 0.50x at d = 64 (causal 0.55x) and 0.39x at d = 128 (causal
 0.42x), short of the 0.6x target; against FlashAttention-2's backward 0.81x and 0.71x. What
 limits it, likely (not profiled): each tile waits for its copies (no pipeline), the two
 recomputed products are 40% more tensor work, and cuDNN runs wgmma, which rung 7 of the

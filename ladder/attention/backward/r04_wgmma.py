@@ -30,8 +30,8 @@ results/nvidia-h100-80gb-hbm3-attention-backward-4096-128-wgmma.json,
 results/nvidia-h100-80gb-hbm3-attention-backward-causal-4096-128-wgmma.json).
 Verdict: held at d = 64: 1.51x rung 3 (causal 1.50x), 0.73x the fastest library (causal
 0.83x), past the 0.6x target, and 1.23x FlashAttention-2's backward. Exceeded at d = 128:
-1.71x and 1.79x, 0.66x and 0.74x cuDNN, likely because rung 3 at d = 128 ran query tiles of 32
-(registers), which rung 4's warpgroup accumulators no longer need. Still 0.66x to 0.83x cuDNN:
+1.71x and 1.79x, 0.67x and 0.74x cuDNN, likely because rung 3 at d = 128 ran query tiles of 32
+(registers), which rung 4's warpgroup accumulators no longer need. Still 0.67x to 0.83x cuDNN:
 each batch of wgmma waits for its copies and the softmax-like elementwise code waits for the
 wgmma; FlashAttention-3's pipelining (a producer warpgroup, TMA, two consumers) is the rest.
 
