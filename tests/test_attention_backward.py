@@ -225,3 +225,26 @@ def test_the_gpu_reference_is_the_cpu_reference(causal, monkeypatch):
     cpu = gradients_float64(q, k, v, do, causal)
     for a, b in zip(gpu, cpu, strict=True):
         assert np.max(np.abs(a - b)) <= 1e-12 * np.max(np.abs(b))
+
+
+@pytest.mark.parametrize("causal", [False, True])
+def test_sdpa_backward_rows_are_the_gradients(causal):
+    """The libraries' machinery (``Forward``: SDPA's forward once, then autograd's backward,
+    copied into the problem's layout) on whatever device PyTorch has, CPU in CI: the float64
+    gradients with GQA, the second call the same as the first, and a backend that refuses the
+    input reported as not applicable."""
+    pytest.importorskip("torch", reason="the SDPA rows need PyTorch")
+    from ladder.attention.backward.references import Forward, _copy
+
+    problem = get_problem(PROBLEMS[causal])
+    size = (1, 4, 2, 9, 8)
+    inputs = problem.make_inputs(size, "float32", seed=1)
+    forward = Forward(tuple(to_device(x) for x in inputs), "MATH")
+    first, second = forward.grads(causal), forward.grads(causal)
+    assert all(bool((a == b).all()) for a, b in zip(first, second, strict=True))
+    out = to_device(np.full(problem.output_shape(size), np.nan, np.float32))
+    _copy(first, out, heads=4)
+    assert timing.relative_error(to_host(out), problem.reference(inputs)) <= 1e-5
+    if not ON_GPU:  # cuDNN has no CPU kernel
+        with pytest.raises(NotApplicable, match="SDPA cuDNN refuses this input"):
+            Forward(tuple(to_device(x) for x in inputs), "CUDNN_ATTENTION").grads(causal)

@@ -46,6 +46,7 @@ FIGURES: dict[str, Callable[[], Figure]] = {
     "epilogue_stores": gemm_diagrams.epilogue_stores,
     "flash_tiles": attention_diagrams.flash_tiles,
     "online_softmax": attention_diagrams.online_softmax,
+    "backward_tiles": attention_diagrams.backward_tiles,
     "implicit_gemm": conv_diagrams.implicit_gemm,
     "roofline_gemm": lambda: dg.roofline(RESULTS, "gemm"),
     "roofline_conv": lambda: dg.roofline(RESULTS, "conv"),
@@ -239,6 +240,28 @@ def test_flash_tiles_from_rungs_3_and_5() -> None:
         swept = [p for p in ax.patches if p.get_gid() == "swept-tile"]
         assert len(swept) == math.ceil(n / bkv)
         assert {p.get_width() for p in swept} == {bkv}
+
+
+@pytest.mark.parametrize("d", [64, 128])
+def test_backward_tiles_from_rung_3(d: int) -> None:
+    """The key kernel's block walks every query tile from the one holding its first key (causal)
+    or from the first; the query kernel's block stops at the tile holding its last query."""
+    from ladder.attention.backward import r03_tensor_core as backward_r03
+
+    n, block = 512, 2
+    kd = backward_r03.kernel_d(d, "test")
+    bq, rows, bk = backward_r03.QUERY_TILE[kd], backward_r03.BLOCK_ROWS, backward_r03.KEY_TILE
+    assert attention_diagrams.backward_tile_sizes(d) == {
+        "key kernel": (bq, rows),
+        "query kernel": (rows, bk),
+    }
+    for causal in (False, True):
+        fig = attention_diagrams.backward_tiles(n, d, causal, block)
+        keys, queries = (len([p for p in ax.patches if p.get_gid() == "visited-tile"])
+                         for ax in fig.axes)  # fmt: skip
+        first_query_tile = block * rows // bq if causal else 0
+        assert keys == n // bq - first_query_tile
+        assert queries == (-(-(block + 1) * rows // bk) if causal else n // bk)
 
 
 def test_online_softmax_matches_direct() -> None:

@@ -4,6 +4,9 @@
   rung 5 (``r05_tensor_core_flash``) cut it, one query tile sweeping the K/V tiles.
 - ``online_softmax``: the running max and sum rescaling that lets the keys arrive in tiles,
   on a small numeric example computed with NumPy and checked against the direct softmax.
+- ``backward_tiles``: the two kernels of the backward's flash rungs over the same N x N pairs,
+  as rung 3 (``backward/r03_tensor_core``) cuts them: the key kernel's block down a column of
+  key tiles, the query kernel's block along a row, the causal triangle neither computes.
 """
 
 from __future__ import annotations
@@ -13,10 +16,11 @@ from typing import Any
 
 import numpy as np
 from matplotlib.figure import Figure
-from matplotlib.patches import FancyArrowPatch, Rectangle
+from matplotlib.patches import FancyArrowPatch, Polygon, Rectangle
 
 from ladder.attention import r03_flash as r03
 from ladder.attention import r05_tensor_core_flash as r05
+from ladder.attention.backward import r03_tensor_core as backward_r03
 from ladder.core import diagrams as dg
 
 MMA_M = 16  # rows of one m16 tile: rung 5's query tile is 16 x (m16 tiles per warp) x warps
@@ -214,6 +218,73 @@ def online_softmax(
     fig.suptitle(
         f"Online softmax, as in rung 3 (r03_flash, tiles of {r03.SIDE}·TN keys) and rung 5 "
         f"(r05_tensor_core_flash, BKV = {r05.BKV}): {len(steps)} tiles of {tile} scores",
+        fontsize=10,
+    )
+    return fig
+
+
+def backward_tile_sizes(d: int = 64) -> dict[str, tuple[int, int]]:
+    """(queries, keys) per tile of the backward's rung 3 at head dimension ``d``: the key
+    kernel's block owns BLOCK_ROWS keys and takes QUERY_TILE queries at a time, the query
+    kernel's block owns BLOCK_ROWS queries and takes KEY_TILE keys at a time."""
+    kd = backward_r03.kernel_d(d, "diagram")
+    rows = backward_r03.BLOCK_ROWS
+    return {
+        "key kernel": (backward_r03.QUERY_TILE[kd], rows),
+        "query kernel": (rows, backward_r03.KEY_TILE),
+    }
+
+
+def backward_tiles(n: int = 512, d: int = 64, causal: bool = True, block: int = 2) -> Figure:
+    """The N x N (query, key) pairs as the backward's rung 3 walks them at head dimension
+    ``d``: the key kernel's block ``block`` owns a column of keys and sweeps its query tiles
+    top to bottom, keeping dK and dV; the query kernel's block ``block`` owns a row of queries
+    and sweeps its key tiles left to right, keeping dQ. Causal: pairs above the diagonal are
+    masked, and neither kernel visits a tile that lies wholly there."""
+    sizes = backward_tile_sizes(d)
+    fig = dg.figure(5.6)
+    axes = fig.subplots(1, 2)
+    for ax, (name, (bq, bk)) in zip(axes, sizes.items(), strict=True):
+        if causal:
+            ax.add_patch(
+                Polygon([(0, 0), (n, 0), (n, n)], closed=True, fc=dg.GREY, alpha=0.25, lw=0)
+            )
+        by_keys = name == "key kernel"
+        owned = (block * bk, 0, bk, n) if by_keys else (0, block * bq, n, bq)
+        ax.add_patch(Rectangle(owned[:2], owned[2], owned[3], fill=False, ec="black", lw=1.2))
+        steps = range(-(-n // bq)) if by_keys else range(-(-n // bk))
+        visited = 0
+        for t in steps:
+            q0, k0 = (t * bq, block * bk) if by_keys else (block * bq, t * bk)
+            if causal and k0 > min(q0 + bq, n) - 1:  # every key of the tile after every query
+                continue
+            visited += 1
+            ax.add_patch(
+                Rectangle((k0, q0), bk, bq, fc=dg.BLUE if by_keys else dg.ORANGE, alpha=0.55,
+                          ec="black", lw=0.5, gid="visited-tile")
+            )  # fmt: skip
+            ax.text(k0 + bk / 2, q0 + bq / 2, str(visited), ha="center", va="center", fontsize=7)
+        ax.set_xlim(0, n)
+        ax.set_ylim(n, 0)
+        ax.set_aspect("equal")
+        ax.set_xticks(range(0, n + 1, max(bk, n // 8)))
+        ax.set_yticks(range(0, n + 1, max(bq, n // 8)))
+        ax.tick_params(labelsize=7)
+        ax.set_xlabel("key index j")
+        ax.set_ylabel("query index i")
+        if by_keys:
+            what = (
+                f"{bk} keys and their dK, dV;\n{visited} tiles of {bq} queries: Sᵀ, dPᵀ, "
+                "then dV, dK +="
+            )
+        else:
+            what = (
+                f"{bq} queries and their dQ;\n{visited} tiles of {bk} keys: S, dP again, then dQ +="
+            )
+        ax.set_title(f"{name}: a block owns {what}", fontsize=9)
+    fig.suptitle(
+        f"Backward rung 3 over the N x N pairs, N = {n}, d = {d}"
+        + (" (causal: grey is masked)" if causal else ""),
         fontsize=10,
     )
     return fig

@@ -285,19 +285,37 @@ def operands(
     Returns q, k, v and the output as ``Operand`` records (``ladder.core.fastcall``), and the
     shape. Every rung calls this, so every rung refuses bad input with the same messages.
     """
-    found = (intake(q, "q"), intake(k, "k"), intake(v, "v"))
-    dtype = found[0].dtype
+    q, k, v = (intake(q, "q"), intake(k, "k"), intake(v, "v"))
+    dtype = same_dtype_4d((q, k, v), dtypes)
+    shape = shape_of(q, k, v)
+
+    def allocate(shape: tuple[int, ...], dtype: str) -> Any:
+        return memory.empty(shape, resolve(dtype), "the output")
+
+    result = output(out, q.shape, dtype, layout="", allocate=allocate, shape_text="q's shape")
+    return q, k, v, result, shape
+
+
+def same_dtype_4d(arrays: tuple[Operand, ...], dtypes: tuple[str, ...]) -> str:
+    """The dtype of q (the first of ``arrays``), one of ``dtypes``, after checking that every
+    array has it, four dimensions and C order; errors name the array."""
+    dtype = arrays[0].dtype
     if dtype not in dtypes:
         raise TypeError(f"q must be {' or '.join(dtypes)} for this rung, got {dtype}")
-    for arr, name in zip(found, _NAMES, strict=True):
+    for arr in arrays:
         if arr.dtype != dtype:
-            raise TypeError(f"{name} must be {dtype} like q, got {arr.dtype}")
+            raise TypeError(f"{arr.name} must be {dtype} like q, got {arr.dtype}")
         if arr.ndim != 4:
-            what = "heads" if name == "q" else "kv_heads"
-            raise ValueError(f"{name} must be 4-D (batch, {what}, N, d), got shape {arr.shape}")
+            what = "kv_heads" if arr.name in ("k", "v") else "heads"
+            raise ValueError(f"{arr.name} must be 4-D (batch, {what}, N, d), got shape {arr.shape}")
         if not arr.contiguous:
-            raise ValueError(f"{name} must be C-contiguous; copy it first")
-    q, k, v = found
+            raise ValueError(f"{arr.name} must be C-contiguous; copy it first")
+    return dtype
+
+
+def shape_of(q: Operand, k: Operand, v: Operand) -> Shape:
+    """The ``Shape`` of q (B, H, N, d) and k, v (B, HKV, N, d), after checking that they agree
+    and that H is a multiple of HKV within the grid's limits."""
     batch, heads, n, d = q.shape
     if k.shape != v.shape:
         raise ValueError(f"k and v must have the same shape, got {k.shape} and {v.shape}")
@@ -311,12 +329,7 @@ def operands(
     if max(batch, heads) > MAX_GRID_YZ:
         raise ValueError(f"at most {MAX_GRID_YZ} batches and heads (grid limit), got "
                          f"{batch} x {heads}")  # fmt: skip
-
-    def allocate(shape: tuple[int, ...], dtype: str) -> Any:
-        return memory.empty(shape, resolve(dtype), "the output")
-
-    result = output(out, q.shape, dtype, layout="", allocate=allocate, shape_text="q's shape")
-    return q, k, v, result, Shape(batch, heads, kv_heads, n, d)
+    return Shape(batch, heads, kv_heads, n, d)
 
 
 def check_arrays(

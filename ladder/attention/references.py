@@ -42,8 +42,10 @@ at that shape, with PyTorch's reason in the results).
 
 from __future__ import annotations
 
+import contextlib
 import inspect
 import warnings
+from collections.abc import Iterator
 from typing import Any
 
 from ladder.attention.problem import attention_rung, check_arrays
@@ -154,6 +156,31 @@ def sdpa(q: Any, k: Any, v: Any, out: Any = None, causal: bool = False) -> Any:
     return out
 
 
+@contextlib.contextmanager
+def pinned_call(backend: str | None) -> Iterator[None]:
+    """Run the SDPA calls inside with only ``backend`` (an ``SDPBackend`` name) enabled, or
+    with PyTorch's choice when None: ``NotApplicable`` with PyTorch's reasons where the pinned
+    backend refuses the input, ``MemoryError`` where its buffers do not fit."""
+    import torch
+    from torch.nn.attention import SDPBackend, sdpa_kernel
+
+    name = BACKEND_NAMES[backend] if backend else "default"
+    pin = sdpa_kernel([getattr(SDPBackend, backend)]) if backend else contextlib.nullcontext()
+    # PyTorch warns with each backend's reason before it refuses: kept for the message
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        try:
+            with pin:
+                yield
+        except torch.cuda.OutOfMemoryError as err:
+            raise MemoryError(f"SDPA {name}: {err}") from err
+        except RuntimeError as err:
+            if backend is None or not refused(backend, err):
+                raise
+            reasons = " ".join(" ".join(str(w.message).split()) for w in caught)
+            raise NotApplicable(f"SDPA {name} refuses this input: {reasons or err}") from err
+
+
 def pinned(backend: str, dtypes: tuple[str, ...]) -> Any:
     """A launcher of SDPA with only ``backend`` (an ``SDPBackend`` name) enabled, for
     ``dtypes``: ``NotApplicable`` with PyTorch's reasons where the backend refuses the input,
@@ -161,26 +188,12 @@ def pinned(backend: str, dtypes: tuple[str, ...]) -> Any:
     name = BACKEND_NAMES[backend]
 
     def launch(q: Any, k: Any, v: Any, out: Any = None, causal: bool = False) -> Any:
-        import torch
-        from torch.nn.attention import SDPBackend, sdpa_kernel
-
         q, k, v, out, shape = check_arrays(q, k, v, out, dtypes)
         if not out.size:
             return out
         tq, tk, tv, to = _tensors(q, k, v, out)
-        # PyTorch warns with each backend's reason before it refuses: kept for the message
-        with warnings.catch_warnings(record=True) as caught:
-            warnings.simplefilter("always")
-            try:
-                with sdpa_kernel([getattr(SDPBackend, backend)]):
-                    result = sdpa_tensors(tq, tk, tv, causal, shape.group)
-            except torch.cuda.OutOfMemoryError as err:
-                raise MemoryError(f"SDPA {name}: {err}") from err
-            except RuntimeError as err:
-                if not refused(backend, err):
-                    raise
-                reasons = " ".join(" ".join(str(w.message).split()) for w in caught)
-                raise NotApplicable(f"SDPA {name} refuses this input: {reasons or err}") from err
+        with pinned_call(backend):
+            result = sdpa_tensors(tq, tk, tv, causal, shape.group)
         to.copy_(result)
         return out
 

@@ -37,11 +37,11 @@ import numpy as np
 from ladder.attention import memory
 from ladder.attention.problem import (
     _NAMES,
-    MAX_GRID_YZ,
     REFERENCE_CHUNK,
     TEST_SIZES,
     AttentionProblem,
-    Shape,
+    same_dtype_4d,
+    shape_of,
 )
 from ladder.core import device
 from ladder.core.dtypes import resolve
@@ -235,34 +235,13 @@ def operands(
     do, lse and the output as ``Operand`` records and the ``Shape``."""
     names = (*_NAMES, "o", "do")
     found = [intake(x, name) for x, name in zip((q, k, v, o, do), names, strict=True)]
-    dtype = found[0].dtype
-    if dtype not in dtypes:
-        raise TypeError(f"q must be {' or '.join(dtypes)} for this rung, got {dtype}")
-    for arr in found:
-        if arr.dtype != dtype:
-            raise TypeError(f"{arr.name} must be {dtype} like q, got {arr.dtype}")
-        if arr.ndim != 4:
-            what = "kv_heads" if arr.name in ("k", "v") else "heads"
-            raise ValueError(f"{arr.name} must be 4-D (batch, {what}, N, d), got shape {arr.shape}")
-        if not arr.contiguous:
-            raise ValueError(f"{arr.name} must be C-contiguous; copy it first")
+    dtype = same_dtype_4d(tuple(found), dtypes)
     q, k, v, o, do = found
-    batch, heads, n, d = q.shape
     for arr in (o, do):
         if arr.shape != q.shape:
             raise ValueError(f"{arr.name} must have q's shape {q.shape}, got {arr.shape}")
-    if k.shape != v.shape:
-        raise ValueError(f"k and v must have the same shape, got {k.shape} and {v.shape}")
-    kv_batch, kv_heads, kv_n, kv_d = k.shape
-    if (kv_batch, kv_n, kv_d) != (batch, n, d):
-        raise ValueError(f"k and v must have q's batch, N and d: q is {q.shape}, k is {k.shape}")
-    if kv_heads == 0 or heads % kv_heads != 0:
-        raise ValueError(
-            f"the query heads ({heads}) must be a multiple of the key/value heads ({kv_heads})"
-        )
-    if max(batch, heads) > MAX_GRID_YZ:
-        raise ValueError(f"at most {MAX_GRID_YZ} batches and heads (grid limit), got "
-                         f"{batch} x {heads}")  # fmt: skip
+    shape = shape_of(q, k, v)
+    batch, heads, kv_heads, n, d = shape
     lse = intake(lse, "lse")
     if lse.dtype != "float32":
         raise TypeError(f"lse must be float32 (the forward's log-sum-exp), got {lse.dtype}")
@@ -275,7 +254,7 @@ def operands(
     def allocate(shape: tuple[int, ...], dtype: str) -> Any:
         return memory.empty(shape, resolve(dtype), "the gradients")
 
-    shape = (batch, heads + 2 * kv_heads, n, d)
-    result = output(out, shape, dtype, layout="", allocate=allocate,
+    grads = (batch, heads + 2 * kv_heads, n, d)
+    result = output(out, grads, dtype, layout="", allocate=allocate,
                     shape_text="shape (B, H + 2·HKV, N, d)")  # fmt: skip
-    return q, k, v, o, do, lse, result, Shape(batch, heads, kv_heads, n, d)
+    return q, k, v, o, do, lse, result, shape

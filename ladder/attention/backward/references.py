@@ -18,13 +18,17 @@ dV arrive summed over each group.
 
 from __future__ import annotations
 
-import warnings
 from typing import Any
 
 from ladder.attention.backward.problem import backward_rung, operands, split
-from ladder.attention.references import BACKEND_NAMES, _describe_default, refused, sdpa_tensors
+from ladder.attention.references import (
+    BACKEND_NAMES,
+    _describe_default,
+    pinned_call,
+    sdpa_tensors,
+)
 from ladder.core.fastcall import numba_array
-from ladder.core.rung import Holder, NotApplicable, Prepared, tensor_cores_below_fp32
+from ladder.core.rung import Holder, Prepared, tensor_cores_below_fp32
 from ladder.core.torch_views import fp32_means_fp32, tensors
 
 
@@ -41,27 +45,12 @@ class Forward:
 
     def _run(self, causal: bool) -> tuple[Any, tuple[Any, ...]]:
         import torch
-        from torch.nn.attention import SDPBackend, sdpa_kernel
 
-        name = BACKEND_NAMES[self.backend] if self.backend else "default"
         leaves = tuple(x.detach().requires_grad_(True) for x in (self.q, self.k, self.v))
         group = leaves[0].shape[1] // leaves[1].shape[1]
-        with warnings.catch_warnings(record=True) as caught:
-            warnings.simplefilter("always")
-            try:
-                if self.backend is None:
-                    y = sdpa_tensors(*leaves, causal, group)
-                else:
-                    with sdpa_kernel([getattr(SDPBackend, self.backend)]):
-                        y = sdpa_tensors(*leaves, causal, group)
-                torch.autograd.grad(y, leaves, self.do, retain_graph=True)  # a refusal shows here
-            except torch.cuda.OutOfMemoryError as err:
-                raise MemoryError(f"SDPA {name}: {err}") from err
-            except RuntimeError as err:
-                if self.backend is None or not refused(self.backend, err):
-                    raise
-                reasons = " ".join(" ".join(str(w.message).split()) for w in caught)
-                raise NotApplicable(f"SDPA {name} refuses this input: {reasons or err}") from err
+        with pinned_call(self.backend):
+            y = sdpa_tensors(*leaves, causal, group)
+            torch.autograd.grad(y, leaves, self.do, retain_graph=True)  # a refusal shows here
         return y, leaves
 
     def grads(self, causal: bool) -> tuple[Any, Any, Any]:
