@@ -25,6 +25,9 @@ Work: five N x N x d products per head (S, dP, dV, dQ, dK), 10·B·H·N²·d ope
 the forward: the FlashAttention papers' count, so TFLOP/s compare with PyTorch's benchmarks (a
 kernel that recomputes S and dP twice does more, and is still credited with these). Causal:
 half. Fewest bytes: read q, k, v, o, do and lse, write dq, dk and dv.
+
+The ladder's target (issue 33): its best rung at least 0.6 times the fastest SDPA backward
+measured in the same run, at head dimensions 64 and 128.
 """
 
 from __future__ import annotations

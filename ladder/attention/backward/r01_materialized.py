@@ -32,7 +32,7 @@ results/nvidia-h100-80gb-hbm3-attention-backward-causal-4096-64.json); d = 128: 
 (results/nvidia-h100-80gb-hbm3-attention-backward-4096-128.json).
 Verdict: held: the forward's rung 1 rate (0.9 TFLOP/s on an H200) and about two and a half
 times its time; causal takes 0.90 of the plain call and its TFLOP/s nearly halve. d = 128
-doubles every product, and the time (1.99x) with it.
+doubles every product, and the time (2.00x) with it.
 
 Lab notes: docs/notes/attention.md
 """

@@ -1,8 +1,9 @@
 """Rung 2, flash: no N x N buffer; P and dS recomputed tile by tile in shared memory.
 
 What changes: rung 1 wrote P and dS for every (query, key) pair to global memory and read them
-back four times. FlashAttention-2's backward (Dao, 2023) keeps them on chip, tile by tile, in
-two kernels without atomics (as Triton's fused-attention tutorial does), after ``delta_kernel``:
+back four times. FlashAttention-2's backward (Dao, 2023) keeps them on chip, tile by tile; here
+in two kernels without atomics, as Triton's fused-attention tutorial does (FlashAttention-2
+itself adds dQ with atomics from one kernel), after ``delta_kernel``:
 
 1. ``dkdv_kernel``: a block of 256 threads (16 x 16) owns a tile of keys of one key/value head
    (32 keys when d <= 64, 16 when d <= 128), stages their k and v rows in shared memory once

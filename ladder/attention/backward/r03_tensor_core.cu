@@ -28,6 +28,8 @@
 // pipelining: each tile is copied by cp.async, waited for, and used (the next rung's lesson).
 // Causal (key j seen by query i when j <= i): a dkdv block starts at the query tile holding
 // its first key; a dq block stops at the key tile holding its last query and runs longest first.
+// Keys past N need no mask in the key kernel: their K and V rows are zero-filled, and what
+// they produce lands only in dK and dV rows past N, which are never stored.
 #include <cuda_fp16.h>
 
 #include "../mma_sync.cuh"  // cp.async, ldmatrix, mma.m16n8k16, half2 packing, the swizzle
@@ -164,7 +166,7 @@ __device__ __forceinline__ void dkdv(const half* __restrict__ Q, const half* __r
           const int col = nt * 8 + 2 * t + (e & 1), query = q0 + col;
           const int key = key_g + 8 * (e / 2);
           float p = exp2f(fmaf(s[nt][e], scale_log2, -s_lse[col]));
-          if (query >= N || (causal && key > query)) p = 0.f;
+          if (query >= N || (causal && key > query)) p = 0.f;  // keys past N need no mask (header)
           s[nt][e] = p;                             // Pᵀ
           dp[nt][e] = p * (dp[nt][e] - s_delta[col]);  // dSᵀ
         }

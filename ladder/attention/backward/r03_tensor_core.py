@@ -1,6 +1,6 @@
 """Rung 3, tensor cores: rung 2's two kernels on mma.sync + ldmatrix in CUDA C++.
 
-What changes: the five products per tile (S, dP, dV, dK in the key kernel; S, dP, dQ in the query
+What changes: the seven products per tile (S, dP, dV, dK in the key kernel; S, dP, dQ in the query
 kernel) move from FP32 FMAs to ``mma.m16n8k16``, with the fragments, ldmatrix addressing and
 swizzle of forward rung 5 (``ladder/attention/mma_sync.cuh``, shared by both). One new trick:
 the key kernel computes the transposes Sᵀ = K·Qᵀ and dPᵀ = V·dOᵀ, keys as the M dimension, so
@@ -19,18 +19,18 @@ TFLOP/s of counted work) less the two recomputed products and the unpipelined co
 (FlashAttention-2) or run on wgmma (cuDNN on Hopper).
 Measured: on an NVIDIA H100 80GB HBM3 (``ladder run``; the libraries in the same run), float16,
 [4, 16, 16, 4096, 64] (B, H, HKV, N, d): 3.167 ms and 216.95 TFLOP/s credited, 31.19x rung 2;
-SDPA's backward (cuDNN) 1.572 ms, FlashAttention-2's 2.567 ms; causal 1.720 ms against
+SDPA's default call (cuDNN) 1.572 ms, FlashAttention-2's 2.567 ms; causal 1.720 ms against
 0.940; d = 128: 6.659 ms and 206.40 TFLOP/s against 2.627 ms; causal 3.537 against 1.502
 (results/nvidia-h100-80gb-hbm3-attention-backward-4096-64.json,
 results/nvidia-h100-80gb-hbm3-attention-backward-causal-4096-64.json,
 results/nvidia-h100-80gb-hbm3-attention-backward-4096-128.json,
 results/nvidia-h100-80gb-hbm3-attention-backward-causal-4096-128.json).
-Verdict: the rate held, at the top of its range (194 to 217 TFLOP/s), and 29x to 55x rung 2;
-against the fastest library 0.50x at d = 64 (causal 0.55x) and 0.39x at d = 128 (causal
-0.42x), short of the 0.6x target; against FlashAttention-2's backward 0.81x and 0.71x. What
-limits it, likely (not profiled): each tile waits for its copies (no pipeline), the two
-recomputed products are 40% more tensor work, and cuDNN runs wgmma, which rung 7 of the
-forward showed worth 1.3x over mma.sync.
+Verdict: the rate held with the mask (200 and 194 TFLOP/s) and beat the 120 to 200 predicted
+without it (217 and 206), and 29x to 55x rung 2; against the fastest library 0.50x at d = 64
+(causal 0.55x) and 0.39x at d = 128 (causal 0.42x), short of the 0.6x target; against
+FlashAttention-2's backward 0.81x and 0.71x. What limits it, likely (not profiled): each tile
+waits for its copies (no pipeline), the two recomputed products are 40% more tensor work, and
+cuDNN runs wgmma, which rung 7 of the forward showed worth 1.3x over mma.sync.
 
 Lab notes: docs/notes/attention.md
 """

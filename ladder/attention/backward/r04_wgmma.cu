@@ -153,7 +153,7 @@ __device__ __forceinline__ void dkdv(const half* __restrict__ Q, const half* __r
           const int col = nt * 8 + 2 * t + (e & 1), query = q0 + col;
           const int key = key_g + 8 * (e / 2);
           float p = exp2f(fmaf(s[4 * nt + e], scale_log2, -s_lse[col]));
-          if (query >= N || (causal && key > query)) p = 0.f;
+          if (query >= N || (causal && key > query)) p = 0.f;  // keys past N need no mask (header)
           s[4 * nt + e] = p;                                   // Pᵀ
           dp[4 * nt + e] = p * (dp[4 * nt + e] - s_delta[col]);  // dSᵀ
         }

@@ -9,29 +9,31 @@ without shared memory) and B transposed by the instruction. A block is one warpg
 keys or 64 queries, whose accumulators are warp by warp rung 3's fragments: the elementwise
 code and the masks are rung 3's. Tiles are stored in the descriptor layout (64-half column
 blocks, 128-byte swizzle, 1 KB aligned; ``ladder/attention/wgmma.cuh``, shared with forward
-rung 7) and fenced for the async proxy after cp.async; query tiles are 64 at d = 128 too (the
-accumulators of a warpgroup are spread over 4 warps). Still no pipelining.
+rung 7) and fenced for the async proxy after cp.async; query tiles are 64 at d = 128 too (no
+ldmatrix fragments to hold, the registers that pushed rung 3 to 32). Still no pipelining.
 Why: in rung 3 every warp loads every B operand from shared memory with ldmatrix: per tile,
 72 ldmatrix.x4 (36 KB) a warp of the key kernel against 128 mma.sync, and the four warps read
-the same Q and dO tiles four times: at 128 bytes a clock per SM that is 1152 clocks a tile,
-more than twice the tensor work's 512 at its peak. A wgmma reads its B operand
-once for the warpgroup's 64 rows and its A operand from shared memory without a register
-copy, so the shared-memory reads per product fall about fourfold.
-Prediction: forward rung 7 gained 1.23x to 1.33x over rung 5 with the same change; here the
+the same Q and dO tiles four times: 144 KB a tile, 1152 clocks at 128 bytes a clock per SM,
+more than twice the tensor work's 512 at its dense peak (which mma.sync does not reach). A
+wgmma reads its B operand once for the warpgroup's 64 rows: 48 KB a tile (each of K, V, Q
+and dO once, Q and dO again for dK and dV), 384 clocks, a third of rung 3's reads.
+Prediction: forward rung 7 gained 1.23x to 1.33x over rung 5 with the same change (lab
+notes, rung 7); here the
 products are four fifths of the work instead of about half (no online softmax), so 1.3x to
 1.6x rung 3: 2.0 to 2.4 ms at d = 64, about 0.65x to 0.8x SDPA's cuDNN backward.
 Measured: on an NVIDIA H100 80GB HBM3 (``ladder run``; rung 3 and the libraries in the same
 run), float16, [4, 16, 16, 4096, 64] (B, H, HKV, N, d): 2.104 ms and 326.57 TFLOP/s credited
-(rung 3: 3.183 ms; SDPA cuDNN: 1.544 ms; FlashAttention-2: 2.585 ms); causal 1.146 ms (rung 3
-1.721, cuDNN 0.950); d = 128: 3.892 ms (rung 3 6.648, cuDNN 2.588), causal 1.992 ms (rung 3
-3.558, cuDNN 1.478) (results/nvidia-h100-80gb-hbm3-attention-backward-4096-64-wgmma.json,
+(rung 3: 3.183 ms; SDPA pinned to cuDNN: 1.544 ms; FlashAttention-2: 2.585 ms); causal
+1.146 ms (rung 3 1.721, SDPA's default call, cuDNN: 0.950); d = 128: 3.892 ms (rung 3 6.648,
+default call 2.588), causal 1.992 ms (rung 3 3.558, default call 1.478)
+(results/nvidia-h100-80gb-hbm3-attention-backward-4096-64-wgmma.json,
 results/nvidia-h100-80gb-hbm3-attention-backward-causal-4096-64-wgmma.json,
 results/nvidia-h100-80gb-hbm3-attention-backward-4096-128-wgmma.json,
 results/nvidia-h100-80gb-hbm3-attention-backward-causal-4096-128-wgmma.json).
 Verdict: held at d = 64: 1.51x rung 3 (causal 1.50x), 0.73x the fastest library (causal
 0.83x), past the 0.6x target, and 1.23x FlashAttention-2's backward. Exceeded at d = 128:
-1.71x and 1.79x, 0.67x and 0.74x cuDNN, likely because rung 3 at d = 128 ran query tiles of 32
-(registers), which rung 4's warpgroup accumulators no longer need. Still 0.67x to 0.83x cuDNN:
+1.71x and 1.79x, 0.67x and 0.74x the fastest call, likely because rung 3 at d = 128 ran query
+tiles of 32 (registers), which rung 4 does not need. Still 0.67x to 0.83x cuDNN:
 each batch of wgmma waits for its copies and the softmax-like elementwise code waits for the
 wgmma; FlashAttention-3's pipelining (a producer warpgroup, TMA, two consumers) is the rest.
 
