@@ -201,12 +201,15 @@ def pinned(backend: str, dtypes: tuple[str, ...]) -> Any:
     return launch
 
 
-for _name, _backend, _dtypes in (
+# the rows of SDPA with one backend pinned (forward and backward): name, SDPBackend, dtypes
+PINNED = (
     ("sdpa-cudnn", "CUDNN_ATTENTION", ("float16",)),
     ("sdpa-flash", "FLASH_ATTENTION", ("float16",)),
     ("sdpa-efficient", "EFFICIENT_ATTENTION", ("float32", "float16")),
     ("sdpa-math", "MATH", ("float32", "float16")),
-):
+)
+
+for _name, _backend, _dtypes in PINNED:
     attention_rung(
         name=_name,
         title=f"PyTorch SDPA pinned to {BACKEND_NAMES[_backend]} (sdpa_kernel)",

@@ -23,6 +23,7 @@ from typing import Any
 from ladder.attention.backward.problem import backward_rung, operands, split
 from ladder.attention.references import (
     BACKEND_NAMES,
+    PINNED,
     _describe_default,
     pinned_call,
     sdpa_tensors,
@@ -121,12 +122,7 @@ backward_rung(
     describe=_describe,
 )(sdpa_backward(None, ("float32", "float16")))
 
-for _name, _backend, _dtypes in (
-    ("sdpa-cudnn", "CUDNN_ATTENTION", ("float16",)),
-    ("sdpa-flash", "FLASH_ATTENTION", ("float16",)),
-    ("sdpa-efficient", "EFFICIENT_ATTENTION", ("float32", "float16")),
-    ("sdpa-math", "MATH", ("float32", "float16")),
-):
+for _name, _backend, _dtypes in PINNED:
     backward_rung(
         name=_name,
         title=f"PyTorch SDPA backward pinned to {BACKEND_NAMES[_backend]} (sdpa_kernel)",
