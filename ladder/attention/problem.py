@@ -285,7 +285,7 @@ def operands(
     Returns q, k, v and the output as ``Operand`` records (``ladder.core.fastcall``), and the
     shape. Every rung calls this, so every rung refuses bad input with the same messages.
     """
-    q, k, v = (intake(q, "q"), intake(k, "k"), intake(v, "v"))
+    q, k, v = (intake(x, name) for x, name in zip((q, k, v), _NAMES, strict=True))
     dtype = same_dtype_4d((q, k, v), dtypes)
     shape = shape_of(q, k, v)
 

@@ -39,7 +39,6 @@ import numpy as np
 
 from ladder.attention import memory
 from ladder.attention.problem import (
-    _NAMES,
     REFERENCE_CHUNK,
     TEST_SIZES,
     AttentionProblem,
@@ -54,7 +53,6 @@ from ladder.core.rung import register_problem, rung_per_problem
 # B·H·N² past which the float64 reference runs on the GPU through PyTorch where it can
 GPU_REFERENCE_FROM = 1 << 26
 SIMULATOR_SIZES = [(1, 1, 1, 1, 16), (1, 2, 1, 17, 16)]
-GRAD_NAMES = ("dq", "dk", "dv")
 
 
 class BackwardProblem(AttentionProblem):
@@ -236,7 +234,7 @@ def operands(
 ) -> tuple[Operand, ...]:
     """Validate a launcher's arrays; allocate the output if it is None. Returns q, k, v, o,
     do, lse and the output as ``Operand`` records and the ``Shape``."""
-    names = (*_NAMES, "o", "do")
+    names = ("q", "k", "v", "o", "do")
     found = [intake(x, name) for x, name in zip((q, k, v, o, do), names, strict=True)]
     dtype = same_dtype_4d(tuple(found), dtypes)
     q, k, v, o, do = found
