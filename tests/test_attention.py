@@ -134,7 +134,7 @@ def _bad_inputs(rung):
     problem = get_problem(rung.problem)
     q, k, v = problem.make_inputs((1, 4, 2, 8, 16), dtype, 0)
     yield "dtype", tuple(x.astype(np.float64) for x in (q, k, v)), TypeError, "q must be"
-    yield "v dtype", (q, k, v.astype(np.float64)), TypeError, "v must be float"
+    yield "v dtype", (q, k, v.astype(np.float64)), TypeError, "v must be b?float"
     yield "3-D", (q[0], k, v), ValueError, "4-D"
     yield "k and v differ", (q, k, v[:, :1]), ValueError, "same shape"
     yield "N differs", (q, k[:, :, :5], v[:, :, :5]), ValueError, "batch, N and d"
@@ -276,7 +276,8 @@ def long_case():
 
 @gpu_only
 @pytest.mark.parametrize(
-    "name", ["flash", "flash-fp16", "tensor-core-flash", "gqa-packed", "wgmma-flash"]
+    "name",
+    ["flash", "flash-fp16", "tensor-core-flash", "gqa-packed", "wgmma-flash", "overlap-flash"],
 )
 def test_flash_rungs_run_at_n_32768(name, long_case):
     rung = get_rung("attention-causal", name)
@@ -311,21 +312,25 @@ def test_readme_summary_gives_the_two_target_ratios():
 
 
 @gpu_only
-@pytest.mark.parametrize("name", ["tensor-core-flash", "gqa-packed", "wgmma-flash"])
-def test_tensor_core_rungs_take_misaligned_operands(name):
+@pytest.mark.parametrize(
+    ("name", "dtype"),
+    [("tensor-core-flash", "float16"), ("gqa-packed", "float16"), ("wgmma-flash", "float16"),
+     ("wgmma-flash", "bfloat16"), ("overlap-flash", "float16"), ("overlap-flash", "bfloat16")],
+)  # fmt: skip
+def test_tensor_core_rungs_take_misaligned_operands(name, dtype):
     """q starting 2 bytes into its buffer (not 16-byte aligned, as cp.async needs): the plan
     copies it into an aligned workspace, and the answer is the same."""
     rung = get_rung("attention", name)
     if rung.unavailable_reason():
         pytest.skip(rung.unavailable_reason())
     problem = get_problem("attention")
-    q, k, v = problem.make_inputs((1, 4, 2, 70, 64), "float16", seed=3)
+    q, k, v = problem.make_inputs((1, 4, 2, 70, 64), dtype, seed=3)
     flat = to_device(np.concatenate([np.zeros(1, q.dtype), q.ravel()]))
     shifted = flat[1:].reshape(q.shape)  # 2 bytes past a 16-byte boundary
     out = to_device(np.full(q.shape, np.nan, q.dtype))
     rung.launch(shifted, to_device(k), to_device(v), out)
     ref = problem.reference((q, k, v))
-    assert timing.relative_error(to_host(out), ref) <= problem.tolerance("float16")
+    assert timing.relative_error(to_host(out), ref) <= problem.tolerance(dtype)
 
 
 @gpu_only

@@ -114,6 +114,7 @@ def test_compile_cache_is_keyed_by_shape_strides_dtype_and_alignment(monkeypatch
 
 
 BOTH = ("float32", "float16")
+ALL = ("float32", "float16", "bfloat16")
 
 
 def _conv_inputs(dtype, size=(2, 3, 4, 9, 11, 5)):
@@ -398,17 +399,17 @@ LIBRARIES = {
         "im2col-cublas": BOTH,
     },
     "attention": {
-        "sdpa": BOTH,
-        "sdpa-cudnn": ("float16",),
-        "sdpa-flash": ("float16",),
-        "sdpa-efficient": BOTH,
-        "sdpa-math": BOTH,
-        "torch-materialized": BOTH,
-        "torch-compile": BOTH,
+        "sdpa": ALL,
+        "sdpa-cudnn": ("float16", "bfloat16"),
+        "sdpa-flash": ("float16", "bfloat16"),
+        "sdpa-efficient": ALL,
+        "sdpa-math": ALL,
+        "torch-materialized": ALL,
+        "torch-compile": ALL,
     },
     "gemm": {
-        "cublas": ("float32", "float16", "bfloat16"),
-        "torch-matmul": ("float32", "float16", "bfloat16"),
+        "cublas": ALL,
+        "torch-matmul": ALL,
     },
     "elementwise": {"cupy-elementwise": BOTH, "torch-compile": BOTH},
     "softmax": {"torch-softmax": BOTH, "torch-compile": BOTH},

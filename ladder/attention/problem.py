@@ -10,9 +10,9 @@ A size is the tuple (B, H, HKV, N, d): batch, query heads, key/value heads, sequ
 (queries and keys alike) and head dimension. HKV divides H: HKV = H is ordinary multi-head
 attention, 1 < HKV < H grouped-query attention (GQA), HKV = 1 multi-query attention (MQA);
 query head h reads key/value head h // (H / HKV). Inputs are C-contiguous device arrays
-q (B, H, N, d) and k, v (B, HKV, N, d) in float32 or float16; the output has q's shape and
-dtype. Every rung accumulates in float32. The float64 reference works on the rounded inputs,
-so only a kernel's own rounding is measured.
+q (B, H, N, d) and k, v (B, HKV, N, d) in float32, float16 or bfloat16 (the wgmma rungs and
+the libraries); the output has q's shape and dtype. Every rung accumulates in float32. The
+float64 reference works on the rounded inputs, so only a kernel's own rounding is measured.
 
 Work: QKᵀ and PV are 2·N²·d operations each per head, 4·B·H·N²·d in all. Causal attention
 skips about half of the (query, key) pairs and is counted as half of that, 2·B·H·N²·d: the
@@ -88,7 +88,7 @@ class AttentionProblem(Problem):
     """softmax(Q·Kᵀ/√d)·V, causal or not; sizes (B, H, HKV, N, d)."""
 
     bound = "compute"
-    dtypes = ("float32", "float16")
+    dtypes = ("float32", "float16", "bfloat16")
     size_names = ("B", "H", "HKV", "N", "d")
     size_help = "B H HKV N d: batch, query heads, key/value heads (H a multiple), length, head dim"
 
@@ -160,8 +160,9 @@ class AttentionProblem(Problem):
 
     def tolerance(self, dtype: str) -> float:
         # float16: the output's own rounding is ~3e-4 relative, P rounded to half for the
-        # tensor cores adds about as much
-        return {"float32": 1e-5, "float16": 2e-3}[dtype]
+        # tensor cores adds about as much; bfloat16 keeps 8 significant bits against float16's
+        # 11, so both roundings are 8 times as large, and so is its bound
+        return {"float32": 1e-5, "float16": 2e-3, "bfloat16": 1.6e-2}[dtype]
 
     def ceiling_key(self, dtype: str) -> str:
         return {"float32": "cublas_fp32_tflops"}.get(dtype, "cublas_fp16_tflops")

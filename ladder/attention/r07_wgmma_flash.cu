@@ -1,7 +1,7 @@
 // Rung 7: rung 5's flash attention forward with both products on wgmma, Hopper's warpgroup
 // multiply: S = Q Kᵀ reads Q and K from shared memory through descriptors, O += P V reads P
-// from registers and V through a descriptor. Half Q (B, H, N, D), K and V (B, HKV, N, D), half
-// O like Q; FP32 scores, statistics and accumulators. Build for sm_90a. The launcher passes D
+// from registers and V through a descriptor. Half (or bfloat16) Q (B, H, N, D), K and V
+// (B, HKV, N, D), O like Q; FP32 scores, statistics and accumulators. Build for sm_90a. The launcher passes D
 // in {64, 128} (other head dimensions zero-padded) and 16-byte aligned pointers; N is any
 // length (edges masked), causal or not, H a multiple of HKV.
 //
@@ -20,19 +20,19 @@
 // (4) cp.async writes through the generic proxy and wgmma reads through the async proxy, so
 //     every thread fences (fence.proxy.async) between its copies landing and the barrier.
 // The products are waited for at once (wait_group 0): nothing overlaps yet but the copies.
+#include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
-#include "mma_sync.cuh"  // cp.async, half2 packing
-#include "wgmma.cuh"     // the descriptor layout, the two wgmma shapes; hopper.cuh's desc, fences
+#include "mma_sync.cuh"  // cp.async
+#include "wgmma.cuh"     // the descriptor layout, the two wgmma shapes, pack2; desc, fences
 
 constexpr int BKV = 64;     // keys per tile
 constexpr int BQ = 128;     // query rows per block: 2 warpgroups of 64
 constexpr int THREADS = 256;
 
-template <int D>
-__device__ __forceinline__ void flash_forward(const half* __restrict__ Q,
-                                              const half* __restrict__ K,
-                                              const half* __restrict__ V, half* __restrict__ O,
+template <typename T, int D>
+__device__ __forceinline__ void flash_forward(const T* __restrict__ Q, const T* __restrict__ K,
+                                              const T* __restrict__ V, T* __restrict__ O,
                                               int N, int H, int HKV, float scale_log2,
                                               int causal) {
   constexpr int CHUNKS = D / 8;                 // 16-byte chunks per row
@@ -53,10 +53,10 @@ __device__ __forceinline__ void flash_forward(const half* __restrict__ Q,
   const int kv = blockIdx.y / group;
   const int tile = causal ? gridDim.x - 1 - blockIdx.x : blockIdx.x;
   const int row0 = tile * BQ;
-  const half* k_head = K + ((size_t)b * HKV + kv) * N * D;
-  const half* v_head = V + ((size_t)b * HKV + kv) * N * D;
-  const half* q_head = Q + ((size_t)b * H + blockIdx.y) * N * D;
-  half* o_head = O + ((size_t)b * H + blockIdx.y) * N * D;
+  const T* k_head = K + ((size_t)b * HKV + kv) * N * D;
+  const T* v_head = V + ((size_t)b * HKV + kv) * N * D;
+  const T* q_head = Q + ((size_t)b * H + blockIdx.y) * N * D;
+  T* o_head = O + ((size_t)b * H + blockIdx.y) * N * D;
 
   const int last = min(row0 + BQ, N) - 1;
   const int kv_len = causal ? min(N, last + 1) : N;
@@ -67,15 +67,15 @@ __device__ __forceinline__ void flash_forward(const half* __restrict__ Q,
   for (int i = 0; i < BQ / PASS_ROWS; ++i) {
     const int r = c_row + i * PASS_ROWS;
     const bool valid = row0 + r < N;
-    const half* src = q_head + (size_t)(valid ? row0 + r : 0) * D + c_chunk * 8;
+    const T* src = q_head + (size_t)(valid ? row0 + r : 0) * D + c_chunk * 8;
     cp_async16(s_q + tile_offset<BQ>(r, c_chunk), src, valid);
   }
-  auto load_kv = [&](const half* head, unsigned stage, int kv0) {
+  auto load_kv = [&](const T* head, unsigned stage, int kv0) {
 #pragma unroll
     for (int i = 0; i < BKV / PASS_ROWS; ++i) {
       const int r = c_row + i * PASS_ROWS;
       const bool valid = kv0 + r < N;
-      const half* src = head + (size_t)(valid ? kv0 + r : 0) * D + c_chunk * 8;
+      const T* src = head + (size_t)(valid ? kv0 + r : 0) * D + c_chunk * 8;
       cp_async16(stage + tile_offset<BKV>(r, c_chunk), src, valid);
     }
   };
@@ -112,7 +112,7 @@ __device__ __forceinline__ void flash_forward(const half* __restrict__ Q,
 #pragma unroll
     for (int ks = 0; ks < KSTEPS; ++ks) {
       const unsigned col = (ks % 4) * 32;
-      wgmma_ss_n64(s, desc(q_rows + (ks / 4) * (BQ * 128) + col, 16, 1024),
+      wgmma_ss_n64<T>(s, desc(q_rows + (ks / 4) * (BQ * 128) + col, 16, 1024),
                    desc(k_tile + (ks / 4) * (BKV * 128) + col, 16, 1024));
     }
     wgmma_commit();
@@ -128,7 +128,7 @@ __device__ __forceinline__ void flash_forward(const half* __restrict__ Q,
         }
     }
 
-    // rung 5's online softmax on the fragments; P to half A fragments
+    // rung 5's online softmax on the fragments; P to half (bfloat16) A fragments
     unsigned pf[BKV / 16][4];
 #pragma unroll
     for (int hh = 0; hh < 2; ++hh) {
@@ -160,10 +160,10 @@ __device__ __forceinline__ void flash_forward(const half* __restrict__ Q,
     }
 #pragma unroll
     for (int kk = 0; kk < BKV / 16; ++kk) {
-      pf[kk][0] = pack_half2(s[8 * kk + 0], s[8 * kk + 1]);
-      pf[kk][1] = pack_half2(s[8 * kk + 2], s[8 * kk + 3]);
-      pf[kk][2] = pack_half2(s[8 * kk + 4], s[8 * kk + 5]);
-      pf[kk][3] = pack_half2(s[8 * kk + 6], s[8 * kk + 7]);
+      pf[kk][0] = pack2<T>(s[8 * kk + 0], s[8 * kk + 1]);
+      pf[kk][1] = pack2<T>(s[8 * kk + 2], s[8 * kk + 3]);
+      pf[kk][2] = pack2<T>(s[8 * kk + 4], s[8 * kk + 5]);
+      pf[kk][3] = pack2<T>(s[8 * kk + 6], s[8 * kk + 7]);
     }
 
     cp_async_wait<1>();  // V_j has landed (K_{j+1} may still be in flight) ...
@@ -178,7 +178,7 @@ __device__ __forceinline__ void flash_forward(const half* __restrict__ Q,
     wgmma_fence();
 #pragma unroll
     for (int kk = 0; kk < BKV / 16; ++kk)
-      wgmma_rs<D>(o, pf[kk], desc(v_tile + kk * 16 * 128, BKV * 128, 1024));
+      wgmma_rs<D, T>(o, pf[kk], desc(v_tile + kk * 16 * 128, BKV * 128, 1024));
     wgmma_commit();
     wgmma_wait<0>();
   }
@@ -193,22 +193,24 @@ __device__ __forceinline__ void flash_forward(const half* __restrict__ Q,
     const float inv = l > 0.f ? 1.f / l : 0.f;
     const int row = pos[hh];
     if (row < N) {
-      half* dst = o_head + (size_t)row * D + 2 * t;
+      T* dst = o_head + (size_t)row * D + 2 * t;
 #pragma unroll
       for (int dt = 0; dt < DT; ++dt)
-        *reinterpret_cast<__half2*>(dst + dt * 8) =
-            __floats2half2_rn(o[4 * dt + 2 * hh] * inv, o[4 * dt + 2 * hh + 1] * inv);
+        *reinterpret_cast<unsigned*>(dst + dt * 8) =
+            pack2<T>(o[4 * dt + 2 * hh] * inv, o[4 * dt + 2 * hh + 1] * inv);
     }
   }
 }
 
 // MIN_BLOCKS: blocks per SM the register budget is set for (2 at d = 64: 128 registers)
-#define FLASH_ENTRY(NAME, D, MIN_BLOCKS)                                                       \
-  extern "C" __global__ void __launch_bounds__(THREADS, MIN_BLOCKS)                           \
-      NAME(const half* __restrict__ Q, const half* __restrict__ K, const half* __restrict__ V, \
-           half* __restrict__ O, int N, int H, int HKV, float scale_log2, int causal) {        \
-    flash_forward<D>(Q, K, V, O, N, H, HKV, scale_log2, causal);                              \
+#define FLASH_ENTRY(NAME, T, D, MIN_BLOCKS)                                                  \
+  extern "C" __global__ void __launch_bounds__(THREADS, MIN_BLOCKS)                         \
+      NAME(const T* __restrict__ Q, const T* __restrict__ K, const T* __restrict__ V,        \
+           T* __restrict__ O, int N, int H, int HKV, float scale_log2, int causal) {         \
+    flash_forward<T, D>(Q, K, V, O, N, H, HKV, scale_log2, causal);                         \
   }
 
-FLASH_ENTRY(wgmma_flash_d64, 64, 2)
-FLASH_ENTRY(wgmma_flash_d128, 128, 1)
+FLASH_ENTRY(wgmma_flash_d64, half, 64, 2)
+FLASH_ENTRY(wgmma_flash_d128, half, 128, 1)
+FLASH_ENTRY(wgmma_flash_d64_bf16, __nv_bfloat16, 64, 2)
+FLASH_ENTRY(wgmma_flash_d128_bf16, __nv_bfloat16, 128, 1)

@@ -66,7 +66,7 @@ def plan(q: Operand, k: Operand, v: Operand, out: Operand) -> Masks:
     """The kernel for this head dimension and its launch without and with the causal mask:
     built once per signature of q, k, v and out (``PLANS``)."""
     kd = tensor_core.kernel_d(q.shape[3], "rung 7")
-    kernel = SOURCE.kernel(f"wgmma_flash_d{kd}")
+    kernel = SOURCE.kernel(tensor_core.kernel_name("wgmma_flash", kd, q.dtype))
     return tensor_core.plan(q, k, v, out, kernel, shared_bytes(kd), BQ, THREADS, False, "rung 7")
 
 
@@ -76,7 +76,7 @@ PLANS = PlanCache(plan)
 @attention_rung(
     name="wgmma-flash",
     title="wgmma flash attention: both products on Hopper's warpgroup multiply",
-    dtypes=("float16",),
+    dtypes=("float16", "bfloat16"),
     needs=("cupy",),
     units="tensor",
     min_cc=(9, 0),
@@ -84,7 +84,7 @@ PLANS = PlanCache(plan)
     cc_needs="wgmma, an sm_90a-only instruction",
 )
 def launch(q: Any, k: Any, v: Any, out: Any = None, causal: bool = False) -> Any:
-    q, k, v, out, _ = operands(q, k, v, out, ("float16",))
+    q, k, v, out, _ = operands(q, k, v, out, ("float16", "bfloat16"))
     if 0 not in out.shape:
         PLANS(q, k, v, out)[bool(causal)](q, k, v, out)
     return out.obj

@@ -14,11 +14,11 @@ fastest of them, and the table names it.
   output, a fraction of a percent of the time at the benchmark shapes.
 - ``sdpa-cudnn``, ``sdpa-flash``, ``sdpa-efficient``, ``sdpa-math``: the same call with one
   backend pinned (``torch.nn.attention.sdpa_kernel([backend])``), so that each is measured
-  whichever the default would pick. cuDNN and FlashAttention take float16 here (no float32
-  kernels); the memory-efficient kernel and the math fallback (attention as matmul, softmax,
-  matmul in FP32, with N x N scores in memory) take both dtypes. Where the pinned backend
-  refuses the input (a head dimension not a multiple of 8, grouped-query inputs it does not
-  take, a shape cuDNN cannot build its graph for), the case is reported unavailable with
+  whichever the default would pick. cuDNN and FlashAttention take float16 and bfloat16 here
+  (no float32 kernels); the memory-efficient kernel and the math fallback (attention as matmul,
+  softmax, matmul in FP32, with N x N scores in memory) take all three dtypes. Where the pinned
+  backend refuses the input (a head dimension not a multiple of 8, grouped-query inputs it does
+  not take, a shape cuDNN cannot build its graph for), the case is reported unavailable with
   PyTorch's reason, not failed; where the math fallback's scores do not fit, too.
 - ``torch-materialized``: attention as three library calls, ``Q·Kᵀ`` (cuBLAS), ``softmax``,
   ``P·V`` (cuBLAS), with the N x N scores and probabilities in device memory in the input
@@ -64,6 +64,7 @@ BACKEND_NAMES = {
 }
 # what PyTorch says when no enabled backend takes the input: CUDA, and CPU builds
 REFUSED = ("No available kernel", "No viable backend")
+DTYPES = ("float32", "float16", "bfloat16")  # PyTorch's, and so the libraries' rows
 
 
 def refused(backend: str, err: RuntimeError) -> bool:
@@ -142,6 +143,7 @@ def _describe_default(args: tuple[Any, ...], out: Any, *, causal: bool) -> str:
 
 @attention_rung(
     name="sdpa",
+    dtypes=DTYPES,
     title="PyTorch scaled_dot_product_attention",
     needs=("torch",),
     reference=True,
@@ -149,7 +151,7 @@ def _describe_default(args: tuple[Any, ...], out: Any, *, causal: bool) -> str:
     describe=_describe_default,
 )
 def sdpa(q: Any, k: Any, v: Any, out: Any = None, causal: bool = False) -> Any:
-    q, k, v, out, shape = check_arrays(q, k, v, out, ("float32", "float16"))
+    q, k, v, out, shape = check_arrays(q, k, v, out, DTYPES)
     if out.size:
         tq, tk, tv, to = _tensors(q, k, v, out)
         to.copy_(sdpa_tensors(tq, tk, tv, causal, shape.group))
@@ -203,10 +205,10 @@ def pinned(backend: str, dtypes: tuple[str, ...]) -> Any:
 
 # the rows of SDPA with one backend pinned (forward and backward): name, SDPBackend, dtypes
 PINNED = (
-    ("sdpa-cudnn", "CUDNN_ATTENTION", ("float16",)),
-    ("sdpa-flash", "FLASH_ATTENTION", ("float16",)),
-    ("sdpa-efficient", "EFFICIENT_ATTENTION", ("float32", "float16")),
-    ("sdpa-math", "MATH", ("float32", "float16")),
+    ("sdpa-cudnn", "CUDNN_ATTENTION", ("float16", "bfloat16")),
+    ("sdpa-flash", "FLASH_ATTENTION", ("float16", "bfloat16")),
+    ("sdpa-efficient", "EFFICIENT_ATTENTION", DTYPES),
+    ("sdpa-math", "MATH", DTYPES),
 )
 
 for _name, _backend, _dtypes in PINNED:
@@ -222,6 +224,7 @@ for _name, _backend, _dtypes in PINNED:
 
 @attention_rung(
     name="torch-materialized",
+    dtypes=DTYPES,
     title="PyTorch matmul, softmax, matmul (N x N materialized)",
     needs=("torch",),
     reference=True,
@@ -230,7 +233,7 @@ for _name, _backend, _dtypes in PINNED:
 def materialized(q: Any, k: Any, v: Any, out: Any = None, causal: bool = False) -> Any:
     import torch
 
-    q, k, v, out, shape = check_arrays(q, k, v, out, ("float32", "float16"))
+    q, k, v, out, shape = check_arrays(q, k, v, out, DTYPES)
     if out.size:
         batch, _, kv_heads, n, d = shape
         tq, tk, tv, to = _tensors(q, k, v, out)
@@ -275,13 +278,14 @@ def _attention_causal(q: Any, k: Any, v: Any, out: Any) -> None:
 
 @attention_rung(
     name="torch-compile",
+    dtypes=DTYPES,
     title="torch.compile (Inductor) of softmax(QKᵀ·scale)·V",
     needs=("torch", "triton"),
     reference=True,
     units=tensor_cores_below_fp32,
 )
 def torch_compile(q: Any, k: Any, v: Any, out: Any = None, causal: bool = False) -> Any:
-    q, k, v, out, _ = check_arrays(q, k, v, out, ("float32", "float16"))
+    q, k, v, out, _ = check_arrays(q, k, v, out, DTYPES)
     if out.size:
         compiled.run(_attention_causal if causal else _attention, q, k, v, out)
     return out

@@ -2,9 +2,10 @@
 for, zero-padded workspaces, and the plan that launches one of their kernels with or without
 the causal mask. A library, not a rung: each rung picks its kernel and passes it here.
 
-Every kernel takes (Q, K, V, O, N, H, HKV, scale_log2, causal), float16, d in HEAD_DIMS and
-16-byte aligned pointers; ``plan`` copies operands into zero-padded, aligned workspaces when
-they are not (the memory table shows them).
+Every kernel takes (Q, K, V, O, N, H, HKV, scale_log2, causal), float16 (the wgmma rungs also
+bfloat16: the kernel's name ends in ``_bf16``), d in HEAD_DIMS and 16-byte aligned pointers;
+``plan`` copies operands into zero-padded, aligned workspaces when they are not (the memory
+table shows them).
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ import numpy as np
 from ladder.attention import memory
 from ladder.attention.problem import LOG2E, Masks
 from ladder.core import cuda_cpp
-from ladder.core.fastcall import POINTER, Operand, Steps, cupy_launch
+from ladder.core.fastcall import POINTER, Operand, Steps, bits_view, cupy_launch
 
 HEAD_DIMS = (64, 128)  # the kernels' head dimensions; smaller ones are padded up
 ALIGN = 16  # bytes: cp.async copies 16-byte chunks
@@ -30,12 +31,18 @@ def kernel_d(d: int, rung: str) -> int:
     return next(size for size in HEAD_DIMS if size >= d)
 
 
+def kernel_name(stem: str, kd: int, dtype: str) -> str:
+    """The name of the kernel ``stem`` built for head dimension kd and ``dtype``."""
+    return f"{stem}_d{kd}" + ("_bf16" if dtype == "bfloat16" else "")
+
+
 def padded_workspace(x: Operand, kd: int, what: str) -> Any:
-    """A zeroed (..., kd) float16 workspace for x (..., d): calls copy x into its first d
-    columns, and the columns past d stay zero."""
+    """A zeroed (..., kd) workspace of x's 16-bit elements (held as their bits: CuPy has no
+    bfloat16) for x (..., d): calls copy x into its first d columns, and the columns past d
+    stay zero, +0.0 in float16 and bfloat16 alike."""
     import cupy
 
-    buffer = memory.empty((*x.shape[:-1], kd), np.float16, what)
+    buffer = memory.empty((*x.shape[:-1], kd), np.uint16, what)
     cupy.asarray(buffer).fill(0)
     return buffer
 
@@ -44,8 +51,8 @@ def plan(
     q: Operand, k: Operand, v: Operand, out: Operand, kernel: Any, smem: int,
     block_rows: int, threads: int, packed: bool, rung: str,
 ) -> Masks:  # fmt: skip
-    """``kernel`` (built for ``kernel_d`` of q's head dimension; ``packed``: rung 6's layout,
-    a block over the rows of the query heads that share a K/V head) on these float16 operands:
+    """``kernel`` (built for ``kernel_d`` of q's head dimension and q's dtype; ``packed``: rung
+    6's layout, a block over the rows of the query heads that share a K/V head) on these operands:
     its grid of ``block_rows`` query rows a block, and its launch without and with the causal
     mask."""
     import cupy
@@ -74,9 +81,9 @@ def plan(
 
         def padded(q: Operand, k: Operand, v: Operand, out: Operand) -> None:
             for x, view in zip((q, k, v), views[:3], strict=True):
-                view[..., :d] = cupy.asarray(x.base)
+                view[..., :d] = bits_view(x)
             launch(*pointers)
-            cupy.asarray(out.base)[...] = views[3][..., :d]
+            bits_view(out)[...] = views[3][..., :d]
 
         return Steps(padded if copy else direct, launch)
 

@@ -891,3 +891,16 @@ def cupy_launch(
             kernel(grid3, block3, tuple(filled), shared_mem=shared_mem)
 
     return launch
+
+
+def bits_view(op: Operand, shape: tuple[int, ...] | None = None) -> Any:
+    """A CuPy view of a contiguous device array's elements as unsigned integers of their width
+    (uint16 for float16 and bfloat16, which CuPy lacks; uint8 for the 8-bit floats), in
+    ``shape`` (its own by default; a column-major matrix is its transpose, row-major): for the
+    tensor-core rungs' zero-padded workspaces, which only copy bits (all-zero bits are +0.0 in
+    every one of these types)."""
+    import cupy
+
+    shape = op.shape if shape is None else shape
+    memory = cupy.cuda.UnownedMemory(op.ptr, int(np.prod(shape)) * op.itemsize, owner=op.base)
+    return cupy.ndarray(shape, f"u{op.itemsize}", cupy.cuda.MemoryPointer(memory, 0))

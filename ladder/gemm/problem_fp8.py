@@ -207,7 +207,7 @@ class Fp8Launcher:
         return c.obj
 
     def _plan(self, a: Operand, b: Operand, sa: Operand, sb: Operand, c: Operand) -> Any:
-        from ladder.gemm.tensor_core import bits_view
+        from ladder.core.fastcall import bits_view
 
         (m, k), n = a.shape, b.shape[1]
         if m == 0 or n == 0:
@@ -231,7 +231,7 @@ class _Padded:
         self.pa: Any = None
 
     def __call__(self, a: Operand, b: Operand, sa: Operand, sb: Operand, c: Operand) -> None:
-        from ladder.gemm.tensor_core import bits_view
+        from ladder.core.fastcall import bits_view
 
         (m, k), n = a.shape, b.shape[1]
         if self.pa is None:

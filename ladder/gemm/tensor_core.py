@@ -22,7 +22,14 @@ from typing import Any
 import numpy as np
 
 from ladder.core.dtypes import name_of
-from ladder.core.fastcall import Operand, PackedLaunch, PlanCache, current_stream, raw_launches
+from ladder.core.fastcall import (
+    Operand,
+    PackedLaunch,
+    PlanCache,
+    bits_view,
+    current_stream,
+    raw_launches,
+)
 from ladder.gemm.problem import operands
 
 ALIGN = 16  # bytes: 16-byte vector loads, cp.async and the bulk tensor copy need it
@@ -39,18 +46,6 @@ def operand_dtype(A: Any, supported: tuple[str, ...]) -> str:
     if found not in supported:
         raise TypeError(f"A must be {' or '.join(supported)}, got {found}")
     return found
-
-
-def bits_view(op: Operand, shape: tuple[int, ...] | None = None) -> Any:
-    """A CuPy view of a contiguous device array's elements as unsigned integers of their width
-    (uint16 for float16 and bfloat16, which CuPy lacks; uint8 for the 8-bit floats), in
-    ``shape`` (its own by default; a column-major matrix is its transpose, row-major): the
-    padding below only copies bits, and all-zero bits are +0.0 in every one of these types."""
-    import cupy
-
-    shape = op.shape if shape is None else shape
-    memory = cupy.cuda.UnownedMemory(op.ptr, int(np.prod(shape)) * op.itemsize, owner=op.base)
-    return cupy.ndarray(shape, f"u{op.itemsize}", cupy.cuda.MemoryPointer(memory, 0))
 
 
 Run = Callable[[int, int, int, int, int, int], None]  # (a, b, c pointers, M, N, K)

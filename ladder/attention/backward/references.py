@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ladder.attention.backward.problem import backward_rung, operands, split
+from ladder.attention.backward.problem import BACKWARD, backward_rung, operands, split
 from ladder.attention.references import (
     BACKEND_NAMES,
     PINNED,
@@ -122,7 +122,8 @@ backward_rung(
     describe=_describe,
 )(sdpa_backward(None, ("float32", "float16")))
 
-for _name, _backend, _dtypes in PINNED:
+for _name, _backend, _forward_dtypes in PINNED:
+    _dtypes = tuple(x for x in _forward_dtypes if x in BACKWARD.dtypes)
     backward_rung(
         name=_name,
         title=f"PyTorch SDPA backward pinned to {BACKEND_NAMES[_backend]} (sdpa_kernel)",
