@@ -277,7 +277,14 @@ def long_case():
 @gpu_only
 @pytest.mark.parametrize(
     "name",
-    ["flash", "flash-fp16", "tensor-core-flash", "gqa-packed", "wgmma-flash", "overlap-flash"],
+    [
+        "flash",
+        "flash-fp16",
+        "tensor-core-flash",
+        "gqa-packed",
+        "wgmma-flash",
+        "overlap-flash",
+    ],
 )
 def test_flash_rungs_run_at_n_32768(name, long_case):
     rung = get_rung("attention-causal", name)

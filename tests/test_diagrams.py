@@ -47,6 +47,7 @@ FIGURES: dict[str, Callable[[], Figure]] = {
     "flash_tiles": attention_diagrams.flash_tiles,
     "online_softmax": attention_diagrams.online_softmax,
     "backward_tiles": attention_diagrams.backward_tiles,
+    "overlap_timeline": attention_diagrams.overlap_timeline,
     "implicit_gemm": conv_diagrams.implicit_gemm,
     "roofline_gemm": lambda: dg.roofline(RESULTS, "gemm"),
     "roofline_conv": lambda: dg.roofline(RESULTS, "conv"),
@@ -364,3 +365,33 @@ def test_epilogue_staging_is_the_kernels_and_conflict_free() -> None:
     fig = gemm_diagrams.epilogue_stores()
     assert "8 partial 32-byte sectors" in fig.axes[0].get_title()
     assert all("conflict-free" in ax.get_title() for ax in fig.axes[1:])
+
+
+@pytest.mark.parametrize("d", [64, 128])
+def test_overlap_timeline_from_rung_8(d: int) -> None:
+    """Rung 7's steps follow one another; rung 8's tensor cores run S_j and P_{j-1}·V_{j-1}
+    back to back while S_j's exponentials run beside P·V, and never two steps of one unit at
+    once. The clocks come from rung 8's key tile and the SM's rates."""
+    from ladder.attention import r08_overlap_flash as r08
+
+    c = attention_diagrams.tile_clocks(d)
+    product = 2 * 64 * r08.BKV * d / attention_diagrams.TENSOR_FLOP_PER_CLOCK
+    assert c == {
+        "S": product,
+        "PV": product,
+        "exp": 64 * r08.BKV / attention_diagrams.EXP_PER_CLOCK,
+    }
+    tiles = 4
+    schedule = attention_diagrams.overlap_schedule(d, tiles)
+    serial, overlap = schedule["rung 7"], schedule["rung 8"]
+    assert max(e for *_, e in serial) == tiles * (c["S"] + c["PV"] + c["exp"])
+    wanted = c["S"] + c["exp"] + (tiles - 1) * (c["S"] + max(c["PV"], c["exp"])) + c["PV"]
+    assert max(e for *_, e in overlap) == wanted
+    for steps in (serial, overlap):
+        assert len(steps) == 3 * tiles
+        for unit in ("tensor", "exp"):
+            spans = sorted((s, e) for u, _, s, e in steps if u == unit)
+            assert all(a[1] <= b[0] for a, b in itertools.pairwise(spans)), unit
+    fig = attention_diagrams.overlap_timeline(d, tiles)
+    assert len(patches(fig, "rung 8-tensor")) == 2 * tiles
+    assert len(patches(fig, "rung 7-exp")) == tiles

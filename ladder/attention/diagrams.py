@@ -7,6 +7,9 @@
 - ``backward_tiles``: the two kernels of the backward's flash rungs over the same N x N pairs,
   as rung 3 (``backward/r03_tensor_core``) cuts them: the key kernel's block down a column of
   key tiles, the query kernel's block along a row, the causal triangle neither computes.
+- ``overlap_timeline``: one warpgroup's key tiles on the tensor cores and on the exponential
+  unit, rung 7 (each product waited for) against rung 8 (the softmax under P·V), in clocks of
+  an H100 SM from rung 8's tile sizes (``tile_clocks``).
 """
 
 from __future__ import annotations
@@ -20,6 +23,7 @@ from matplotlib.patches import FancyArrowPatch, Polygon, Rectangle
 
 from ladder.attention import r03_flash as r03
 from ladder.attention import r05_tensor_core_flash as r05
+from ladder.attention import r08_overlap_flash as r08
 from ladder.attention.backward import r03_tensor_core as backward_r03
 from ladder.core import diagrams as dg
 
@@ -286,5 +290,75 @@ def backward_tiles(n: int = 512, d: int = 64, causal: bool = True, block: int = 
         f"Backward rung 3 over the N x N pairs, N = {n}, d = {d}"
         + (" (causal: grey is masked)" if causal else ""),
         fontsize=10,
+    )
+    return fig
+
+
+# An H100 SXM SM each clock: dense half-precision tensor FLOP (989 TFLOP/s over 132 SMs at
+# 1.83 GHz) and exponentials on the multi-function unit (3.9 T a second, the same way)
+TENSOR_FLOP_PER_CLOCK = 4096
+EXP_PER_CLOCK = 16
+
+
+def tile_clocks(d: int = 64, keys: int = r08.BKV, rows: int = 64) -> dict[str, float]:
+    """Clocks of one warpgroup's key tile (``rows`` queries, ``keys`` keys) with an H100 SM to
+    itself: S = Q·Kᵀ and O += P·V at TENSOR_FLOP_PER_CLOCK, and its rows x keys exponentials at
+    EXP_PER_CLOCK (the max, the sums and the rescale left out: the exponentials are the
+    floor)."""
+    product = 2.0 * rows * keys * d / TENSOR_FLOP_PER_CLOCK
+    return {"S": product, "PV": product, "exp": rows * keys / EXP_PER_CLOCK}
+
+
+def overlap_schedule(d: int = 64, tiles: int = 3) -> dict[str, list[tuple[str, str, float, float]]]:
+    """(unit, label, start, end) of each step, per rung, for ``tiles`` key tiles of one
+    warpgroup. Rung 7: S_j, then its exponentials, then P_j·V_j, each waited for. Rung 8: S_0
+    and its exponentials first; then per tile S_j and P_{j-1}·V_{j-1} back to back on the
+    tensor cores, S_j's exponentials as soon as S_j is done; the next tile's products wait for
+    both (the rescale needs P·V done); the last P·V after the loop."""
+    c = tile_clocks(d)
+    serial, t = [], 0.0
+    for j in range(tiles):
+        for unit, label, clocks in (("tensor", f"S{j}", c["S"]), ("exp", f"exp {j}", c["exp"]),
+                                    ("tensor", f"PV{j}", c["PV"])):  # fmt: skip
+            serial.append((unit, label, t, t + clocks))
+            t += clocks
+    overlap = [("tensor", "S0", 0.0, c["S"]), ("exp", "exp 0", c["S"], c["S"] + c["exp"])]
+    t = c["S"] + c["exp"]
+    for j in range(1, tiles):
+        s_end = t + c["S"]
+        overlap.append(("tensor", f"S{j}", t, s_end))
+        overlap.append(("tensor", f"PV{j - 1}", s_end, s_end + c["PV"]))
+        overlap.append(("exp", f"exp {j}", s_end, s_end + c["exp"]))
+        t = s_end + max(c["PV"], c["exp"])
+    overlap.append(("tensor", f"PV{tiles - 1}", t, t + c["PV"]))
+    return {"rung 7": serial, "rung 8": overlap}
+
+
+def overlap_timeline(d: int = 64, tiles: int = 3) -> Figure:
+    """``overlap_schedule`` drawn: per rung, the tensor cores' row and the exponential unit's,
+    one box per step, the total clocks in the row's label."""
+    schedule = overlap_schedule(d, tiles)
+    fig = dg.figure(3.2)
+    ax = fig.subplots()
+    colors = {"S": dg.BLUE, "PV": dg.ORANGE, "exp": dg.GREY}
+    names = []
+    for i, (rung, steps) in enumerate(schedule.items()):
+        for unit, label, start, end in steps:
+            y = 3 * i + (1 if unit == "tensor" else 0)
+            kind = "exp" if unit == "exp" else label.rstrip("0123456789")
+            ax.add_patch(Rectangle((start, y), end - start, 0.8, fc=colors[kind], ec="black",
+                                   lw=0.5, alpha=0.7, gid=f"{rung}-{unit}"))  # fmt: skip
+            ax.text((start + end) / 2, y + 0.4, label, ha="center", va="center", fontsize=7)
+        total = max(end for *_, end in steps)
+        names += [f"{rung}: exponentials", f"{rung}: tensor cores ({total:.0f} clocks)"]
+    ax.set_yticks([0.4, 1.4, 3.4, 4.4], names, fontsize=8)
+    ax.set_xlim(0, max(end for steps in schedule.values() for *_, end in steps) * 1.02)
+    ax.set_ylim(-0.2, 5.0)
+    ax.set_xlabel("clocks of one SM, one warpgroup alone on it")
+    ax.set_title(
+        f"{tiles} key tiles of {r08.BKV} keys, 64 query rows, d = {d}, on an H100 SM: each S and "
+        f"P·V {tile_clocks(d)['S']:.0f} clocks at {TENSOR_FLOP_PER_CLOCK} FLOP a clock,\n"
+        f"a tile's exponentials {tile_clocks(d)['exp']:.0f} at {EXP_PER_CLOCK} a clock",
+        fontsize=9,
     )
     return fig

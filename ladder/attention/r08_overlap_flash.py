@@ -6,7 +6,7 @@ What changes: the order of one key tile's work (``r08_overlap_flash.cu``; ``diff
 warpgroup's tensor-core time and its softmax add. Here each tile j issues S_j = Q·K_jᵀ and then
 O += P_{j-1}·V_{j-1}, waits only for S_j (``wgmma.wait_group 1``), masks and exponentiates S_j
 while P·V runs, then waits for P·V and rescales O by tile j's alpha. Two tiles are in flight
-per warpgroup: S_j in floats and P_{j-1} in half2 are live together (118 registers at d = 64,
+per warpgroup: S_j in floats and P_{j-1} in packed pairs are live together (118 registers at d = 64,
 rung 7's 101; 168 at d = 128, rung 7's 149; no spills). A tile's one block barrier now frees
 K_{j-1}'s and V_{j-2}'s stages, so one cp.async group per tile brings K_{j+1} and V_j.
 Why: an H100 multiplies 4096 half FLOP a clock per SM but exponentiates 16 floats (989 against
@@ -25,15 +25,20 @@ causal d = 64, 0.394 ms (rung 7 0.407 ms, SDPA 0.382 ms,
 results/nvidia-h100-80gb-hbm3-attention-causal-64-overlap-flash.json); causal d = 128,
 0.720 ms (rung 7 0.795 ms, SDPA 0.550 ms,
 results/nvidia-h100-80gb-hbm3-attention-causal-128-overlap-flash.json). bfloat16 in the
-files named -bfloat16- beside them: 1.03x to 1.10x rung 7, the same pattern.
+files named -bfloat16- beside them: 1.03x to 1.10x rung 7, the same pattern. N = 16384:
+d = 64, 10.477 ms (rung 7 10.617 ms, results/nvidia-h100-80gb-hbm3-attention-16384-64-overlap-
+flash.json); d = 128, 19.921 ms (rung 7 21.611 ms,
+results/nvidia-h100-80gb-hbm3-attention-16384-128-overlap-flash.json).
+Nsight Compute at the GQA shape: 677.4 us, 57.5% issue, 356 M warp instructions against rung
+7's 703.5 us, 59.4% and 381 M (results/nvidia-h100-80gb-hbm3-profile-attention-overlap-flash.json).
 Verdict: held at d = 128 (1.10x rung 7, causal 1.10x), missed at d = 64 (1.02x, causal
 1.03x): there two blocks of two warpgroups share an SM, so one warpgroup's exponentials
 already ran under another's products; at d = 128 one block fills the SM and less hid them.
 Against the fastest SDPA call: 1.01x at d = 64 (0.97x causal), 0.67x at d = 128 (0.76x
-causal); SDPA's own repeats spread widely in these runs (0.522-0.949 ms causal at d = 128).
-What holds d = 128 back is next: a 64-key tile makes S = Q·Kᵀ m64n64 products, each reading
-4 KB of Q and K from shared memory for 131 k FLOP, 32 FLOP a byte: the SM's 128 bytes a clock
-of shared memory only just feed its 4096 FLOP a clock.
+causal), and at N = 16384 0.88x and 0.73x (causal 0.95x and 0.69x); SDPA's own repeats
+spread widely at N = 4096 (0.522-0.949 ms causal at d = 128).
+Not what holds d = 128 back: the key tile's width. 128 keys a tile (m64n128 products, a quarter
+fewer shared-memory bytes a FLOP in S) ran 0.88x this rung (lab notes, "Tries after rung 8").
 
 Lab notes: docs/notes/attention.md
 """

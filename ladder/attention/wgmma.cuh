@@ -32,18 +32,23 @@ __device__ __forceinline__ unsigned pack2(float lo, float hi) {
   }
 }
 
-// S (64 x 64) += A (64 x 16, descriptor, K-major) * B (16 x 64, descriptor, K-major: Kᵀ)
-#define LADDER_WGMMA_SS_N64(TYPE)                                                     \
-  asm volatile("wgmma.mma_async.sync.aligned.m64n64k16.f32." TYPE "." TYPE "\n"       \
-               WGMMA_D32_REGS ",\n %32, %33, 1, 1, 1, 0, 0;\n"                        \
-               : WGMMA_D32_OPERANDS                                                   \
+// S (64 x N) += A (64 x 16, descriptor, K-major) * B (16 x N, descriptor, K-major: Kᵀ)
+#define LADDER_WGMMA_SS(SHAPE, TYPE, REGS, OPERANDS, A_AND_B)                          \
+  asm volatile("wgmma.mma_async.sync.aligned." SHAPE ".f32." TYPE "." TYPE "\n" REGS  \
+               ",\n " A_AND_B ", 1, 1, 1, 0, 0;\n"                                    \
+               : OPERANDS                                                             \
                : "l"(a), "l"(b))
-template <typename T = half>
-__device__ __forceinline__ void wgmma_ss_n64(float* d, unsigned long long a, unsigned long long b) {
-  if constexpr (is_bf16<T>) {
-    LADDER_WGMMA_SS_N64("bf16");
+template <int N, typename T = half>
+__device__ __forceinline__ void wgmma_ss(float* d, unsigned long long a, unsigned long long b) {
+  static_assert(N == 64 || N == 128, "the S-like product's widths");
+  if constexpr (N == 64 && is_bf16<T>) {
+    LADDER_WGMMA_SS("m64n64k16", "bf16", WGMMA_D32_REGS, WGMMA_D32_OPERANDS, "%32, %33");
+  } else if constexpr (N == 64) {
+    LADDER_WGMMA_SS("m64n64k16", "f16", WGMMA_D32_REGS, WGMMA_D32_OPERANDS, "%32, %33");
+  } else if constexpr (is_bf16<T>) {
+    LADDER_WGMMA_SS("m64n128k16", "bf16", WGMMA_D64_REGS, WGMMA_D64_OPERANDS, "%64, %65");
   } else {
-    LADDER_WGMMA_SS_N64("f16");
+    LADDER_WGMMA_SS("m64n128k16", "f16", WGMMA_D64_REGS, WGMMA_D64_OPERANDS, "%64, %65");
   }
 }
 // O (64 x N) += P (64 x 16, this warp's 16 rows in 4 registers) * V (16 x N, descriptor,

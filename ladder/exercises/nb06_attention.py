@@ -5,6 +5,8 @@
   as flash attention does between blocks of keys, written by you.
 - ``check_backward_products(dict)``: the N x N x d products the backward's flash rungs run per
   head, against those the problem credits.
+- ``check_softmax_share(dict)``: a key tile's exponentials against its two products, in an
+  H100 SM's clocks, at d = 64 and d = 128: what rung 8 hides under the tensor cores.
 """
 
 from __future__ import annotations
@@ -95,4 +97,32 @@ def check_backward_products(answer: Any) -> str:
     return (
         f"right: {executed} run where {credited:g} are credited, {executed / credited:.1f}x the "
         "tensor work; FlashAttention-2 runs 5 by adding dQ with atomics from the key kernel"
+    )
+
+
+def check_softmax_share(answer: Any) -> str:
+    """An H100 SM multiplies 4096 half-precision FLOP a clock on its tensor cores and computes
+    16 exponentials a clock (``diagrams.TENSOR_FLOP_PER_CLOCK``, ``EXP_PER_CLOCK``). One key
+    tile of a warpgroup is 64 query rows x 64 keys: S = Q·Kᵀ and O += P·V (2 · 64 · 64 · d
+    FLOP each) and one exponential a score. Keys: d64, d128: the exponentials' clocks over
+    the two products' clocks, at each head dimension."""
+    from ladder.attention import diagrams
+
+    found = as_dict(answer, ("d64", "d128"), "check_softmax_share")
+    share = {}
+    for d in (64, 128):
+        c = diagrams.tile_clocks(d, keys=64)
+        share[f"d{d}"] = c["exp"] / (c["S"] + c["PV"])
+    require(
+        close(found["d64"], share["d64"]),
+        "d64: 64 x 64 exponentials at 16 a clock, against 2 products of 2 · 64 · 64 · 64 FLOP "
+        "at 4096 a clock",
+    )
+    require(
+        close(found["d128"], share["d128"]), "d128: the products double, the exponentials do not"
+    )
+    return (
+        f"right: {share['d64']:g} and {share['d128']:g}; waited for in turn (rung 7), the "
+        "exponentials double a tile's time at d = 64 and add half at d = 128, which is why "
+        "rung 8 runs them under P·V"
     )

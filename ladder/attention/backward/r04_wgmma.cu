@@ -20,7 +20,7 @@
 #include <cuda_fp16.h>
 
 #include "../mma_sync.cuh"  // cp.async, half2 packing
-#include "../wgmma.cuh"     // the descriptor layout, wgmma_ss_n64, wgmma_rs; desc, fences
+#include "../wgmma.cuh"     // the descriptor layout, wgmma_ss, wgmma_rs; desc, fences
 
 constexpr int THREADS = 128;  // one warpgroup
 constexpr int ROWS = 64;      // keys of a key-kernel block, queries of a query-kernel block
@@ -56,7 +56,7 @@ __device__ __forceinline__ void wgmma_abt(float* acc, unsigned a, unsigned b) {
 #pragma unroll
   for (int ks = 0; ks < D / 16; ++ks) {
     const unsigned step = (ks / 4) * (64 * 128) + (ks % 4) * 32;  // column block, k16 in it
-    wgmma_ss_n64(acc, desc(a + step, 16, 1024), desc(b + step, 16, 1024));
+    wgmma_ss<64>(acc, desc(a + step, 16, 1024), desc(b + step, 16, 1024));
   }
 }
 

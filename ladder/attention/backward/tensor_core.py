@@ -19,7 +19,7 @@ from ladder.attention.backward.common import workspace
 from ladder.attention.problem import Masks
 from ladder.attention.tensor_core import ALIGN, kernel_d, padded_workspace
 from ladder.core import cuda_cpp
-from ladder.core.fastcall import POINTER, Operand, Steps, cupy_launch
+from ladder.core.fastcall import POINTER, Operand, Steps, bits_view, cupy_launch
 
 DELTA = cuda_cpp.source(__file__, "delta.cu", archs=("sm_80", "sm_90"))
 DELTA_THREADS = 128  # four rows (warps) a block
@@ -75,10 +75,10 @@ def plan(
 
         def padded(*ops: Operand) -> None:
             for x, view in zip(ops[:5], views[:5], strict=True):
-                view[..., :d] = cupy.asarray(x.base)
+                view[..., :d] = bits_view(x)
             p = pointers
             launch(p[0], p[1], p[2], p[3], p[4], ops[5].ptr, p[5])
-            cupy.asarray(ops[6].base)[...] = views[5][..., :d]
+            bits_view(ops[6])[...] = views[5][..., :d]
 
         return Steps(padded if copy else direct, delta_launch, keys, queries)
 
