@@ -138,7 +138,7 @@ def _bad_inputs(rung):
     dtype = rung.dtypes[-1]
     q, k, v, o, do, lse = get_problem(rung.problem).make_inputs((1, 4, 2, 8, 16), dtype, 0)
     yield "dtype", (q.astype(np.float64), k, v, o, do, lse), TypeError, "q must be"
-    yield "do dtype", (q, k, v, o, do.astype(np.float64), lse), TypeError, "do must be float"
+    yield "do dtype", (q, k, v, o, do.astype(np.float64), lse), TypeError, "do must be b?float"
     yield "o shape", (q, k, v, o[:, :2], do, lse), ValueError, "o must have q's shape"
     yield "lse dtype", (q, k, v, o, do, lse.astype(np.float64)), TypeError, "lse must be float32"
     yield "lse shape", (q, k, v, o, do, lse[..., :4]), ValueError, r"lse must have shape"
@@ -188,22 +188,24 @@ def test_large_scores_do_not_overflow(name):
 
 
 @gpu_only
-@pytest.mark.parametrize("name", ["tensor-core", "wgmma"])
-def test_cuda_cpp_rungs_take_misaligned_operands(name):
+@pytest.mark.parametrize(
+    ("name", "dtype"), [("tensor-core", "float16"), ("wgmma", "float16"), ("wgmma", "bfloat16")]
+)
+def test_cuda_cpp_rungs_take_misaligned_operands(name, dtype):
     """q starting 2 bytes into its buffer (not 16-byte aligned, as cp.async needs): the plan
     copies every operand into aligned workspaces, and the answer is the same."""
     rung = get_rung("attention-backward", name)
     if rung.unavailable_reason():
         pytest.skip(rung.unavailable_reason())
     problem = get_problem("attention-backward")
-    inputs = problem.make_inputs((1, 4, 2, 70, 64), "float16", seed=3)
+    inputs = problem.make_inputs((1, 4, 2, 70, 64), dtype, seed=3)
     q = inputs[0]
     flat = to_device(np.concatenate([np.zeros(1, q.dtype), q.ravel()]))
     shifted = flat[1:].reshape(q.shape)  # 2 bytes past a 16-byte boundary
     out = to_device(np.full(problem.output_shape((1, 4, 2, 70, 64)), np.nan, q.dtype))
     rung.launch(shifted, *[to_device(x) for x in inputs[1:]], out)
     ref = problem.reference(inputs)
-    assert timing.relative_error(to_host(out), ref) <= problem.tolerance("float16")
+    assert timing.relative_error(to_host(out), ref) <= problem.tolerance(dtype)
 
 
 @gpu_only

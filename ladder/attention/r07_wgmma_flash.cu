@@ -196,8 +196,7 @@ __device__ __forceinline__ void flash_forward(const T* __restrict__ Q, const T* 
       T* dst = o_head + (size_t)row * D + 2 * t;
 #pragma unroll
       for (int dt = 0; dt < DT; ++dt)
-        *reinterpret_cast<unsigned*>(dst + dt * 8) =
-            pack2<T>(o[4 * dt + 2 * hh] * inv, o[4 * dt + 2 * hh + 1] * inv);
+        store2(dst + dt * 8, o[4 * dt + 2 * hh] * inv, o[4 * dt + 2 * hh + 1] * inv);
     }
   }
 }

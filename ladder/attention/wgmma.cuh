@@ -32,6 +32,16 @@ __device__ __forceinline__ unsigned pack2(float lo, float hi) {
   }
 }
 
+// Two FP32 values rounded to T and stored at dst (4-byte aligned), with T's own pair type
+template <typename T>
+__device__ __forceinline__ void store2(T* dst, float lo, float hi) {
+  if constexpr (is_bf16<T>) {
+    *reinterpret_cast<__nv_bfloat162*>(dst) = __floats2bfloat162_rn(lo, hi);
+  } else {
+    *reinterpret_cast<__half2*>(dst) = __floats2half2_rn(lo, hi);
+  }
+}
+
 // S (64 x N) += A (64 x 16, descriptor, K-major) * B (16 x N, descriptor, K-major: Kᵀ)
 #define LADDER_WGMMA_SS(SHAPE, TYPE, REGS, OPERANDS, A_AND_B)                          \
   asm volatile("wgmma.mma_async.sync.aligned." SHAPE ".f32." TYPE "." TYPE "\n" REGS  \

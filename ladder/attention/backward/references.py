@@ -115,12 +115,13 @@ def _describe(args: tuple[Any, ...], out: Any, *, causal: bool) -> str:
 backward_rung(
     name="sdpa",
     title="PyTorch SDPA backward (autograd of scaled_dot_product_attention)",
+    dtypes=BACKWARD.dtypes,
     needs=("torch",),
     reference=True,
     units=tensor_cores_below_fp32,
     prepare=_prepare(None),
     describe=_describe,
-)(sdpa_backward(None, ("float32", "float16")))
+)(sdpa_backward(None, BACKWARD.dtypes))
 
 for _name, _backend, _forward_dtypes in PINNED:
     _dtypes = tuple(x for x in _forward_dtypes if x in BACKWARD.dtypes)

@@ -3,7 +3,8 @@
 mask. A library, not a rung: each rung picks its kernels and passes them here.
 
 Every key kernel (dK, dV) and query kernel (dQ) takes (Q, K, V, dO, lse, D, G, N, H, HKV,
-scale, causal): float16 operands with d in ``HEAD_DIMS`` and 16-byte aligned pointers, float32
+scale, causal): float16 operands (rung 4's and D's ``_bf16`` kernels: bfloat16) with d in
+``HEAD_DIMS`` and 16-byte aligned pointers, float32
 lse and D, G the problem's output. ``plan`` copies the operands into zero-padded, aligned
 workspaces when they are not (``ladder.attention.tensor_core``, as the forward's rungs do).
 """
@@ -17,7 +18,7 @@ import numpy as np
 
 from ladder.attention.backward.common import workspace
 from ladder.attention.problem import Masks
-from ladder.attention.tensor_core import ALIGN, kernel_d, padded_workspace
+from ladder.attention.tensor_core import ALIGN, kernel_d, kernel_name, padded_workspace
 from ladder.core import cuda_cpp
 from ladder.core.fastcall import POINTER, Operand, Steps, bits_view, cupy_launch
 
@@ -56,7 +57,8 @@ def plan(
 
     sizes = (np.int32(n), np.int32(heads), np.int32(kv_heads), np.float32(1 / math.sqrt(d)))
     delta_launch = cupy_launch(
-        DELTA.kernel(f"backward_delta_d{kd}"), (rows * 32 + DELTA_THREADS - 1) // DELTA_THREADS,
+        DELTA.kernel(kernel_name("backward_delta", kd, q.dtype)),
+        (rows * 32 + DELTA_THREADS - 1) // DELTA_THREADS,
         (DELTA_THREADS,), 0, (POINTER, POINTER, POINTER, np.int32(rows)),
     )  # fmt: skip
 
