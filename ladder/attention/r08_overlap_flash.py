@@ -6,16 +6,16 @@ What changes: the order of one key tile's work (``r08_overlap_flash.cu``; ``diff
 warpgroup's tensor-core time and its softmax add. Here each tile j issues S_j = Q·K_jᵀ and then
 O += P_{j-1}·V_{j-1}, waits only for S_j (``wgmma.wait_group 1``), masks and exponentiates S_j
 while P·V runs, then waits for P·V and rescales O by tile j's alpha. Two tiles are in flight
-per warpgroup: S_j in floats and P_{j-1} in packed pairs are live together (118 registers at d = 64,
-rung 7's 101; 168 at d = 128, rung 7's 149; no spills). A tile's one block barrier now frees
-K_{j-1}'s and V_{j-2}'s stages, so one cp.async group per tile brings K_{j+1} and V_j.
-Why: an H100 multiplies 4096 half FLOP a clock per SM but exponentiates 16 floats (989 against
+per warpgroup: S_j in floats and P_{j-1} in packed pairs live together (118 registers at
+d = 64, rung 7's 101; 168 at d = 128, rung 7's 149; no spills). V_j is now first read a tile later
+(by P·V in tile j + 1), so one cp.async group a tile brings K_{j+1} and V_j together.
+Why: an H100 SM multiplies 4096 half FLOP a clock but exponentiates 16 floats (989 against
 3.9 TFLOP/s). One score costs 4d FLOP (2d in S, 2d in P·V): 256 at d = 64, one exponential's
-time, so serialized the softmax's exponentials alone double a tile's time at d = 64 and add
-half at d = 128. Other warpgroups of the SM overlap the two already, so rung 7 hides part.
-Prediction: FlashAttention-3's ablation credits this step with 1.14x (661 against 582 TFLOP/s,
-d = 128); rung 7 runs 4 warpgroups an SM at d = 64 (2 blocks), which already overlap one
-another's softmax, so less here: about 1.05-1.15x rung 7, most at d = 128 (1 block an SM).
+time, so serialized the exponentials alone double a tile's time at d = 64 and add half at
+d = 128 (the notebook's overlap_timeline draws it).
+Prediction: FlashAttention-3 (d = 128, N = 8K) gained 1.14x from it on top of warp
+specialization (661 against 582 TFLOP/s); rung 7's 2 blocks an SM at d = 64 already overlap
+each other's softmax, so about 1.05-1.15x rung 7 here, most at d = 128 (1 block an SM).
 Measured: on an NVIDIA H100 by ``ladder run``, rung 7 and SDPA (default call, cuDNN and
 FlashAttention-2 pinned) in the same run, [B, H, HKV, N] = [4, 16, 16, 4096], float16: d = 64,
 0.687 ms (rung 7 0.701 ms, fastest SDPA 0.694 ms,
@@ -29,16 +29,18 @@ files named -bfloat16- beside them: 1.03x to 1.10x rung 7, the same pattern. N =
 d = 64, 10.477 ms (rung 7 10.617 ms, results/nvidia-h100-80gb-hbm3-attention-16384-64-overlap-
 flash.json); d = 128, 19.921 ms (rung 7 21.611 ms,
 results/nvidia-h100-80gb-hbm3-attention-16384-128-overlap-flash.json).
-Nsight Compute at the GQA shape: 677.4 us, 57.5% issue, 356 M warp instructions against rung
-7's 703.5 us, 59.4% and 381 M (results/nvidia-h100-80gb-hbm3-profile-attention-overlap-flash.json).
-Verdict: held at d = 128 (1.10x rung 7, causal 1.10x), missed at d = 64 (1.02x, causal
-1.03x): there two blocks of two warpgroups share an SM, so one warpgroup's exponentials
-already ran under another's products; at d = 128 one block fills the SM and less hid them.
+Nsight Compute at [4, 16, 4, 4096, 64]: 677.4 us, 57.5% issue, 356 M warp instructions
+against rung 7's 703.5 us, 59.4%, 381 M
+(results/nvidia-h100-80gb-hbm3-profile-attention-overlap-flash.json).
+Verdict: the overlap did not happen. In the SASS (cuobjdump; nvcc 13.0, NVRTC 13.5) ptxas
+puts wait_group 0 right after wait_group 1, before the 34 exponentials (at d = 64 they write
+the registers the P·V in flight reads). So the 1.02-1.10x over rung 7 (1.10x at d = 128) is
+the rest of the change: one barrier and one copy group a tile, the products back to back.
 Against the fastest SDPA call: 1.01x at d = 64 (0.97x causal), 0.67x at d = 128 (0.76x
 causal), and at N = 16384 0.88x and 0.73x (causal 0.95x and 0.69x); SDPA's own repeats
-spread widely at N = 4096 (0.522-0.949 ms causal at d = 128).
-Not what holds d = 128 back: the key tile's width. 128 keys a tile (m64n128 products, a quarter
-fewer shared-memory bytes a FLOP in S) ran 0.88x this rung (lab notes, "Tries after rung 8").
+spread widely at N = 4096 (0.522-0.949 ms causal at d = 128). Pinning S's, the sums' and
+P's registers did not move the wait (lab notes): keeping the exponentials between the waits
+is this rung's open step. A wider key tile ran 0.88x (lab notes, "Tries after rung 8").
 
 Lab notes: docs/notes/attention.md
 """
