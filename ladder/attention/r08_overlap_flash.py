@@ -38,9 +38,9 @@ the registers the P·V in flight reads). So the 1.02-1.10x over rung 7 (1.10x at
 the rest of the change: one barrier and one copy group a tile, the products back to back.
 Against the fastest SDPA call: 1.01x at d = 64 (0.97x causal), 0.67x at d = 128 (0.76x
 causal), and at N = 16384 0.88x and 0.73x (causal 0.95x and 0.69x); SDPA's own repeats
-spread widely at N = 4096 (0.522-0.949 ms causal at d = 128). Pinning S's, the sums' and
-P's registers did not move the wait (lab notes): keeping the exponentials between the waits
-is this rung's open step. A wider key tile ran 0.88x (lab notes, "Tries after rung 8").
+spread widely at N = 4096 (0.522-0.949 ms causal at d = 128). Pinning registers did not
+move the wait; a shared-memory store of the row sums before it did, in the SASS, not yet
+timed (lab notes). A wider key tile ran 0.88x (lab notes, "Tries after rung 8").
 
 Lab notes: docs/notes/attention.md
 """
