@@ -469,11 +469,12 @@ def cmd_sanitize(args: argparse.Namespace) -> int:
 
     console = _console()
     console.width = max(console.width, 120)
-    names = [args.problem] if args.problem else list(problems())
+    names = [args.problem] if args.problem else list(problems())  # --rungs: main checked them
     found = []
     for name in names:
-        console.print(f"{name}: every rung under compute-sanitizer {', '.join(args.tools)} ...")
-        found += tools.sanitize(name, args.tools)
+        which = ", ".join(args.rungs) if args.rungs else "every rung"
+        console.print(f"{name}: {which} under compute-sanitizer {', '.join(args.tools)} ...")
+        found += tools.sanitize(name, args.tools, args.rungs)
     planted = [r for r in found if r.problem == "planted"]
     found = [r for r in found if r.problem != "planted"]
     console.print(report.sanitize_table(found, device.facts().name))
@@ -647,6 +648,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = command("sanitize", "every rung under compute-sanitizer, at small odd sizes")
     p.add_argument("problem", nargs="?", help=f"only this problem: {PROBLEMS}")
+    p.add_argument("--rungs", nargs="+", metavar="RUNG", help="only these rungs (with PROBLEM)")
     p.add_argument("--tools", nargs="+", default=["memcheck", "racecheck"])
     p.add_argument("--json", help="also write the results to this file")
     p.set_defaults(func=cmd_sanitize)
@@ -716,7 +718,8 @@ def _check_arguments(args: argparse.Namespace) -> None:
         args.size = problem.parse_size(args.size)
     if getattr(args, "rungs", None):
         if problem is None:
-            raise ValueError("--rungs: name their PROBLEM too, e.g. ladder check gemm --rungs 6")
+            example = f"ladder {args.command} gemm --rungs 6"
+            raise ValueError(f"--rungs: name their PROBLEM too, e.g. {example}")
         for rung_name in args.rungs:
             _known_rung(problem.name, rung_name, "--rungs")
     if args.command == "profile" and args.rung != "all":

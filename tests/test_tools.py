@@ -278,3 +278,25 @@ def test_the_rung_below_takes_the_same_dtype():
     assert tools.rung_below(get_rung("gemm", "tma"), "bfloat16") is None  # mma-sync: float16
     assert tools.rung_below(get_rung("gemm", "fp16-staging"), "float16") is None
     assert tools.rung_below(get_rung("gemm", "naive"), "float32") is None
+
+
+def test_sanitize_takes_rungs_and_names_them_to_the_child(monkeypatch, capsys):
+    """``ladder sanitize PROBLEM --rungs ...`` runs only those rungs: their names reach the
+    child process under the tool; --rungs without a problem, or an unknown rung, is refused
+    before the tool runs."""
+    assert cli.main(["sanitize", "--rungs", "naive"]) == 2
+    assert "ladder sanitize gemm --rungs 6" in capsys.readouterr().err
+    assert cli.main(["sanitize", "attention", "--rungs", "no-such-rung"]) == 2
+    capsys.readouterr()
+    commands = []
+
+    def fake_run(command, **kwargs):
+        commands.append(command)
+        out = f"{tools.MARK} start attention producer-flash 9 float16\n{tools.MARK} ok\n"
+        return subprocess.CompletedProcess(command, 0, out, "")
+
+    monkeypatch.setattr(tools, "find_tool", lambda name: "/bin/compute-sanitizer")
+    monkeypatch.setattr(tools.subprocess, "run", fake_run)
+    found = tools.sanitize("attention", ["memcheck"], ["producer-flash"])
+    assert commands[0][-3:] == ["sanitize", "attention", "producer-flash"]
+    assert [(r.rung, r.checked) for r in found] == [("producer-flash", True)]

@@ -216,8 +216,11 @@ def parse_sanitizer(text: str, tool: str) -> list[SanitizeResult]:
     return results
 
 
-def sanitize(problem: str, tools: list[str]) -> list[SanitizeResult]:
-    """Every GPU rung of ``problem`` at small odd sizes under each compute-sanitizer tool."""
+def sanitize(
+    problem: str, tools: list[str], names: list[str] | None = None
+) -> list[SanitizeResult]:
+    """Every GPU rung of ``problem`` (or the rungs ``names``) at small odd sizes under each
+    compute-sanitizer tool."""
     exe = find_tool("compute-sanitizer")
     results = []
     for tool in tools:
@@ -225,7 +228,7 @@ def sanitize(problem: str, tools: list[str]) -> list[SanitizeResult]:
         # (cuGetProcAddress for entry points this driver lacks); those are not rung errors
         command = [
             exe, "--tool", tool, "--print-limit", "1000", "--error-exitcode", "0",
-            "--report-api-errors", "no", *_child_command("sanitize", problem),
+            "--report-api-errors", "no", *_child_command("sanitize", problem, *(names or [])),
         ]  # fmt: skip
         env = dict(os.environ, PYTHONUNBUFFERED="1")
         done = subprocess.run(command, capture_output=True, text=True, env=env)
@@ -288,7 +291,8 @@ def child(argv: list[str]) -> int:
         return 0
     if what == "sanitize":
         problem = get_problem(argv[1])
-        for rung in rungs(problem.name, references=False):
+        chosen = [get_rung(problem.name, name) for name in argv[2:]]
+        for rung in chosen or rungs(problem.name, references=False):
             if rung.on_cpu or rung.unavailable_reason() is not None:
                 continue
             for dtype in rung.dtypes:
