@@ -284,6 +284,7 @@ def long_case():
         "gqa-packed",
         "wgmma-flash",
         "overlap-flash",
+        "producer-flash",
     ],
 )
 def test_flash_rungs_run_at_n_32768(name, long_case):
@@ -322,7 +323,8 @@ def test_readme_summary_gives_the_two_target_ratios():
 @pytest.mark.parametrize(
     ("name", "dtype"),
     [("tensor-core-flash", "float16"), ("gqa-packed", "float16"), ("wgmma-flash", "float16"),
-     ("wgmma-flash", "bfloat16"), ("overlap-flash", "float16"), ("overlap-flash", "bfloat16")],
+     ("wgmma-flash", "bfloat16"), ("overlap-flash", "float16"), ("overlap-flash", "bfloat16"),
+     ("producer-flash", "float16"), ("producer-flash", "bfloat16")],
 )  # fmt: skip
 def test_tensor_core_rungs_take_misaligned_operands(name, dtype):
     """q starting 2 bytes into its buffer (not 16-byte aligned, as cp.async needs): the plan

@@ -916,3 +916,76 @@ def test_flat_is_the_same_memory_in_one_dimension(monkeypatch):
     monkeypatch.setattr(fused_problem.device, "simulator", lambda: False)
     cai = fused_problem.flat(x).base.__cuda_array_interface__
     assert (cai["shape"], cai["data"][0], cai["typestr"]) == ((6,), x.ptr, "<f2")
+
+
+class _AttentionMapDriver:
+    """Stands in for libcuda: reads a launch's parameters as attention rung 9's entry point
+    takes them, (map K, map V, Q, O, N, H, HKV, scale_log2, causal)."""
+
+    def __init__(self):
+        self.launches = []
+
+    def launch(self, function, gx, gy, gz, bx, by, bz, smem, stream, params, extra):
+        address = (ctypes.c_void_p * 9).from_address(params)
+        maps = [np.frombuffer(ctypes.string_at(address[i], 128), np.uint64)[:7] for i in (0, 1)]
+        q, o = (ctypes.c_uint64.from_address(address[i]).value for i in (2, 3))
+        ints = [ctypes.c_int32.from_address(address[i]).value for i in (4, 5, 6, 8)]
+        scale = ctypes.c_float.from_address(address[7]).value
+        grid, block = (gx, gy, gz), (bx, by, bz)
+        self.launches.append(
+            (grid, block, smem, stream, [m.tolist() for m in maps], q, o, ints, scale)
+        )
+        return 0
+
+
+@pytest.mark.parametrize("d", [64, 128])
+def test_producer_attention_plan_maps_k_and_v_per_head(monkeypatch, d):
+    """Attention rung 9 without a GPU: K and V reach the kernel as tensor maps of B·HKV layers
+    of N x d in boxes of 64 keys x 64 columns (a box never crosses a head), made once per pair
+    of K and V addresses; Q and O follow as pointers, then N, H, HKV, the scale and the mask;
+    the block is one producer warpgroup and the consumers, the grid a block per 64 x consumers
+    query rows."""
+    import cupy
+
+    from ladder.attention import r09_producer_flash as r09
+    from ladder.gemm import hopper
+
+    def ops(k_ptr=0x20000):
+        shapes = [(2, 4, 130, d), (2, 2, 130, d), (2, 2, 130, d), (2, 4, 130, d)]
+        ptrs = [0x10000, k_ptr, 0x30000, 0x40000]
+        return [
+            intake(FakeArray(shape, "<f2", ptr=ptr), name)
+            for shape, ptr, name in zip(shapes, ptrs, ("q", "k", "v", "out"), strict=True)
+        ]
+
+    ops()  # intake learns to read FakeArray while the simulator is still the backend
+    fake, source, maps = _AttentionMapDriver(), _FakeSource(), []
+
+    def tensor_map(pointer, rows, cols, box_rows, box_cols, dtype="float16", layers=None):
+        maps.append((pointer, rows, cols, box_rows, box_cols, dtype, layers))
+        record = np.zeros(16, np.uint64)
+        record[:7] = pointer, rows, cols, box_rows, box_cols, len(dtype), layers
+        return record.view(np.dtype((np.void, 128)))
+
+    monkeypatch.setattr(fastcall.device, "simulator", lambda: False)
+    monkeypatch.setattr(fastcall, "driver", lambda: fake)
+    monkeypatch.setattr(fastcall, "_bindings", lambda: None)  # ctypes: the fake
+    monkeypatch.setattr(fastcall._CURRENT, "handle", 7)  # as inside on_stream(7)
+    monkeypatch.setattr(r09, "SOURCE", source)
+    monkeypatch.setattr(hopper, "tensor_map", tensor_map)
+    monkeypatch.setattr(cupy, "asarray", lambda x: x)  # no GPU
+    plan = r09.plan(*ops())
+    plan[True](*ops())
+    plan[True](*ops())  # the same addresses: the same maps
+    plan[True](*ops(k_ptr=0x50000))  # another K: maps made again
+    consumers = r09.CONSUMERS[d]
+    assert source.names == [f"producer_flash_d{d}"]
+    made_for = [0x20000, 0x30000, 0x50000, 0x30000]  # K, V, the second K, V again
+    assert maps == [(p, 130, d, 64, 64, "float16", 4) for p in made_for]
+    grid, block, smem, stream, made, q, o, ints, scale = fake.launches[0]
+    assert grid == (-(-130 // (64 * consumers)), 4, 2) and block == (128 * (consumers + 1), 1, 1)
+    assert (smem, stream) == (r09.shared_bytes(d), 7)
+    assert made == [[0x20000, 130, d, 64, 64, 7, 4], [0x30000, 130, d, 64, 64, 7, 4]]
+    assert (q, o, ints) == (0x10000, 0x40000, [130, 4, 2, 1])
+    assert scale == pytest.approx(1.4426950408889634 / np.sqrt(d), rel=1e-6)
+    assert fake.launches[2][4][0][0] == 0x50000 and len(fake.launches) == 3

@@ -40,6 +40,7 @@ __device__ __forceinline__ void flash_forward(const T* __restrict__ Q, const T* 
   extern __shared__ unsigned char smem_raw[];
   const unsigned s_q = (smem_addr(smem_raw) + 1023) & ~1023u;  // descriptors need 1 KB
   const unsigned s_k = s_q + BQ * D * 2, s_v = s_k + 2 * KV_BYTES;
+  const unsigned s_sums = s_v + 2 * KV_BYTES;  // one word a thread, written and never read
   const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32;
   const int g = lane / 4, t = lane % 4;
   const int wg = warp / 4;  // this warpgroup's 64 rows of the block's 128
@@ -193,6 +194,7 @@ __device__ __forceinline__ void flash_forward(const T* __restrict__ Q, const T* 
     wgmma_wait<1>();  // S_j is done; P V may still run
     fence_operands(s);
     softmax(j);       // the exponentials of tile j under tile j - 1's P V
+    store_before_wait(s_sums + tid * 4, l_run[0] + l_run[1]);  // keeps them above the wait
     wgmma_wait<0>();  // P V is done: O and P_{j-1}'s registers are free again
     fence_operands(o);
     rescale_and_pack();

@@ -49,12 +49,13 @@ def padded_workspace(x: Operand, kd: int, what: str) -> Any:
 
 def plan(
     q: Operand, k: Operand, v: Operand, out: Operand, kernel: Any, smem: int,
-    block_rows: int, threads: int, packed: bool, rung: str,
+    block_rows: int, threads: int, packed: bool, rung: str, tma_rows: int = 0,
 ) -> Masks:  # fmt: skip
     """``kernel`` (built for ``kernel_d`` of q's head dimension and q's dtype; ``packed``: rung
     6's layout, a block over the rows of the query heads that share a K/V head) on these operands:
     its grid of ``block_rows`` query rows a block, and its launch without and with the causal
-    mask."""
+    mask. ``tma_rows``: the kernel takes K and V as tensor maps of boxes of that many keys
+    (``tma_launch``), then Q and O."""
     import cupy
 
     batch, heads, n, d = q.shape
@@ -73,18 +74,48 @@ def plan(
         pointers = [int(cuda_cpp.pointer(x)) for x in buffers]
 
     def masked(causal: bool) -> Steps:
-        args = (POINTER, POINTER, POINTER, POINTER, *sizes, np.int32(causal))
-        launch = cupy_launch(kernel, grid, (threads,), smem, args)
+        if tma_rows:  # (tensor map of K, of V, Q, O, sizes...)
+            launch = tma_launch(kernel, grid, threads, smem, k, kd, tma_rows, (*sizes, causal))
+
+            def run(q: int, k: int, v: int, out: int) -> None:
+                launch(k, v, q, out)
+
+        else:  # (Q, K, V, O, sizes...)
+            args = (POINTER, POINTER, POINTER, POINTER, *sizes, np.int32(causal))
+            run = launch = cupy_launch(kernel, grid, (threads,), smem, args)
 
         def direct(q: Operand, k: Operand, v: Operand, out: Operand) -> None:
-            launch(q.ptr, k.ptr, v.ptr, out.ptr)
+            run(q.ptr, k.ptr, v.ptr, out.ptr)
 
         def padded(q: Operand, k: Operand, v: Operand, out: Operand) -> None:
             for x, view in zip((q, k, v), views[:3], strict=True):
                 view[..., :d] = bits_view(x)
-            launch(*pointers)
+            run(*pointers)
             bits_view(out)[...] = views[3][..., :d]
 
         return Steps(padded if copy else direct, launch)
 
     return Masks(masked(False), masked(True))
+
+
+def tma_launch(
+    kernel: Any, grid: tuple[int, ...], threads: int, smem: int, k: Operand, kd: int,
+    rows: int, scalars: tuple[Any, ...],
+) -> Any:  # fmt: skip
+    """The launch of a kernel that takes (tensor map of K, of V, Q, O, scalars...):
+    ``launch(k, v, q, o)`` with device pointers. K and V, (B, HKV, N, kd) and contiguous, are
+    mapped as B HKV layers of N x kd, in boxes of ``rows`` keys x 64 columns (128 bytes,
+    swizzled), so that a box never reads the next head's keys and keys past N arrive as zeros;
+    the maps are made once per pair of addresses (``TensorMapLaunch``)."""
+    from ladder.gemm.hopper import tensor_map
+    from ladder.gemm.tensor_core import TensorMapLaunch
+
+    batch, kv_heads, n, _ = k.shape
+    dtype = k.dtype
+
+    def maps(k_ptr: int, v_ptr: int) -> tuple[np.ndarray, np.ndarray]:
+        layers = batch * kv_heads
+        return tuple(tensor_map(p, n, kd, rows, 64, dtype, layers) for p in (k_ptr, v_ptr))
+
+    values = (*scalars[:-1], np.int32(scalars[-1]))
+    return TensorMapLaunch(kernel, grid, (threads,), smem, maps, values, pointers=2)

@@ -96,4 +96,11 @@ __device__ __forceinline__ void fence_operands(float (&r)[N]) {
   for (int i = 0; i < N; ++i) asm volatile("" : "+f"(r[i])::"memory");
 }
 
+// Stores v to shared memory at addr, so that the code v depends on runs before the next
+// wgmma wait: ptxas moves a wait up past arithmetic where nothing forces an order, but not
+// past a shared-memory store (rung 8 stores the row sums, which need every exponential).
+__device__ __forceinline__ void store_before_wait(unsigned addr, float v) {
+  asm volatile("st.shared.f32 [%0], %1;" ::"r"(addr), "f"(v) : "memory");
+}
+
 #endif  // LADDER_ATTENTION_WGMMA_CUH

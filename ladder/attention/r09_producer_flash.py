@@ -1,0 +1,95 @@
+"""Rung 9, producer: rung 8's kernel, warp-specialized, with K and V brought by TMA.
+
+What changes: who copies and who waits (``r09_producer_flash.cu``; ``diff`` against
+``r08_overlap_flash.cu`` is the lesson). Rung 8's 256 threads copy K and V themselves (cp.async,
+16 bytes a thread at a time) and meet at a block barrier every key tile. Here a third
+warpgroup, the producer, has one thread issue one bulk tensor copy (TMA) per 64-column block
+of each K and V tile, and gives its registers to the consumers (``setmaxnreg``). The block
+barrier becomes mbarriers per stage: "full", which the copy's bytes complete, and "empty",
+which every consumer thread arrives at when its products have read the stage. A warpgroup now
+waits only for its data, never for the other warpgroups. The host makes two tensor maps per
+pair of K and V addresses (K and V as B·HKV layers of N x d: a box never crosses a head, keys
+past N arrive as zeros). With the registers freed, one block an SM holds 4 consumers (256
+query rows, 112 registers) at d = 64 and 2 (128 rows, 240 registers) at d = 128.
+Why: in rung 8 the consumers issue every copy (at d = 128, 16 cp.async a thread a tile, with
+their address arithmetic) and stop at a barrier each tile until the slowest warpgroup
+arrives; TMA moves a 64 x 64 box with one instruction from one thread, and the mbarriers let
+a warpgroup run ahead into its next tile while another finishes its softmax.
+Prediction: FlashAttention-3's ablation credits warp specialization with 1.16x at d = 128
+(661 against 570 TFLOP/s, with the softmax overlap on); rung 8 keeps its overlap, so about
+1.05-1.15x rung 8, more at d = 128 (one block an SM, where a barrier stall idles the SM).
+Measured: on an NVIDIA H100 by ``ladder run``, rungs 7 and 8 and SDPA (default call, cuDNN and
+FlashAttention-2 pinned) in the same run, [B, H, HKV, N] = [4, 16, 16, 4096], float16: d = 64,
+0.626 ms (rung 8 0.689 ms, fastest SDPA 0.621 ms,
+results/nvidia-h100-80gb-hbm3-attention-64-producer-flash.json); d = 128, 1.041 ms (rung 8
+1.261 ms, SDPA 0.887 ms, results/nvidia-h100-80gb-hbm3-attention-128-producer-flash.json);
+causal d = 64 0.391 ms (SDPA 0.425 ms,
+results/nvidia-h100-80gb-hbm3-attention-causal-64-producer-flash.json), causal d = 128
+0.580 ms (SDPA 0.531 ms, results/nvidia-h100-80gb-hbm3-attention-causal-128-producer-flash.json);
+bfloat16 d = 128 1.021 ms (SDPA 1.020 ms,
+results/nvidia-h100-80gb-hbm3-attention-128-bfloat16-producer-flash.json; the other dtype and
+N = 16384 files beside it). Three consumers at d = 64 (192 rows, 160 registers): 0.690 ms
+(results/nvidia-h100-80gb-hbm3-attention-producer-consumers-try.json). Nsight Compute at
+[4, 16, 4, 4096, 64]: 607.0 us against rung 8's 675.5 us
+(results/nvidia-h100-80gb-hbm3-profile-attention-producer-flash.json).
+Verdict: above the prediction at d = 128: 1.21x rung 8 (1.21x causal, 1.19x at N = 16384),
+where rung 8's one block an SM idled at every barrier; 1.10x at d = 64 once the freed
+registers held a fourth consumer (with three, 0.98x: fewer warpgroups an SM than rung 8's
+four). Against the fastest SDPA call: d = 64 at parity (0.99x, causal 1.09x, N = 16384 1.00x),
+d = 128 0.85x (causal 0.92x, N = 16384 0.86x; bfloat16 1.00x, SDPA's repeats 0.851-1.165).
+What is left at d = 128 is FlashAttention-3's ping-pong: one warpgroup's softmax under the
+other's products, which the mbarriers now allow (the warpgroups no longer meet each tile).
+
+Lab notes: docs/notes/attention.md
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ladder.attention import tensor_core
+from ladder.attention.problem import Masks, attention_rung, operands
+from ladder.core import cuda_cpp
+from ladder.core.fastcall import Operand, PlanCache
+
+SOURCE = cuda_cpp.source(__file__, "r09_producer_flash.cu", archs=("sm_90a",), arch_specific=True)
+BKV, STAGES = 64, 2  # keys a tile, stages each of K and V
+CONSUMERS = {64: 4, 128: 2}  # consumer warpgroups of 64 query rows, per head dimension
+
+
+def shared_bytes(d: int) -> int:
+    """Dynamic shared memory: the q tile, the stages of k and v, one word a consumer thread
+    (the store that keeps the exponentials above the wait) and 1 KB of alignment slack."""
+    return (64 * CONSUMERS[d] + 2 * STAGES * BKV) * d * 2 + CONSUMERS[d] * 128 * 4 + 1024
+
+
+def plan(q: Operand, k: Operand, v: Operand, out: Operand) -> Masks:
+    """The kernel for this head dimension and its launch without and with the causal mask:
+    built once per signature of q, k, v and out (``PLANS``); the tensor maps of K and V once
+    per pair of their addresses."""
+    kd = tensor_core.kernel_d(q.shape[3], "rung 9")
+    kernel = SOURCE.kernel(tensor_core.kernel_name("producer_flash", kd, q.dtype))
+    rows, threads = 64 * CONSUMERS[kd], 128 * (CONSUMERS[kd] + 1)
+    return tensor_core.plan(
+        q, k, v, out, kernel, shared_bytes(kd), rows, threads, False, "rung 9", tma_rows=BKV
+    )
+
+
+PLANS = PlanCache(plan)
+
+
+@attention_rung(
+    name="producer-flash",
+    title="producer: K and V by TMA from a producer warpgroup, mbarriers for the block barrier",
+    dtypes=("float16", "bfloat16"),
+    needs=("cupy",),
+    units="tensor",
+    min_cc=(9, 0),
+    max_cc=(9, 0),
+    cc_needs="wgmma and setmaxnreg, sm_90a-only instructions",
+)
+def launch(q: Any, k: Any, v: Any, out: Any = None, causal: bool = False) -> Any:
+    q, k, v, out, _ = operands(q, k, v, out, ("float16", "bfloat16"))
+    if 0 not in out.shape:
+        PLANS(q, k, v, out)[bool(causal)](q, k, v, out)
+    return out.obj
