@@ -285,6 +285,7 @@ def long_case():
         "wgmma-flash",
         "overlap-flash",
         "producer-flash",
+        "pingpong-flash",
     ],
 )
 def test_flash_rungs_run_at_n_32768(name, long_case):
@@ -324,7 +325,8 @@ def test_readme_summary_gives_the_two_target_ratios():
     ("name", "dtype"),
     [("tensor-core-flash", "float16"), ("gqa-packed", "float16"), ("wgmma-flash", "float16"),
      ("wgmma-flash", "bfloat16"), ("overlap-flash", "float16"), ("overlap-flash", "bfloat16"),
-     ("producer-flash", "float16"), ("producer-flash", "bfloat16")],
+     ("producer-flash", "float16"), ("producer-flash", "bfloat16"),
+     ("pingpong-flash", "float16"), ("pingpong-flash", "bfloat16")],
 )  # fmt: skip
 def test_tensor_core_rungs_take_misaligned_operands(name, dtype):
     """q starting 2 bytes into its buffer (not 16-byte aligned, as cp.async needs): the plan

@@ -13,9 +13,10 @@
 // The copies change with it: V_j is first read a tile later (by P V in tile j + 1), so one
 // cp.async group per tile brings K_{j+1} and V_j, a tile ahead of their use, and the tile's one
 // barrier finds K_{j-1}'s stage and V_{j-2}'s free.
-// What the compiler made of it (cuobjdump -sass): ptxas moves the wait_group 0 up to just after
-// the wait_group 1, before the exponentials, so in the binary they do not run under P V; the
-// lab notes (docs/notes/attention.md, rung 8) have the SASS and what did not change it.
+// The compiler: ptxas moves a wgmma wait up past arithmetic that nothing ties to it, and so put
+// wait_group 0 right after wait_group 1, before the exponentials (cuobjdump -sass). A store of
+// the row sums to shared memory just before the wait (store_before_wait; they need every
+// exponential) keeps all 34 between the two waits; the lab notes have the SASS.
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 

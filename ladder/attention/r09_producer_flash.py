@@ -37,8 +37,8 @@ where rung 8's one block an SM idled at every barrier; 1.10x at d = 64 once the 
 registers held a fourth consumer (with three, 0.98x: fewer warpgroups an SM than rung 8's
 four). Against the fastest SDPA call: d = 64 at parity (0.99x, causal 1.09x, N = 16384 1.00x),
 d = 128 0.85x (causal 0.92x, N = 16384 0.86x; bfloat16 1.00x, SDPA's repeats 0.851-1.165).
-What is left at d = 128 is FlashAttention-3's ping-pong: one warpgroup's softmax under the
-other's products, which the mbarriers now allow (the warpgroups no longer meet each tile).
+Next, FlashAttention-3's ping-pong (one warpgroup's softmax under the other's products),
+which the mbarriers now allow: rung 10, which found no gain.
 
 Lab notes: docs/notes/attention.md
 """
