@@ -48,6 +48,7 @@ FIGURES: dict[str, Callable[[], Figure]] = {
     "online_softmax": attention_diagrams.online_softmax,
     "backward_tiles": attention_diagrams.backward_tiles,
     "overlap_timeline": attention_diagrams.overlap_timeline,
+    "producer_pipeline": attention_diagrams.producer_pipeline,
     "implicit_gemm": conv_diagrams.implicit_gemm,
     "roofline_gemm": lambda: dg.roofline(RESULTS, "gemm"),
     "roofline_conv": lambda: dg.roofline(RESULTS, "conv"),
@@ -395,3 +396,33 @@ def test_overlap_timeline_from_rung_8(d: int) -> None:
     fig = attention_diagrams.overlap_timeline(d, tiles)
     assert len(patches(fig, "rung 8-tensor")) == 2 * tiles
     assert len(patches(fig, "rung 7-exp")) == tiles
+
+
+@pytest.mark.parametrize("d", [64, 128])
+def test_producer_pipeline_from_rung_9(d: int) -> None:
+    """Rung 9's copies: K_j then V_j, into stage j % STAGES; a copy into a used stage waits for
+    the release of the tile that last used it (STAGES tiles back), and nothing before; K_j is
+    read by S_j in tile j, V_j by P_j·V_j in tile j + 1. The figure: a box per copy and per
+    consumer tile, a 'full' arrow per copy read within the drawn tiles, an 'empty' arrow per
+    refill, a row per consumer warpgroup of rung 9 at this head dimension."""
+    from ladder.attention import r09_producer_flash as r09
+
+    tiles = 5
+    waits = attention_diagrams.producer_waits(tiles)
+    assert [w["copy"] for w in waits[:4]] == ["K0", "V0", "K1", "V1"]
+    for w in waits:
+        operand, j = w["copy"][0], int(w["copy"][1:])
+        assert w["stage"] == j % r09.STAGES
+        earlier = j - r09.STAGES
+        assert w["waits_for"] == (f"{operand}{earlier} released" if earlier >= 0 else None)
+        assert w["read_by"].endswith(f"tile {j if operand == 'K' else j + 1}")
+    fig = attention_diagrams.producer_pipeline(tiles, d)
+    consumers = r09.CONSUMERS[d]
+    assert (
+        len([p for p in fig.axes[0].patches if str(p.get_gid()).startswith("copy-")]) == 2 * tiles
+    )
+    tile_boxes = [p for p in fig.axes[0].patches if str(p.get_gid()).startswith("consumer-")]
+    assert len(tile_boxes) == consumers * (tiles + 1)
+    assert len(patches(fig, "full")) == 2 * tiles  # V of the last tile is read after the loop
+    assert len(patches(fig, "empty")) == 2 * (tiles - r09.STAGES)
+    assert f"{consumers} consumer warpgroups" in fig.axes[0].get_title()

@@ -10,6 +10,10 @@
 - ``overlap_timeline``: one warpgroup's key tiles on the tensor cores and on the exponential
   unit, rung 7 (each product waited for) against rung 8 (the softmax under P·V), in clocks of
   an H100 SM from rung 8's tile sizes (``tile_clocks``).
+- ``producer_pipeline``: who waits for whom in rung 9 (``r09_producer_flash``): the producer's
+  copies of K_j and V_j into stage j % STAGES, the consumers' waits on "full" and their
+  releases on "empty", which the producer waits for before it refills a stage
+  (``producer_waits`` lists them from rung 9's constants).
 """
 
 from __future__ import annotations
@@ -24,6 +28,7 @@ from matplotlib.patches import FancyArrowPatch, Polygon, Rectangle
 from ladder.attention import r03_flash as r03
 from ladder.attention import r05_tensor_core_flash as r05
 from ladder.attention import r08_overlap_flash as r08
+from ladder.attention import r09_producer_flash as r09
 from ladder.attention.backward import r03_tensor_core as backward_r03
 from ladder.core import diagrams as dg
 
@@ -360,5 +365,79 @@ def overlap_timeline(d: int = 64, tiles: int = 3) -> Figure:
         f"P·V {tile_clocks(d)['S']:.0f} clocks at {TENSOR_FLOP_PER_CLOCK} FLOP a clock,\n"
         f"a tile's exponentials {tile_clocks(d)['exp']:.0f} at {EXP_PER_CLOCK} a clock",
         fontsize=9,
+    )
+    return fig
+
+
+def producer_waits(tiles: int = 5) -> list[dict[str, Any]]:
+    """Rung 9's copies in the order its producer issues them (K_j, then V_j, per key tile j),
+    each with the stage it fills (j % STAGES), the "empty" release it waits for first (the
+    consumers' last use of that stage, tile j - STAGES, or None while the stages are new) and
+    the consumer step that waits on its "full" barrier: S_j reads K_j in tile j, P_j·V_j reads
+    V_j in tile j + 1 (rung 8's order)."""
+    waits = []
+    for j in range(tiles):
+        for operand, reader in (("K", f"S{j} in tile {j}"), ("V", f"P{j}·V{j} in tile {j + 1}")):
+            earlier = j - r09.STAGES
+            waits.append({
+                "copy": f"{operand}{j}",
+                "stage": j % r09.STAGES,
+                "waits_for": f"{operand}{earlier} released" if earlier >= 0 else None,
+                "read_by": reader,
+            })  # fmt: skip
+    return waits
+
+
+def producer_pipeline(tiles: int = 5, d: int = 128) -> Figure:
+    """``producer_waits`` drawn: a row for the producer's copies (K_j above V_j, coloured by
+    stage), a row per consumer warpgroup with its tiles, arrows for "full" (a copy to the
+    product that waits for it) and for "empty" (a stage's last read to the copy that refills
+    it). Time runs left to right in tiles; the consumers' tiles are drawn in step, though in
+    the kernel each runs at its own pace."""
+    consumers = r09.CONSUMERS[d]
+    fig = dg.figure(1.2 + 0.55 * (consumers + 2))
+    ax = fig.subplots()
+    stage_colors = [dg.BLUE, dg.ORANGE, dg.GREY, dg.GREEN][: r09.STAGES]
+    copy_x = {}  # copy -> (x, y) of its box's centre
+    for w in producer_waits(tiles):
+        operand, j = w["copy"][0], int(w["copy"][1:])
+        x, y = j + (0.0 if operand == "K" else 0.45), consumers + 0.6
+        ax.add_patch(Rectangle((x, y), 0.4, 0.6, fc=stage_colors[w["stage"]], ec="black",
+                               lw=0.5, alpha=0.7, gid=f"copy-{w['copy']}"))  # fmt: skip
+        ax.text(x + 0.2, y + 0.3, f"{operand}{j}", ha="center", va="center", fontsize=7)
+        copy_x[w["copy"]] = (x + 0.2, y)
+    for c in range(consumers):
+        y = consumers - 1 - c
+        for j in range(tiles + 1):
+            label = f"S{j}" if j == 0 else (f"S{j} P{j - 1}V" if j < tiles else f"P{j - 1}V")
+            ax.add_patch(Rectangle((j + 0.5, y), 0.85, 0.6, fc="white", ec="black", lw=0.5,
+                                   gid=f"consumer-{c}-tile-{j}"))  # fmt: skip
+            ax.text(j + 0.925, y + 0.3, label, ha="center", va="center", fontsize=6)
+    top = consumers - 1 + 0.6  # the first consumer's row, where the arrows land
+    for w in producer_waits(tiles):
+        operand, j = w["copy"][0], int(w["copy"][1:])
+        reader = j if operand == "K" else j + 1
+        if reader <= tiles:
+            arrow = {"arrowstyle": "-|>", "mutation_scale": 7, "lw": 0.6}
+            full = FancyArrowPatch(copy_x[w["copy"]], (reader + 0.7, top), color=dg.BLUE, **arrow)
+            ax.add_patch(full).set_gid("full")
+        if w["waits_for"]:  # the stage's last read (by every consumer) before this copy
+            earlier = j - r09.STAGES
+            last_read = earlier if operand == "K" else earlier + 1
+            start = (last_read + 1.3, top)
+            empty = FancyArrowPatch(start, copy_x[w["copy"]], color=dg.RED, ls="--", **arrow)
+            ax.add_patch(empty).set_gid("empty")
+    ax.set_xlim(-0.2, tiles + 1.5)
+    ax.set_ylim(-0.3, consumers + 1.4)
+    rows = [consumers - 1 - c + 0.3 for c in range(consumers)] + [consumers + 0.9]
+    names = [f"consumer {c}" for c in range(consumers)] + ["producer (TMA)"]
+    ax.set_yticks(rows, names, fontsize=8)
+    ax.set_xticks([])
+    ax.set_xlabel("key tiles, in order (each consumer at its own pace)")
+    ax.set_title(
+        f"Rung 9 at d = {d}: {consumers} consumer warpgroups, {r09.STAGES} stages each of K and V "
+        f"({r09.BKV} keys); blue: 'full' (the copy's bytes arrived),\nred dashed: 'empty' "
+        "(every consumer has read the stage; the producer may refill it). Colour: the stage.",
+        fontsize=8,
     )
     return fig
