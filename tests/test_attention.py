@@ -358,3 +358,23 @@ def test_the_gpu_reference_is_the_cpu_reference(causal):
     gpu = attention_float64_gpu(q, k, v, causal=causal)
     cpu = attention_numpy(q, k, v, causal=causal)
     assert np.max(np.abs(gpu - cpu)) <= 1e-12 * np.max(np.abs(cpu))
+
+
+def test_producer_rungs_register_split_is_the_launchs():
+    """Rungs 9 and 10 raise each consumer thread to the registers ``consumer_registers`` works
+    out (what the launch allocated, less the producer's), and their entry points say so: a
+    setmaxnreg.inc above the pool would fail at run time, one below would waste registers."""
+    import re
+    from pathlib import Path
+
+    from ladder.attention import r09_producer_flash as r09
+
+    for stem in ("r09_producer_flash", "r10_pingpong_flash"):
+        text = (Path(r09.__file__).parent / f"{stem}.cu").read_text()
+        entries = re.findall(r"FLASH_ENTRY\(\w+_d(\d+)\w*, [\w:]+, \d+, (\d+), (\d+), 1\)", text)
+        assert len(entries) == 4, stem
+        for d, consumers, regs in entries:
+            assert int(consumers) == r09.CONSUMERS[int(d)], (stem, d)
+            assert int(regs) == r09.consumer_registers(int(d)), (stem, d)
+        assert f"setmaxnreg.dec.sync.aligned.u32 {r09.PRODUCER_REGS};" in text
+    assert r09.consumer_registers(64) == 112 and r09.consumer_registers(128) == 240

@@ -55,6 +55,19 @@ from ladder.core.fastcall import Operand, PlanCache
 SOURCE = cuda_cpp.source(__file__, "r09_producer_flash.cu", archs=("sm_90a",), arch_specific=True)
 BKV, STAGES = 64, 2  # keys a tile, stages each of K and V
 CONSUMERS = {64: 4, 128: 2}  # consumer warpgroups of 64 query rows, per head dimension
+PRODUCER_REGS = 24  # registers a producer thread keeps (setmaxnreg.dec, the least there is)
+SM_REGISTERS = 65536  # an H100 SM's register file, 32-bit registers
+
+
+def consumer_registers(d: int) -> int:
+    """The registers a consumer thread can raise itself to (``setmaxnreg.inc``; the .cu's
+    CONSUMER_REGS): setmaxnreg only moves what the launch allocated, the block's threads times
+    the registers ptxas compiled for (one block an SM: the SM's file over the threads, down to
+    a multiple of 8), less the producer warpgroup's PRODUCER_REGS, over the consumer threads,
+    down to a multiple of 8."""
+    threads = 128 * (CONSUMERS[d] + 1)
+    pool = SM_REGISTERS // threads // 8 * 8 * threads
+    return (pool - 128 * PRODUCER_REGS) // (128 * CONSUMERS[d]) // 8 * 8
 
 
 def shared_bytes(d: int) -> int:

@@ -24,7 +24,13 @@ EXERCISES = {
     "nb03_conv": ("conv1_shape_flops", "quads_per_window"),
     "nb04_streams_and_graphs": ("pipeline_time", "graph_launches", "call_costs"),
     "nb05_fusion": ("fusion_bytes", "online_softmax"),
-    "nb06_attention": ("score_memory", "flash_merge", "backward_products", "softmax_share"),
+    "nb06_attention": (
+        "score_memory",
+        "flash_merge",
+        "backward_products",
+        "softmax_share",
+        "consumer_registers",
+    ),
     "nb08_models": ("matmul_backward", "softmax_backward"),
     "nb09_moe": ("offsets", "tile_padding"),
 }

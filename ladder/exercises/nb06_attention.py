@@ -7,6 +7,8 @@
   head, against those the problem credits.
 - ``check_softmax_share(dict)``: a key tile's exponentials against its two products, in an
   H100 SM's clocks, at d = 64 and d = 128: what rung 8 hides under the tensor cores.
+- ``check_consumer_registers(dict)``: the registers rung 9's block holds at d = 64 and the
+  most a consumer thread can raise itself to with setmaxnreg.
 """
 
 from __future__ import annotations
@@ -125,4 +127,34 @@ def check_softmax_share(answer: Any) -> str:
         f"right: {share['d64']:g} and {share['d128']:g}; waited for in turn (rung 7), the "
         "exponentials double a tile's time at d = 64 and add half at d = 128, which is why "
         "rung 8 runs them under P·V"
+    )
+
+
+def check_consumer_registers(answer: Any) -> str:
+    """Rung 9 at d = 64 launches one block an SM of 5 warpgroups (640 threads: a producer and
+    4 consumers), compiled for the most registers a thread that 640 threads leave in an H100
+    SM's 65,536 (a multiple of 8). The producer warpgroup keeps 24 a thread
+    (``setmaxnreg.dec``) and gives the rest to the consumers (``setmaxnreg.inc``, a multiple of
+    8). Keys: pool (the registers the block holds), consumer (the most a consumer thread can
+    have)."""
+    from ladder.attention import r09_producer_flash as r09
+
+    found = as_dict(answer, ("pool", "consumer"), "check_consumer_registers")
+    threads = 128 * (r09.CONSUMERS[64] + 1)
+    pool = r09.SM_REGISTERS // threads // 8 * 8 * threads
+    consumer = r09.consumer_registers(64)
+    require(
+        close(found["pool"], pool),
+        "pool: setmaxnreg moves only what the launch allocated: 640 threads times the registers "
+        "ptxas compiled for (65,536 / 640, down to a multiple of 8), not the SM's whole file",
+    )
+    require(
+        close(found["consumer"], consumer),
+        "consumer: the pool less 128 x 24 for the producer, over 4 x 128 consumer threads, down "
+        "to a multiple of 8",
+    )
+    return (
+        f"right: {pool:,} registers, {consumer} a consumer thread, against the 96 every thread "
+        "had at launch; rung 8's kernel needs 118 at d = 64, so without setmaxnreg four "
+        "consumers would spill"
     )

@@ -95,6 +95,7 @@ def flash_merge(a: tuple[Any, ...], b: tuple[Any, ...]) -> tuple[Any, ...]:
 
 backward_products = {"executed": 7, "credited": 5}
 softmax_share = {"d64": 1.0, "d128": 0.5}
+consumer_registers = {"pool": 96 * 640, "consumer": 112}
 
 
 # nb08_models
