@@ -307,6 +307,7 @@ def test_bfloat16_gradients_fall_back_to_pytorch_and_say_why():
 def test_a_rung_skipped_for_an_input_says_why(monkeypatch):
     """An operator may pass over a rung that takes the input where a lower one is faster
     (attention's rung 6 without grouped heads); the reason is kept like any other."""
+    from ladder.core.rung import rungs as get_rungs
     from ladder.ops import library
 
     operator = library.SOFTMAX
@@ -323,6 +324,10 @@ def test_a_rung_skipped_for_an_input_says_why(monkeypatch):
     assert "gqa-packed" in library.ATTENTION.skip
     q = torch.ones(1, 4, 2, 8)
     assert library._no_groups(q, q, q) and library._no_groups(q, q[:, :2], q[:, :2]) is None
+    for operator in (library.ATTENTION, library.ATTENTION_CAUSAL):  # rung 10 no faster than 9
+        assert "rung 9" in operator.skip["pingpong-flash"](q, q, q)
+        names = [r.name for r in get_rungs(operator.problem)]
+        assert names.index("pingpong-flash") == names.index("producer-flash") + 1
 
 
 def test_meta_tensors_give_shapes_without_running_anything():
