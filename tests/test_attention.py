@@ -378,3 +378,26 @@ def test_producer_rungs_register_split_is_the_launchs():
             assert int(regs) == r09.consumer_registers(int(d)), (stem, d)
         assert f"setmaxnreg.dec.sync.aligned.u32 {r09.PRODUCER_REGS};" in text
     assert r09.consumer_registers(64) == 112 and r09.consumer_registers(128) == 240
+
+
+def test_the_producer_try_is_rung_9_with_wider_tiles():
+    """docs/notes/tries/attention_producer_tries.py builds rung 9's own .cu with BKV = 128 and
+    its variants' entry points (rung 9's removed), each with rung 9's register split for its
+    consumers: a change to rung 9's source that the try's substitutions miss fails here."""
+    import importlib.util
+    import re
+    from pathlib import Path
+
+    from ladder.attention import r09_producer_flash as r09
+
+    path = Path(__file__).parents[1] / "docs/notes/tries/attention_producer_tries.py"
+    spec = importlib.util.spec_from_file_location("attention_producer_tries", path)
+    tries = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(tries)
+    text = tries.source()
+    assert f"constexpr int BKV = {tries.KEYS};" in text and "FLASH_ENTRY(producer_flash" not in text
+    entries = re.findall(r"^FLASH_ENTRY\((\w+), half, (\d+), (\d+), (\d+), 1\)$", text, re.M)
+    assert len(entries) == sum(len(v) for v in tries.VARIANTS.values())
+    for _, _, consumers, regs in entries:
+        assert int(regs) == tries.consumer_registers(int(consumers))
+    assert tries.consumer_registers(r09.CONSUMERS[64]) == r09.consumer_registers(64)
