@@ -6,8 +6,9 @@ results/<gpu>-attention-tries-producer.json`` on an sm_90a GPU. The kernel is
 its entry points replaced by the variants below (``source``), built by NVRTC like a rung and
 launched through rung 9's own plan
 (``attention.tensor_core.plan`` with tensor maps of 128-key boxes), at [B, H, HKV, N] =
-[4, 16, 16, 4096], float16, causal and not. Timed as ``attention_tries.py`` times (CUDA events
-around one launch after writing 256 MB, median of 30) and checked against rung 9's output.
+[4, 16, 16, 4096], float16, causal and not. Timed and checked against rung 9's output by
+``attention_tries.time_variants`` (CUDA events around one launch after writing 256 MB, median
+of 30).
 
 Why: with 64 keys a tile, each tile pays fixed costs once per 64 keys (O's rescale, 64
 multiplies a thread at d = 128; the row statistics; two mbarrier waits and releases; the wgmma
@@ -27,8 +28,6 @@ import argparse
 import json
 import re
 from pathlib import Path
-
-import numpy as np
 
 KEYS = 128
 VARIANTS = {  # d -> name -> consumer warpgroups
@@ -91,6 +90,7 @@ def launchers(d: int, q, k, v, out, module, causal: bool) -> dict:
 
 def main() -> None:
     import cupy
+    from attention_tries import time_variants  # beside this file: the same timing
 
     import ladder  # noqa: F401  (registers the rungs)
     from ladder.core import cuda_cpp
@@ -101,37 +101,7 @@ def main() -> None:
 
     build = cuda_cpp.compile_source(source(), "attention_producer_tries.cu", "sm_90a")
     module = cupy.RawModule(path=str(build.path))
-    flush = cupy.empty(256 << 20, cupy.uint8)  # ~0.1 ms of writing: the launch is enqueued
-    results = []
-    for d in (64, 128):
-        rng = np.random.default_rng(0)
-        shape = (4, 16, 4096, d)
-        q, k, v = (
-            cupy.asarray(rng.standard_normal(shape, np.float32), cupy.float16) for _ in "qkv"
-        )
-        for causal in (False, True):
-            want = cupy.empty_like(q)
-            launchers(d, q, k, v, want, module, causal)["r09"]()
-            out = cupy.empty_like(q)
-            for name, run in launchers(d, q, k, v, out, module, causal).items():
-                out.fill(cupy.nan)
-                run()
-                diff = cupy.linalg.norm((out - want).astype(cupy.float32))
-                err = float(diff / cupy.linalg.norm(want.astype(cupy.float32)))
-                times = []
-                for _ in range(30):
-                    flush.fill(1)
-                    start, stop = cupy.cuda.Event(), cupy.cuda.Event()
-                    start.record()
-                    run()
-                    stop.record()
-                    stop.synchronize()
-                    times.append(cupy.cuda.get_elapsed_time(start, stop))
-                row = {"variant": name, "d": d, "causal": causal}
-                row |= {"median_ms": float(np.median(times)), "min_ms": float(np.min(times))}
-                row["rel_err_vs_r09"] = err
-                print(row, flush=True)
-                results.append(row)
+    results = time_variants(launchers, module, "r09")
     gpu = cupy.cuda.runtime.getDeviceProperties(0)["name"].decode()
     report = {"gpu": gpu, "shape": [4, 16, 16, 4096], "dtype": "float16", "runs": results}
     args.out.write_text(json.dumps(report, indent=1))
