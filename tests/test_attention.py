@@ -363,7 +363,8 @@ def test_the_gpu_reference_is_the_cpu_reference(causal):
 def test_producer_rungs_register_split_is_the_launchs():
     """Rungs 9 and 10 raise each consumer thread to the registers ``consumer_registers`` works
     out (what the launch allocated, less the producer's), and their entry points say so: a
-    setmaxnreg.inc above the pool would fail at run time, one below would waste registers."""
+    setmaxnreg.inc above the pool would hang (it waits for registers that never come free),
+    one below would waste registers."""
     import re
     from pathlib import Path
 

@@ -429,13 +429,14 @@ def test_numba_launch_packs_its_scalars_once_after_the_operands(monkeypatch):
 class _FakeSource:
     """Stands in for the CUDA C++ source of attention rung 5: kernels by name, never compiled."""
 
-    def __init__(self):
-        self.names = []
+    def __init__(self, regs=168):
+        self.names, self.regs = [], regs  # registers a thread the "build" reports
 
     def kernel(self, name):
         self.names.append(name)
         function = type("Function", (), {"ptr": 0xC0DE})()
-        return type("RawKernel", (), {"kernel": function, "max_dynamic_shared_size_bytes": 0})()
+        members = {"kernel": function, "max_dynamic_shared_size_bytes": 0, "num_regs": self.regs}
+        return type("RawKernel", (), members)()
 
 
 @pytest.mark.parametrize("packed", [False, True], ids=["rung 5", "rung 6"])
@@ -989,3 +990,6 @@ def test_producer_attention_plan_maps_k_and_v_per_head(monkeypatch, d):
     assert (q, o, ints) == (0x10000, 0x40000, [130, 4, 2, 1])
     assert scale == pytest.approx(1.4426950408889634 / np.sqrt(d), rel=1e-6)
     assert fake.launches[2][4][0][0] == 0x50000 and len(fake.launches) == 3
+    monkeypatch.setattr(r09, "SOURCE", _FakeSource(regs=64))  # a build below the launch bound
+    with pytest.raises(RuntimeError, match="setmaxnreg split needs"):
+        r09.plan(*ops())

@@ -389,11 +389,11 @@ def producer_waits(tiles: int = 5) -> list[dict[str, Any]]:
 
 
 def producer_pipeline(tiles: int = 5, d: int = 128) -> Figure:
-    """``producer_waits`` drawn: a row for the producer's copies (K_j above V_j, coloured by
-    stage), a row per consumer warpgroup with its tiles, arrows for "full" (a copy to the
-    product that waits for it) and for "empty" (a stage's last read to the copy that refills
-    it). Time runs left to right in tiles; the consumers' tiles are drawn in step, though in
-    the kernel each runs at its own pace."""
+    """``producer_waits`` drawn: a row for the producer's copies (K_j, then V_j beside it,
+    coloured by stage), a row per consumer warpgroup with its tiles, arrows for "full" (a
+    copy to the product that waits for it) and for "empty" (a stage's last read to the copy
+    that refills it). Time runs left to right in tiles; the consumers' tiles are drawn in
+    step, though in the kernel each runs at its own pace."""
     consumers = r09.CONSUMERS[d]
     fig = dg.figure(1.2 + 0.55 * (consumers + 2))
     ax = fig.subplots()

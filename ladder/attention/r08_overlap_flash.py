@@ -6,8 +6,8 @@ What changes: the order of one key tile's work (``r08_overlap_flash.cu``; ``diff
 warpgroup's tensor-core time and its softmax add. Here each tile j issues S_j = Q·K_jᵀ and then
 O += P_{j-1}·V_{j-1}, waits only for S_j (``wgmma.wait_group 1``), masks and exponentiates S_j
 while P·V runs, then waits for P·V and rescales O by tile j's alpha. Two tiles are in flight
-per warpgroup: S_j in floats and P_{j-1} in packed pairs live together (118 registers at
-d = 64, rung 7's 101; 168 at d = 128, rung 7's 149; no spills). V_j is now first read a tile
+per warpgroup: S_j in floats and P_{j-1} in packed pairs live together (118-119 registers
+at d = 64, rung 7's 101; 168 at d = 128, rung 7's 149; no spills). V_j is now first read a tile
 later (by P·V in tile j + 1), so one cp.async group a tile brings K_{j+1} and V_j together.
 Why: an H100 SM multiplies 4096 half FLOP a clock but exponentiates 16 floats (989 against
 3.9 TFLOP/s). One score costs 4d FLOP (2d in S, 2d in P·V): 256 at d = 64, one exponential's

@@ -3,18 +3,19 @@
 // Q, K, V, O and the masks as there. Build for sm_90a (wgmma and setmaxnreg).
 //
 // Against rung 8:
-// (1) one more warpgroup, the producer: its one elected thread issues one bulk tensor copy
+// (1) one more warpgroup, the producer: its thread 0 issues one bulk tensor copy
 //     (TMA, cp.async.bulk.tensor) per 64-column block of each K and V tile, into the same
 //     swizzled stages rung 8's cp.async filled (the 128-byte swizzle writes rung 8's layout);
-//     the other 127 threads idle, and setmaxnreg gives their registers to the consumers;
+//     the other 127 threads exit, and setmaxnreg gives the warpgroup's registers away;
 // (2) the block's barrier per key tile becomes four mbarriers per stage pair: "full" (the
 //     copy's bytes arrived; TMA counts them) that the consumers wait for, and "empty" (every
 //     consumer thread is done with the stage) that the producer waits for before it refills;
-//     so a warpgroup never waits for another, only for its data;
+//     a warpgroup waits for its data, and for the others only through the stages (a stage
+//     is refilled once every consumer has read it, so none runs more than about a tile ahead);
 // (3) the host makes two tensor maps, K and V as (B HKV) x N x D: a box of 64 keys never
 //     crosses into the next head, and keys past N arrive as zeros;
 // (4) Q is copied once, by each consumer warpgroup for its own 64 rows (cp.async), with a
-//     barrier of that warpgroup's 128 threads (bar.sync 1 + c, 128);
+//     barrier of that warpgroup's 128 threads (bar.sync 1 + wg, 128);
 // (5) one block an SM, its query rows set per head dimension: 4 consumer warpgroups (256 rows,
 //     112 registers each) at D = 64, where rung 8 ran two blocks of 2, and 2 (128 rows, 240
 //     registers) at D = 128.
@@ -73,6 +74,10 @@ __device__ __forceinline__ void flash_forward(const TensorMap& tmK, const Tensor
       auto copy = [&](const TensorMap& map, unsigned long long* full, unsigned long long* empty,
                       unsigned stages, int j) {
         const int s = j % STAGES;
+        // an mbarrier counts phases; try_wait.parity waits for the phase of the given parity
+        // to complete. Stage s's "empty" completes phase p when the consumers release its
+        // (p + 1)-th use, so before use j / STAGES (tile j) wait for phase j / STAGES - 1:
+        // the consumers' release of tile j - STAGES ((j / STAGES + 1) & 1, the same bit)
         if (j >= STAGES) mbar_wait(smem_addr(&empty[s]), ((j / STAGES) + 1) & 1);
         const unsigned bar = smem_addr(&full[s]);
         mbar_expect_tx(bar, KV_BYTES);

@@ -2,19 +2,19 @@
 
 What changes: who copies and who waits (``r09_producer_flash.cu``; ``diff`` against
 ``r08_overlap_flash.cu`` is the lesson). Rung 8's 256 threads copy K and V themselves (cp.async,
-16 bytes a thread at a time) and meet at a block barrier every key tile. Here a third
+16 bytes a thread at a time) and meet at a block barrier every key tile. Here one more
 warpgroup, the producer, has one thread issue one bulk tensor copy (TMA) per 64-column block
 of each K and V tile, and gives its registers to the consumers (``setmaxnreg``). The block
 barrier becomes mbarriers per stage: "full", which the copy's bytes complete, and "empty",
-which every consumer thread arrives at when its products have read the stage. A warpgroup now
-waits only for its data, never for the other warpgroups. The host makes two tensor maps per
+which every consumer thread arrives at when its products have read the stage. A warpgroup
+waits for its data, and for the others only through the stages (a stage is refilled once all
+have read it, so none runs more than about a tile ahead). The host makes two tensor maps per
 pair of K and V addresses (K and V as B·HKV layers of N x d: a box never crosses a head, keys
 past N arrive as zeros). With the registers freed, one block an SM holds 4 consumers (256
 query rows, 112 registers) at d = 64 and 2 (128 rows, 240 registers) at d = 128.
-Why: in rung 8 the consumers issue every copy (at d = 128, 16 cp.async a thread a tile, with
-their address arithmetic) and stop at a barrier each tile until the slowest warpgroup
-arrives; TMA moves a 64 x 64 box with one instruction from one thread, and the mbarriers let
-a warpgroup run ahead into its next tile while another finishes its softmax.
+Why: in rung 8 the consumers issue every copy (8 cp.async a thread a tile at d = 128, 4 at
+d = 64, with their address arithmetic) and stop at a barrier each tile until the slowest
+warpgroup arrives; TMA moves a 64 x 64 box with one instruction from one thread.
 Prediction: FlashAttention-3's ablation credits warp specialization with 1.16x at d = 128
 (661 against 570 TFLOP/s, with the softmax overlap on); rung 8 keeps its overlap, so about
 1.05-1.15x rung 8, more at d = 128 (one block an SM, where a barrier stall idles the SM).
@@ -32,13 +32,13 @@ N = 16384 files beside it). Three consumers at d = 64 (192 rows, 160 registers):
 (results/nvidia-h100-80gb-hbm3-attention-producer-consumers-try.json). Nsight Compute at
 [4, 16, 4, 4096, 64]: 607.0 us against rung 8's 675.5 us
 (results/nvidia-h100-80gb-hbm3-profile-attention-producer-flash.json).
-Verdict: above the prediction at d = 128: 1.21x rung 8 (1.21x causal, 1.19x at N = 16384),
-where rung 8's one block an SM idled at every barrier; 1.10x at d = 64 once the freed
-registers held a fourth consumer (with three, 0.98x: fewer warpgroups an SM than rung 8's
-four). Against the fastest SDPA call: d = 64 at parity (0.99x, causal 1.09x, N = 16384 1.00x),
-d = 128 0.85x (causal 0.92x, N = 16384 0.86x; bfloat16 1.00x, SDPA's repeats 0.851-1.165).
-Next, FlashAttention-3's ping-pong (one warpgroup's softmax under the other's products),
-which the mbarriers now allow: rung 10, which found no gain.
+Verdict: above the prediction at d = 128: 1.21x rung 8 (causal 1.21x, N = 16384 1.19x); a
+hypothesis: rung 8's one block an SM idled at each barrier there. 1.10x at d = 64 once the
+freed registers held a fourth consumer (with three, 0.98x rung 8 in the try's own run);
+causal d = 64 only 1.02x (likely: 256-row blocks compute more masked tiles). Against the
+fastest SDPA call: d = 64 near parity (0.99x; N = 16384 1.00x), d = 128 0.85x (causal 0.92x,
+N = 16384 0.86x); bfloat16 d = 128 1.00x here and 0.87x in rung 10's run: SDPA's samples
+spread 0.851-1.165 ms. Next, FlashAttention-3's ping-pong: rung 10, which gained nothing.
 
 Lab notes: docs/notes/attention.md
 """
@@ -76,12 +76,27 @@ def shared_bytes(d: int) -> int:
     return (64 * CONSUMERS[d] + 2 * STAGES * BKV) * d * 2 + CONSUMERS[d] * 128 * 4 + 1024
 
 
+def check_register_split(kernel: Any, d: int, rung: str) -> None:
+    """Refuse a build whose launch allocates fewer registers than the split hands out: a
+    consumer's ``setmaxnreg.inc`` would then wait for registers that never come free, and the
+    kernel would hang (ptxas compiles to the launch bound today, which ``consumer_registers``
+    assumes)."""
+    threads = 128 * (CONSUMERS[d] + 1)
+    needed = 128 * PRODUCER_REGS + 128 * CONSUMERS[d] * consumer_registers(d)
+    if kernel.num_regs * threads < needed:
+        raise RuntimeError(
+            f"{rung}: the d = {d} kernel was built for {kernel.num_regs} registers a thread, "
+            f"{kernel.num_regs * threads} for the block, but its setmaxnreg split needs {needed}"
+        )
+
+
 def plan(q: Operand, k: Operand, v: Operand, out: Operand) -> Masks:
     """The kernel for this head dimension and its launch without and with the causal mask:
     built once per signature of q, k, v and out (``PLANS``); the tensor maps of K and V once
     per pair of their addresses."""
     kd = tensor_core.kernel_d(q.shape[3], "rung 9")
     kernel = SOURCE.kernel(tensor_core.kernel_name("producer_flash", kd, q.dtype))
+    check_register_split(kernel, kd, "rung 9")
     rows, threads = 64 * CONSUMERS[kd], 128 * (CONSUMERS[kd] + 1)
     return tensor_core.plan(
         q, k, v, out, kernel, shared_bytes(kd), rows, threads, False, "rung 9", tma_rows=BKV

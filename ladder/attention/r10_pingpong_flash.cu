@@ -65,6 +65,10 @@ __device__ __forceinline__ void flash_forward(const TensorMap& tmK, const Tensor
       auto copy = [&](const TensorMap& map, unsigned long long* full, unsigned long long* empty,
                       unsigned stages, int j) {
         const int s = j % STAGES;
+        // an mbarrier counts phases; try_wait.parity waits for the phase of the given parity
+        // to complete. Stage s's "empty" completes phase p when the consumers release its
+        // (p + 1)-th use, so before use j / STAGES (tile j) wait for phase j / STAGES - 1:
+        // the consumers' release of tile j - STAGES ((j / STAGES + 1) & 1, the same bit)
         if (j >= STAGES) mbar_wait(smem_addr(&empty[s]), ((j / STAGES) + 1) & 1);
         const unsigned bar = smem_addr(&full[s]);
         mbar_expect_tx(bar, KV_BYTES);

@@ -2,21 +2,19 @@
 
 What changes: the order in which the consumers issue their products (``r10_pingpong_flash.cu``;
 ``diff`` against ``r09_producer_flash.cu`` is the lesson). In rung 9 every consumer issues its
-products as soon as its data is there, so the warpgroups drift into step: all multiply at
-once, then all exponentiate at once, and the tensor cores idle during the softmax. Here a
-token passes round the consumers through named barriers (``bar.sync`` to wait for it,
+products as soon as its data is there, and the warpgroups may drift into step (they wait on
+the same "full" barriers): all multiply at once, then all exponentiate at once. Here a token
+passes round the consumers through named barriers (``bar.sync`` to wait for it,
 ``bar.arrive`` to pass it without waiting): a warpgroup issues S_j and P_{j-1}·V_{j-1} only
 after the warpgroup before it has issued its own, then passes the token and does its softmax
 while the next warpgroup's products run (FlashAttention-3's ping-pong, round 2 warpgroups at
 d = 128 and 4 at d = 64).
 Why: a tile's products and its softmax take comparable time (the exponentials alone are
-about a tile's multiply at d = 64, half of it at d = 128: rung 8's docstring), so two
-warpgroups out of step can keep the tensor cores busy while each does its softmax; in step,
-the SM alternates between the two kinds of work.
-Prediction: FlashAttention-3's code turns ping-pong on for its fp16 forward; its paper's
-ablation does not separate it from warp specialization. With rung 8's in-warpgroup overlap
-already in place, about 1.05-1.10x rung 9 at d = 128, less at d = 64 (four warpgroups an SM
-already interleave).
+about a tile's multiply at d = 64, half of it at d = 128: rung 8's docstring), so warpgroups
+out of step can keep the tensor cores busy while each does its softmax.
+Prediction: FlashAttention-3's paper credits ping-pong with about 570 to 620-640 TFLOP/s at
+d = 128 (its section 3.1, as recalled here, not re-read): 1.09-1.12x. With rung 8's overlap
+already in place, about 1.05-1.10x rung 9 at d = 128, less at d = 64 (four warpgroups).
 Measured: on an NVIDIA H100 by ``ladder run``, rung 9 and SDPA (default call, cuDNN and
 FlashAttention-2 pinned) in the same run, [B, H, HKV, N] = [4, 16, 16, 4096], float16: d = 64,
 0.626 ms (rung 9 0.624 ms, fastest SDPA 0.604 ms,
@@ -27,16 +25,16 @@ results/nvidia-h100-80gb-hbm3-attention-causal-128-pingpong-flash.json); N = 163
 16.848 ms (rung 9 16.726 ms,
 results/nvidia-h100-80gb-hbm3-attention-16384-128-pingpong-flash.json). The causal d = 64,
 bfloat16 and other N = 16384 files beside them: 0.98-1.00x rung 9 in each of the 12 cases.
-compute-sanitizer (synccheck for the barriers among its four tools) found nothing
-(results/nvidia-h100-80gb-hbm3-sanitize-attention-pingpong-flash.json).
+compute-sanitizer (synccheck for the barriers among its four tools) found nothing at two
+small sizes (results/nvidia-h100-80gb-hbm3-sanitize-attention-pingpong-flash.json).
 Verdict: missed: no faster than rung 9 anywhere (0.98-1.00x). A hypothesis, not yet
 profiled: rung 8's overlap already keeps one product in flight through most of each
 warpgroup's softmax, and rung 9's warpgroups, which never meet at a block barrier, already
 run out of step; the token adds a barrier a tile and can hold a warpgroup for a slower one.
-Nsight's tensor-pipe utilization of rungs 9 and 10 would tell. What is left at d = 128
-(0.93x the fastest SDPA call in this run) is the tile's fixed cost: 64 keys a tile means
-O's rescale, the waits and the row statistics once per 64 keys; FlashAttention-3 takes
-wider key tiles at d = 128.
+Nsight's tensor-pipe utilization of rungs 9 and 10 would tell. At d = 128 rung 9 runs 0.93x
+the fastest SDPA call in this run; a candidate for the rest (to be measured): 64 keys a tile
+pay O's rescale, the waits and the row statistics once per 64 keys, and FlashAttention-3
+takes wider key tiles at d = 128.
 
 Lab notes: docs/notes/attention.md
 """
@@ -60,6 +58,7 @@ def plan(q: Operand, k: Operand, v: Operand, out: Operand) -> Masks:
     built once per signature of q, k, v and out (``PLANS``); rung 9's launch."""
     kd = tensor_core.kernel_d(q.shape[3], "rung 10")
     kernel = SOURCE.kernel(tensor_core.kernel_name("pingpong_flash", kd, q.dtype))
+    r09.check_register_split(kernel, kd, "rung 10")
     rows, threads = 64 * CONSUMERS[kd], 128 * (CONSUMERS[kd] + 1)
     return tensor_core.plan(
         q, k, v, out, kernel, r09.shared_bytes(kd), rows, threads, False, "rung 10", tma_rows=BKV

@@ -1,11 +1,12 @@
-"""What the CUDA C++ attention rungs (5 to 7) share: the head dimensions their kernels are built
+"""What the CUDA C++ attention rungs (5 to 10) share: the head dimensions their kernels are built
 for, zero-padded workspaces, and the plan that launches one of their kernels with or without
 the causal mask. A library, not a rung: each rung picks its kernel and passes it here.
 
 Every kernel takes (Q, K, V, O, N, H, HKV, scale_log2, causal), float16 (the wgmma rungs also
 bfloat16: the kernel's name ends in ``_bf16``), d in HEAD_DIMS and 16-byte aligned pointers;
-``plan`` copies operands into zero-padded, aligned workspaces when they are not (the memory
-table shows them).
+the TMA rungs (9 and 10) take tensor maps of K and V in place of their pointers, then Q and
+O (``tma_launch``). ``plan`` copies operands into zero-padded, aligned workspaces when they
+are not (the memory table shows them).
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from ladder.core import cuda_cpp
 from ladder.core.fastcall import POINTER, Operand, Steps, bits_view, cupy_launch
 
 HEAD_DIMS = (64, 128)  # the kernels' head dimensions; smaller ones are padded up
-ALIGN = 16  # bytes: cp.async copies 16-byte chunks
+ALIGN = 16  # bytes: cp.async copies 16-byte chunks; TMA needs 16-byte addresses and strides
 
 
 def kernel_d(d: int, rung: str) -> int:
