@@ -82,11 +82,12 @@ def check_register_split(kernel: Any, d: int, rung: str) -> None:
     kernel would hang (ptxas compiles to the launch bound today, which ``consumer_registers``
     assumes)."""
     threads = 128 * (CONSUMERS[d] + 1)
+    allocated = -(-int(kernel.num_regs) // 8) * 8 * threads  # whole 8-register units a thread
     needed = 128 * PRODUCER_REGS + 128 * CONSUMERS[d] * consumer_registers(d)
-    if kernel.num_regs * threads < needed:
+    if allocated < needed:
         raise RuntimeError(
             f"{rung}: the d = {d} kernel was built for {kernel.num_regs} registers a thread, "
-            f"{kernel.num_regs * threads} for the block, but its setmaxnreg split needs {needed}"
+            f"{allocated} for the block, but its setmaxnreg split needs {needed}"
         )
 
 
