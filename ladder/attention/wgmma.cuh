@@ -97,8 +97,9 @@ __device__ __forceinline__ void fence_operands(float (&r)[N]) {
 }
 
 // Stores v to shared memory at addr, so that the code v depends on runs before the next
-// wgmma wait: ptxas moves a wait up past arithmetic where nothing forces an order, but not
-// past a shared-memory store (rung 8 stores the row sums, which need every exponential).
+// wgmma wait: ptxas moves a wait up past arithmetic where nothing forces an order, and (as
+// observed with CUDA 13.0's ptxas, not a documented rule) not past a shared-memory store.
+// Rung 8 stores the row sums, which need every exponential.
 __device__ __forceinline__ void store_before_wait(unsigned addr, float v) {
   asm volatile("st.shared.f32 [%0], %1;" ::"r"(addr), "f"(v) : "memory");
 }
