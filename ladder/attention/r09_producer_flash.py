@@ -59,21 +59,28 @@ PRODUCER_REGS = 24  # registers a producer thread keeps (setmaxnreg.dec, the lea
 SM_REGISTERS = 65536  # an H100 SM's register file, 32-bit registers
 
 
-def consumer_registers(d: int) -> int:
+def launch_registers(consumers: int) -> int:
+    """The registers the launch allocates a block of ``consumers`` consumer warpgroups and the
+    producer, one block an SM: the threads times the registers ptxas compiles each for (the
+    SM's file over the threads, down to a multiple of 8)."""
+    threads = 128 * (consumers + 1)
+    return SM_REGISTERS // threads // 8 * 8 * threads
+
+
+def consumer_registers(consumers: int) -> int:
     """The registers a consumer thread can raise itself to (``setmaxnreg.inc``; the .cu's
-    CONSUMER_REGS): setmaxnreg only moves what the launch allocated, the block's threads times
-    the registers ptxas compiled for (one block an SM: the SM's file over the threads, down to
-    a multiple of 8), less the producer warpgroup's PRODUCER_REGS, over the consumer threads,
-    down to a multiple of 8."""
-    threads = 128 * (CONSUMERS[d] + 1)
-    pool = SM_REGISTERS // threads // 8 * 8 * threads
-    return (pool - 128 * PRODUCER_REGS) // (128 * CONSUMERS[d]) // 8 * 8
+    CONSUMER_REGS): setmaxnreg only moves what the launch allocated (``launch_registers``),
+    so that less the producer warpgroup's PRODUCER_REGS, over the consumer threads, down to a
+    multiple of 8."""
+    return (launch_registers(consumers) - 128 * PRODUCER_REGS) // (128 * consumers) // 8 * 8
 
 
-def shared_bytes(d: int) -> int:
-    """Dynamic shared memory: the q tile, the stages of k and v, one word a consumer thread
-    (the store that keeps the exponentials above the wait) and 1 KB of alignment slack."""
-    return (64 * CONSUMERS[d] + 2 * STAGES * BKV) * d * 2 + CONSUMERS[d] * 128 * 4 + 1024
+def shared_bytes(d: int, consumers: int | None = None, keys: int = BKV) -> int:
+    """Dynamic shared memory (for ``consumers`` warpgroups, CONSUMERS[d] by default, and key
+    tiles of ``keys``): the q tile, the stages of k and v, one word a consumer thread (the
+    store that keeps the exponentials above the wait) and 1 KB of alignment slack."""
+    consumers = consumers or CONSUMERS[d]
+    return (64 * consumers + 2 * STAGES * keys) * d * 2 + consumers * 128 * 4 + 1024
 
 
 def check_register_split(kernel: Any, d: int, rung: str) -> None:
@@ -83,7 +90,7 @@ def check_register_split(kernel: Any, d: int, rung: str) -> None:
     assumes)."""
     threads = 128 * (CONSUMERS[d] + 1)
     allocated = -(-int(kernel.num_regs) // 8) * 8 * threads  # whole 8-register units a thread
-    needed = 128 * PRODUCER_REGS + 128 * CONSUMERS[d] * consumer_registers(d)
+    needed = 128 * PRODUCER_REGS + 128 * CONSUMERS[d] * consumer_registers(CONSUMERS[d])
     if allocated < needed:
         raise RuntimeError(
             f"{rung}: the d = {d} kernel was built for {kernel.num_regs} registers a thread, "

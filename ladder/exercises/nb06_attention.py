@@ -140,9 +140,8 @@ def check_consumer_registers(answer: Any) -> str:
     from ladder.attention import r09_producer_flash as r09
 
     found = as_dict(answer, ("pool", "consumer"), "check_consumer_registers")
-    threads = 128 * (r09.CONSUMERS[64] + 1)
-    pool = r09.SM_REGISTERS // threads // 8 * 8 * threads
-    consumer = r09.consumer_registers(64)
+    pool = r09.launch_registers(r09.CONSUMERS[64])
+    consumer = r09.consumer_registers(r09.CONSUMERS[64])
     require(
         close(found["pool"], pool),
         "pool: setmaxnreg moves only what the launch allocated: 640 threads times the registers "

@@ -36,15 +36,6 @@ VARIANTS = {  # d -> name -> consumer warpgroups
 }
 
 
-def consumer_registers(consumers: int) -> int:
-    """Rung 9's split (``r09_producer_flash.consumer_registers``) for this many consumers."""
-    from ladder.attention import r09_producer_flash as r09
-
-    threads = 128 * (consumers + 1)
-    pool = r09.SM_REGISTERS // threads // 8 * 8 * threads
-    return (pool - 128 * r09.PRODUCER_REGS) // (128 * consumers) // 8 * 8
-
-
 def source() -> str:
     """Rung 9's .cu with BKV = KEYS and one entry point per variant (rung 9's own removed)."""
     from ladder.attention import r09_producer_flash as r09
@@ -57,17 +48,10 @@ def source() -> str:
     assert found == 4, "rung 9's entry points moved"
     for d, variants in VARIANTS.items():
         for name, consumers in variants.items():
-            regs = consumer_registers(consumers)
+            regs = r09.consumer_registers(consumers)
             entry = f"try_{name.replace('-', '_')}_d{d}"
             text += f"FLASH_ENTRY({entry}, half, {d}, {consumers}, {regs}, 1)\n"
     return text
-
-
-def shared_bytes(d: int, consumers: int) -> int:
-    """Rung 9's layout with KEYS-key stages: Q, two stages each of K and V, the sums' words."""
-    from ladder.attention import r09_producer_flash as r09
-
-    return (64 * consumers + 2 * r09.STAGES * KEYS) * d * 2 + consumers * 128 * 4 + 1024
 
 
 def launchers(d: int, q, k, v, out, module, causal: bool) -> dict:
@@ -80,8 +64,7 @@ def launchers(d: int, q, k, v, out, module, causal: bool) -> dict:
     ops = operands(q, k, v, out, ("float16",))[:4]
     for name, consumers in VARIANTS[d].items():
         kernel = module.get_function(f"try_{name.replace('-', '_')}_d{d}")
-        smem = shared_bytes(d, consumers)
-        kernel.max_dynamic_shared_size_bytes = smem
+        smem = r09_producer_flash.shared_bytes(d, consumers, KEYS)  # the plan raises the limit
         rows, threads = 64 * consumers, 128 * (consumers + 1)
         masks = tensor_core.plan(*ops, kernel, smem, rows, threads, False, "try", tma_rows=KEYS)
         runs[name] = lambda step=masks[causal]: step(*ops)
