@@ -452,7 +452,7 @@ def cmd_profile(args: argparse.Namespace) -> int:
     found = []
     for r in targets:
         console.print(f"profiling {r.name} ({args.dtype}, {' x '.join(map(str, size))}) ...")
-        found.append(tools.profile_rung(r, size, args.dtype))
+        found.append(tools.profile_rung(r, size, args.dtype, args.metrics or ()))
     console.print(report.profile_table(found, device.facts().name))
     if args.json:
         doc = {"gpu": device.facts().name, "device": device.facts().to_dict()}
@@ -643,6 +643,13 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--size", type=int, nargs="+", metavar="N", help=SIZE_HELP)
     p.add_argument("--dtype", help=DTYPE_HELP)
     p.add_argument("--no-below", action="store_true", help="do not profile the rung below")
+    p.add_argument(
+        "--metrics",
+        nargs="+",
+        metavar="METRIC",
+        help="more Nsight Compute metrics, full names as `ncu --query-metrics` lists them with "
+        "a suffix (e.g. sm__pipe_tensor_op_gmma_cycles_active.avg.pct_of_peak_sustained_active)",
+    )
     p.add_argument("--json", help="also write the profiles to this file")
     p.set_defaults(func=cmd_profile)
 

@@ -234,6 +234,24 @@ def test_parse_ncu_csv_reads_kernels_and_units():
     assert profile.main_kernel().kernel == "wgmma_tma"
 
 
+def test_profile_reads_the_metrics_asked_for_and_shows_them():
+    """``ladder profile --metrics``: each extra metric under its own name, in the table as a
+    column of its own; one the output lacks is missing, not zero."""
+    from rich.console import Console
+
+    from ladder.core import report
+
+    extra = ["sm__inst_executed_pipe_tensor_op_hmma.sum", "sm__pipe_tensor_op_gmma.sum"]
+    kernels = tools.parse_ncu_csv(NCU_CSV, extra)
+    assert kernels[0].values["sm__inst_executed_pipe_tensor_op_hmma.sum"] == 16e6
+    assert kernels[0].values["sm__pipe_tensor_op_gmma.sum"] is None
+    profile = tools.RungProfile("gemm", "wgmma", 16, "float16", [8, 8, 8], kernels)
+    console = Console(width=400, record=True)
+    console.print(report.profile_table([profile], "H100"))
+    text = console.export_text()
+    assert "sm__pipe_tensor_op_gmma.sum" in text and "1.6e+07" in text
+
+
 SANITIZER_OUT = """\
 ========= COMPUTE-SANITIZER
 @@ladder start gemm naive 1 float32

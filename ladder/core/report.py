@@ -238,10 +238,21 @@ def profile_table(profiles: list[Any], gpu: str):
     """A terminal table of ``ladder profile`` results (objects or their dicts)."""
     from rich.table import Table
 
+    from ladder.core.tools import NCU_METRICS
+
     rows = [p if isinstance(p, dict) else p.to_dict() for p in profiles]
     table = Table(title=f"Nsight Compute, one launch each, on {gpu}", title_justify="left")
     columns = ("rung", "dtype", "shape", "kernels", "µs", "DRAM %", "SM %", "occupancy %")
-    for col in (*columns, "L2 hit %", "bank conflicts ld/st", "× below"):
+    extra = list(  # the metrics asked for with --metrics, in their order
+        dict.fromkeys(
+            name
+            for row in rows
+            for kernel in row["kernels"]
+            for name in kernel["values"]
+            if name not in NCU_METRICS
+        )
+    )
+    for col in (*columns, "L2 hit %", "bank conflicts ld/st", *extra, "× below"):
         table.add_column(col, justify="left" if col in ("rung", "dtype", "kernels") else "right")
     table.add_column("status")
     below = None
@@ -262,6 +273,7 @@ def profile_table(profiles: list[Any], gpu: str):
             _fmt(main.get("occupancy_pct"), ".1f"),
             _fmt(main.get("l2_hit_pct"), ".1f"),
             "—" if ld is None else f"{ld:.0f}/{st or 0:.0f}",
+            *(_fmt(main.get(name), ".4g") for name in extra),
             _fmt(below / us if (below and us) else None, ".2f"),
             row.get("error") or "ok",
         )

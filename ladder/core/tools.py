@@ -25,6 +25,7 @@ import re
 import shutil
 import subprocess
 import sys
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -121,8 +122,9 @@ def _number(text: str) -> float | None:
         return None
 
 
-def parse_ncu_csv(text: str) -> list[KernelProfile]:
-    """Kernels and metrics from ``ncu --csv --page raw`` output (units row skipped)."""
+def parse_ncu_csv(text: str, extra: Sequence[str] = ()) -> list[KernelProfile]:
+    """Kernels and metrics from ``ncu --csv --page raw`` output (units row skipped): the
+    ``NCU_METRICS`` under their short keys, each of ``extra`` under its own name."""
     lines = [line for line in text.splitlines() if line.startswith('"')]
     if not lines:
         return []
@@ -136,7 +138,7 @@ def parse_ncu_csv(text: str) -> list[KernelProfile]:
     for row in body:
         record = dict(zip(header, row, strict=False))
         values: dict[str, float | None] = {}
-        for key, metric in NCU_METRICS.items():
+        for key, metric in (NCU_METRICS | {name: name for name in extra}).items():
             value = _number(record.get(metric, ""))
             unit = units[header.index(metric)] if metric in header else ""
             if key == "duration_us" and value is not None:
@@ -147,18 +149,22 @@ def parse_ncu_csv(text: str) -> list[KernelProfile]:
     return kernels
 
 
-def profile_rung(rung: Rung, size: tuple[int, ...], dtype: str) -> RungProfile:
-    """One launch of ``rung`` under Nsight Compute."""
+def profile_rung(
+    rung: Rung, size: tuple[int, ...], dtype: str, extra: Sequence[str] = ()
+) -> RungProfile:
+    """One launch of ``rung`` under Nsight Compute, with the metrics ``extra`` (full ncu
+    names, as ``ncu --query-metrics`` lists them with a suffix such as ``.sum``) besides
+    ``NCU_METRICS``."""
     ncu = find_tool("ncu")
     shape = "x".join(map(str, size))
     command = [
         ncu, "--clock-control", "none", "--profile-from-start", "off", "--csv", "--page", "raw",
-        "--metrics", ",".join(NCU_METRICS.values()),
+        "--metrics", ",".join([*NCU_METRICS.values(), *extra]),
         *_child_command("profile", rung.problem, rung.name, shape, dtype),
     ]  # fmt: skip
     done = subprocess.run(command, capture_output=True, text=True)
     result = RungProfile(rung.problem, rung.name, rung.number, dtype, list(size), [])
-    result.kernels = parse_ncu_csv(done.stdout)
+    result.kernels = parse_ncu_csv(done.stdout, extra)
     if done.returncode != 0 or not result.kernels:
         tail = (done.stderr or done.stdout).strip().splitlines()[-5:]
         result.error = f"ncu exited {done.returncode}: " + " | ".join(tail)
