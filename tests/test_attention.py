@@ -383,9 +383,10 @@ def test_producer_rungs_register_split_is_the_launchs():
 
 
 def test_the_producer_try_is_rung_9_with_wider_tiles():
-    """docs/notes/tries/attention_producer_tries.py builds rung 9's own .cu with BKV = 128 and
-    its variants' entry points (rung 9's removed), each with rung 9's register split for its
-    consumers: a change to rung 9's source that the try's substitutions miss fails here."""
+    """docs/notes/tries/attention_producer_tries.py builds rungs 9's and 10's own .cu with
+    BKV = 128 and its variants' entry points (the rung's removed), each with rung 9's register
+    split for its consumers: a change to either source that the substitutions miss, or a width
+    not following BKV, fails here."""
     import importlib.util
     import re
     from pathlib import Path
@@ -396,9 +397,13 @@ def test_the_producer_try_is_rung_9_with_wider_tiles():
     spec = importlib.util.spec_from_file_location("attention_producer_tries", path)
     tries = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(tries)
-    text = tries.source()
-    assert f"constexpr int BKV = {tries.KEYS};" in text and "FLASH_ENTRY(producer_flash" not in text
-    entries = re.findall(r"^FLASH_ENTRY\((\w+), half, (\d+), (\d+), (\d+), 1\)$", text, re.M)
+    entries = []
+    for base in tries.BASES:
+        text = tries.source(base)
+        assert f"constexpr int BKV = {tries.KEYS};" in text and f"FLASH_ENTRY({base}_" not in text
+        # every width follows BKV: S = Q Kᵀ is BKV keys wide, as many as the tile holds
+        assert "wgmma_ss<BKV, T>" in text and "wgmma_ss<64" not in text
+        entries += re.findall(r"^FLASH_ENTRY\((\w+), half, (\d+), (\d+), (\d+), 1\)$", text, re.M)
     assert len(entries) == sum(len(v) for v in tries.VARIANTS.values())
     for _, _, consumers, regs in entries:
         assert int(regs) == r09.consumer_registers(int(consumers))

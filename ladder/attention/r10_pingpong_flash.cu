@@ -139,7 +139,7 @@ __device__ __forceinline__ void flash_forward(const TensorMap& tmK, const Tensor
 #pragma unroll
     for (int ks = 0; ks < KSTEPS; ++ks) {
       const unsigned col = (ks % 4) * 32;
-      wgmma_ss<64, T>(s, desc(q_rows + (ks / 4) * (BQ * 128) + col, 16, 1024),
+      wgmma_ss<BKV, T>(s, desc(q_rows + (ks / 4) * (BQ * 128) + col, 16, 1024),
                       desc(k_tile + (ks / 4) * (BKV * 128) + col, 16, 1024));
     }
     wgmma_commit();

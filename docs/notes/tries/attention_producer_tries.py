@@ -1,10 +1,10 @@
-"""Rung 9's kernel with 128 keys a tile instead of 64: not a rung yet, to be timed beside rung 9.
+"""Rungs 9 and 10 with 128 keys a tile instead of 64: not rungs yet, timed beside rung 9.
 
-``python docs/notes/tries/attention_producer_tries.py --out
-results/<gpu>-attention-tries-producer.json`` on an sm_90a GPU. The kernel is
-``ladder/attention/r09_producer_flash.cu`` itself with its one constant ``BKV`` set to 128 and
-its entry points replaced by the variants below (``source``), built by NVRTC like a rung and
-launched through rung 9's own plan
+``PYTHONPATH=. python docs/notes/tries/attention_producer_tries.py --out
+results/<gpu>-attention-tries-producer.json`` from a checkout, on an sm_90a GPU. Each kernel
+is ``ladder/attention/r09_producer_flash.cu`` (or ``r10_pingpong_flash.cu``) itself with its
+one constant ``BKV`` set to 128 and its entry points replaced by the variants below
+(``source``), built by NVRTC like a rung and launched through rung 9's own plan
 (``attention.tensor_core.plan`` with tensor maps of 128-key boxes), at [B, H, HKV, N] =
 [4, 16, 16, 4096], float16, causal and not. Timed and checked against rung 9's output by
 ``attention_tries.time_variants`` (CUDA events around one launch after writing 256 MB, median
@@ -20,6 +20,8 @@ and one block an SM; rung 9 has neither problem. Registers: S doubles to 64 floa
 - ``r09``: rung 9 as it is (64 keys; 4 consumers at d = 64, 2 at d = 128).
 - ``k128``: 128 keys, 2 consumers (128 query rows), 240 registers a consumer.
 - ``k128-c3`` (d = 64): 128 keys, 3 consumers (192 rows), 160 registers.
+- ``pp128``, ``pp128-c3``: the same from rung 10's .cu (the consumers take turns): with 128
+  keys a tile each consumer's softmax is twice as long, more to hide under another's products.
 """
 
 from __future__ import annotations
@@ -30,27 +32,31 @@ import re
 from pathlib import Path
 
 KEYS = 128
-VARIANTS = {  # d -> name -> consumer warpgroups
-    64: {"k128": 2, "k128-c3": 3},
-    128: {"k128": 2},
+BASES = {"producer": "r09_producer_flash", "pingpong": "r10_pingpong_flash"}  # base -> its .cu
+VARIANTS = {  # d -> name -> (base rung, consumer warpgroups)
+    64: {"k128": ("producer", 2), "k128-c3": ("producer", 3), "pp128-c3": ("pingpong", 3)},
+    128: {"k128": ("producer", 2), "pp128": ("pingpong", 2)},
 }
 
 
-def source() -> str:
-    """Rung 9's .cu with BKV = KEYS and one entry point per variant (rung 9's own removed)."""
+def source(base: str = "producer") -> str:
+    """Rung 9's (``producer``) or rung 10's (``pingpong``) .cu with BKV = KEYS and one entry
+    point per variant on that base (the rung's own entry points removed)."""
     from ladder.attention import r09_producer_flash as r09
     from ladder.core import cuda_cpp
 
-    text = cuda_cpp.inline_includes(Path(r09.__file__).with_name("r09_producer_flash.cu"))
+    cu = Path(r09.__file__).with_name(f"{BASES[base]}.cu")
+    text = cuda_cpp.inline_includes(cu)
     text, found = re.subn(r"constexpr int BKV = 64;", f"constexpr int BKV = {KEYS};", text)
-    assert found == 1, "rung 9's BKV constant moved"
-    text, found = re.subn(r"^FLASH_ENTRY\(producer_flash.*$", "", text, flags=re.MULTILINE)
-    assert found == 4, "rung 9's entry points moved"
+    assert found == 1, f"{cu.name}'s BKV constant moved"
+    text, found = re.subn(rf"^FLASH_ENTRY\({base}_flash.*$", "", text, flags=re.MULTILINE)
+    assert found == 4, f"{cu.name}'s entry points moved"
     for d, variants in VARIANTS.items():
-        for name, consumers in variants.items():
-            regs = r09.consumer_registers(consumers)
-            entry = f"try_{name.replace('-', '_')}_d{d}"
-            text += f"FLASH_ENTRY({entry}, half, {d}, {consumers}, {regs}, 1)\n"
+        for name, (on, consumers) in variants.items():
+            if on == base:
+                regs = r09.consumer_registers(consumers)
+                entry = f"try_{name.replace('-', '_')}_d{d}"
+                text += f"FLASH_ENTRY({entry}, half, {d}, {consumers}, {regs}, 1)\n"
     return text
 
 
@@ -62,8 +68,8 @@ def launchers(d: int, q, k, v, out, module, causal: bool) -> dict:
 
     runs = {"r09": lambda: r09_producer_flash.launch(q, k, v, out, causal=causal)}
     ops = operands(q, k, v, out, ("float16",))[:4]
-    for name, consumers in VARIANTS[d].items():
-        kernel = module.get_function(f"try_{name.replace('-', '_')}_d{d}")
+    for name, (base, consumers) in VARIANTS[d].items():
+        kernel = module[base].get_function(f"try_{name.replace('-', '_')}_d{d}")
         smem = r09_producer_flash.shared_bytes(d, consumers, KEYS)  # the plan raises the limit
         rows, threads = 64 * consumers, 128 * (consumers + 1)
         masks = tensor_core.plan(*ops, kernel, smem, rows, threads, False, "try", tma_rows=KEYS)
@@ -82,8 +88,10 @@ def main() -> None:
     parser.add_argument("--out", type=Path, required=True)
     args = parser.parse_args()
 
-    build = cuda_cpp.compile_source(source(), "attention_producer_tries.cu", "sm_90a")
-    module = cupy.RawModule(path=str(build.path))
+    module = {}  # base -> its module
+    for base in BASES:
+        build = cuda_cpp.compile_source(source(base), f"attention_{base}_tries.cu", "sm_90a")
+        module[base] = cupy.RawModule(path=str(build.path))
     results = time_variants(launchers, module, "r09")
     gpu = cupy.cuda.runtime.getDeviceProperties(0)["name"].decode()
     report = {"gpu": gpu, "shape": [4, 16, 16, 4096], "dtype": "float16", "runs": results}
