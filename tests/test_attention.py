@@ -286,6 +286,7 @@ def long_case():
         "overlap-flash",
         "producer-flash",
         "pingpong-flash",
+        "wide-keys-flash",
     ],
 )
 def test_flash_rungs_run_at_n_32768(name, long_case):
@@ -326,7 +327,8 @@ def test_readme_summary_gives_the_two_target_ratios():
     [("tensor-core-flash", "float16"), ("gqa-packed", "float16"), ("wgmma-flash", "float16"),
      ("wgmma-flash", "bfloat16"), ("overlap-flash", "float16"), ("overlap-flash", "bfloat16"),
      ("producer-flash", "float16"), ("producer-flash", "bfloat16"),
-     ("pingpong-flash", "float16"), ("pingpong-flash", "bfloat16")],
+     ("pingpong-flash", "float16"), ("pingpong-flash", "bfloat16"),
+     ("wide-keys-flash", "float16"), ("wide-keys-flash", "bfloat16")],
 )  # fmt: skip
 def test_tensor_core_rungs_take_misaligned_operands(name, dtype):
     """q starting 2 bytes into its buffer (not 16-byte aligned, as cp.async needs): the plan
@@ -361,25 +363,50 @@ def test_the_gpu_reference_is_the_cpu_reference(causal):
 
 
 def test_producer_rungs_register_split_is_the_launchs():
-    """Rungs 9 and 10 raise each consumer thread to the registers ``consumer_registers`` works
-    out (what the launch allocated, less the producer's), and their entry points say so: a
-    setmaxnreg.inc above the pool would hang (it waits for registers that never come free),
+    """Rungs 9, 10 and 11 raise each consumer thread to the registers ``consumer_registers``
+    works out (what the launch allocated, less the producer's), and their entry points say so:
+    a setmaxnreg.inc above the pool would hang (it waits for registers that never come free),
     one below would waste registers."""
     import re
     from pathlib import Path
 
     from ladder.attention import r09_producer_flash as r09
+    from ladder.attention import r11_wide_keys_flash as r11
 
-    for stem in ("r09_producer_flash", "r10_pingpong_flash"):
+    for stem, module in (("r09_producer_flash", r09), ("r10_pingpong_flash", r09),
+                         ("r11_wide_keys_flash", r11)):  # fmt: skip
         text = (Path(r09.__file__).parent / f"{stem}.cu").read_text()
         entries = re.findall(r"FLASH_ENTRY\(\w+_d(\d+)\w*, [\w:]+, \d+, (\d+), (\d+), 1\)", text)
         assert len(entries) == 4, stem
         for d, consumers, regs in entries:
-            assert int(consumers) == r09.CONSUMERS[int(d)], (stem, d)
+            assert int(consumers) == module.CONSUMERS[int(d)], (stem, d)
             assert int(regs) == r09.consumer_registers(int(consumers)), (stem, d)
         assert f"setmaxnreg.dec.sync.aligned.u32 {r09.PRODUCER_REGS};" in text
+        assert f"constexpr int BKV = {module.BKV};" in text, stem
     split = {d: r09.consumer_registers(r09.CONSUMERS[d]) for d in (64, 128)}
     assert split == {64: 112, 128: 240}
+    assert {d: r09.consumer_registers(r11.CONSUMERS[d]) for d in (64, 128)} == {64: 160, 128: 240}
+
+
+def test_rung_11_is_rung_9_with_wider_key_tiles():
+    """Rung 11's .cu is rung 9's with BKV = 128 and its own entry points: the diff is the
+    lesson, so any other line that differs (outside the header comment) fails here."""
+    from pathlib import Path
+
+    from ladder.attention import r09_producer_flash as r09
+
+    here = Path(r09.__file__).parent
+
+    def body(stem: str) -> list[str]:
+        text = (here / f"{stem}.cu").read_text()
+        text = text[text.index("#include <cuda_bf16.h>") :]
+        return [line for line in text.splitlines() if not line.startswith("FLASH_ENTRY(")]
+
+    nine, eleven = body("r09_producer_flash"), body("r11_wide_keys_flash")
+    changed = [(a, b) for a, b in zip(nine, eleven, strict=True) if a != b]
+    assert changed == [
+        ("constexpr int BKV = 64;  // keys per tile", "constexpr int BKV = 128;  // keys per tile")
+    ]
 
 
 def test_the_producer_try_is_rung_9_with_wider_tiles():

@@ -83,14 +83,15 @@ def shared_bytes(d: int, consumers: int | None = None, keys: int = BKV) -> int:
     return (64 * consumers + 2 * STAGES * keys) * d * 2 + consumers * 128 * 4 + 1024
 
 
-def check_register_split(kernel: Any, d: int, rung: str) -> None:
-    """Refuse a build whose launch allocates fewer registers than the split hands out: a
-    consumer's ``setmaxnreg.inc`` would then wait for registers that never come free, and the
-    kernel would hang (ptxas compiles to the launch bound today, which ``consumer_registers``
-    assumes)."""
-    threads = 128 * (CONSUMERS[d] + 1)
+def check_register_split(kernel: Any, d: int, rung: str, consumers: int | None = None) -> None:
+    """Refuse a build whose launch allocates fewer registers than the split hands out (for
+    ``consumers`` warpgroups, CONSUMERS[d] by default): a consumer's ``setmaxnreg.inc`` would
+    then wait for registers that never come free, and the kernel would hang (ptxas compiles to
+    the launch bound today, which ``consumer_registers`` assumes)."""
+    consumers = consumers or CONSUMERS[d]
+    threads = 128 * (consumers + 1)
     allocated = -(-int(kernel.num_regs) // 8) * 8 * threads  # whole 8-register units a thread
-    needed = 128 * PRODUCER_REGS + 128 * CONSUMERS[d] * consumer_registers(CONSUMERS[d])
+    needed = 128 * PRODUCER_REGS + 128 * consumers * consumer_registers(consumers)
     if allocated < needed:
         raise RuntimeError(
             f"{rung}: the d = {d} kernel was built for {kernel.num_regs} registers a thread, "

@@ -197,8 +197,8 @@ __device__ __forceinline__ void flash_forward(const TensorMap& tmK, const Tensor
       pf[kk][3] = pack2<T>(s[8 * kk + 6], s[8 * kk + 7]);
     }
   };
-  // O += P_{j-1} V_{j-1}, issued: 4 wgmma, keys 16 kk .. 16 kk + 15 of the stage, column blocks
-  // BKV x 128 bytes apart
+  // O += P_{j-1} V_{j-1}, issued: BKV / 16 wgmma, keys 16 kk .. 16 kk + 15 of the stage,
+  // column blocks BKV x 128 bytes apart
   auto issue_pv = [&](int j) {
     const unsigned v_tile = s_v + (j % STAGES) * KV_BYTES;
     fence_operands(o);

@@ -27,14 +27,13 @@ results/nvidia-h100-80gb-hbm3-attention-16384-128-pingpong-flash.json). The caus
 bfloat16 and other N = 16384 files beside them: 0.98-1.00x rung 9 in each of the 12 cases.
 compute-sanitizer (synccheck for the barriers among its four tools) found nothing at two
 small sizes (results/nvidia-h100-80gb-hbm3-sanitize-attention-pingpong-flash.json).
-Verdict: missed: no faster than rung 9 anywhere (0.98-1.00x). A hypothesis, not yet
-profiled: rung 8's overlap already keeps one product in flight through most of each
-warpgroup's softmax, and rung 9's warpgroups, which never meet at a block barrier, already
-run out of step; the token adds a barrier a tile and can hold a warpgroup for a slower one.
-Nsight's tensor-pipe utilization of rungs 9 and 10 would tell. At d = 128 rung 9 runs 0.93x
-the fastest SDPA call in this run; a candidate for the rest (to be measured): 64 keys a tile
-pay O's rescale, the waits and the row statistics once per 64 keys, and FlashAttention-3
-takes wider key tiles at d = 128.
+Verdict: missed: no faster than rung 9 anywhere (0.98-1.00x). Nsight Compute then saw the
+tensor pipe busy 57.5% of the cycles here against rung 9's 57.8% at d = 128 (47.4% against
+48.0% at d = 64; results/nvidia-h100-80gb-hbm3-profile-attention-tensor-pipe-128.json): the
+turns did not fill the idle half. A hypothesis: rung 8's overlap already keeps one product in
+flight through most of each softmax, and rung 9's warpgroups already run out of step; what
+idles the pipe is per-tile work every warpgroup does, not when it does it. Rung 11 halves
+that work (128 keys a tile) and is 1.20x rung 9 at d = 128.
 
 Lab notes: docs/notes/attention.md
 """

@@ -1,0 +1,86 @@
+"""Rung 11, wide keys: rung 9's kernel with 128 keys a tile instead of 64.
+
+What changes: one constant, ``BKV`` (``r11_wide_keys_flash.cu``; ``diff`` against
+``r09_producer_flash.cu`` is the lesson, rung 10's turn-taking left out), and so the consumers
+at d = 64. Each K and V stage holds 128 keys (the tensor maps' box with it), S = Q·Kᵀ is a
+m64n128 product and P·V eight k16 products a tile. S now takes 64 registers a thread and P 32,
+so d = 64 runs 3 consumer warpgroups (192 query rows, 160 registers) where rung 9 ran 4 at
+112; d = 128 keeps 2 at 240.
+Why: everything a tile does besides its products is paid per tile, not per key: O's rescale
+(64 multiplies a thread at d = 128), the row maxima's shuffles and the statistics, two waits
+on "full" and two releases of "empty", the wgmma fences and group waits, and the
+exponentials' start-up under P·V. With 128 keys that is paid half as often, and each wgmma
+does twice the work per instruction issued.
+Prediction: no number was written before the try ran (its script said only "fixed costs
+paid once per 128 keys"). A bound: Nsight Compute saw rung 9's tensor pipe busy 57.8% of the
+cycles at d = 128, 48.0% at d = 64, so the same products cannot run more than 1.73x (2.08x)
+faster (results/nvidia-h100-80gb-hbm3-profile-attention-tensor-pipe-128.json,
+results/nvidia-h100-80gb-hbm3-profile-attention-tensor-pipe-64.json).
+Measured: on an NVIDIA H100 by ``ladder run``, rung 9 and SDPA (default call, cuDNN and
+FlashAttention-2 pinned) in the same run, [B, H, HKV, N] = [4, 16, 16, 4096], float16: d = 64
+0.575 ms (rung 9 0.618 ms, fastest SDPA 0.598 ms,
+results/nvidia-h100-80gb-hbm3-attention-64-wide-keys-flash.json); d = 128 0.863 ms (rung 9
+1.036 ms, SDPA 0.884 ms, results/nvidia-h100-80gb-hbm3-attention-128-wide-keys-flash.json);
+causal d = 64 0.360 ms (SDPA 0.357 ms,
+results/nvidia-h100-80gb-hbm3-attention-causal-64-wide-keys-flash.json); causal d = 128
+0.498 ms (SDPA 0.533 ms, results/nvidia-h100-80gb-hbm3-attention-causal-128-wide-keys-flash.json;
+bfloat16 and N = 16384 files beside them). Nsight: tensor pipe busy 73.3% at d = 128 (53.8%
+at d = 64), warp instructions 302 M against rung 9's 413 M.
+Verdict: 1.20x rung 9 at d = 128 (causal 1.17x, bfloat16 1.20x, N = 16384 1.21x), 1.07-1.09x
+at d = 64, where the fourth consumer is lost to S's registers. Against the fastest SDPA call
+in the same runs: at or above it in 10 of 12 cases (1.02x at d = 128, 1.04x at d = 64, 1.07x
+causal d = 128; N = 16384 1.04-1.11x); causal d = 64 is 0.99x in both dtypes (likely the diagonal:
+a 128-key tile there computes more masked scores; not measured). The 27% fewer instructions at
+d = 128 fit the per-tile costs named above; which of them mattered most was not measured.
+
+Lab notes: docs/notes/attention.md
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ladder.attention import r09_producer_flash as r09
+from ladder.attention import tensor_core
+from ladder.attention.problem import Masks, attention_rung, operands
+from ladder.core import cuda_cpp
+from ladder.core.fastcall import Operand, PlanCache
+
+SOURCE = cuda_cpp.source(__file__, "r11_wide_keys_flash.cu", archs=("sm_90a",), arch_specific=True)
+BKV = 128  # keys a tile (rung 9: 64)
+CONSUMERS = {64: 3, 128: 2}  # consumer warpgroups of 64 query rows, per head dimension
+
+
+def plan(q: Operand, k: Operand, v: Operand, out: Operand) -> Masks:
+    """The kernel for this head dimension and its launch without and with the causal mask:
+    built once per signature of q, k, v and out (``PLANS``); rung 9's launch with 128-key
+    tensor-map boxes."""
+    kd = tensor_core.kernel_d(q.shape[3], "rung 11")
+    kernel = SOURCE.kernel(tensor_core.kernel_name("wide_keys_flash", kd, q.dtype))
+    consumers = CONSUMERS[kd]
+    r09.check_register_split(kernel, kd, "rung 11", consumers)
+    rows, threads = 64 * consumers, 128 * (consumers + 1)
+    smem = r09.shared_bytes(kd, consumers, BKV)
+    return tensor_core.plan(
+        q, k, v, out, kernel, smem, rows, threads, False, "rung 11", tma_rows=BKV
+    )
+
+
+PLANS = PlanCache(plan)
+
+
+@attention_rung(
+    name="wide-keys-flash",
+    title="wide keys: rung 9 with 128 keys a tile, each tile's fixed costs paid half as often",
+    dtypes=("float16", "bfloat16"),
+    needs=("cupy",),
+    units="tensor",
+    min_cc=(9, 0),
+    max_cc=(9, 0),
+    cc_needs="wgmma and setmaxnreg, sm_90a-only instructions",
+)
+def launch(q: Any, k: Any, v: Any, out: Any = None, causal: bool = False) -> Any:
+    q, k, v, out, _ = operands(q, k, v, out, ("float16", "bfloat16"))
+    if 0 not in out.shape:
+        PLANS(q, k, v, out)[bool(causal)](q, k, v, out)
+    return out.obj
