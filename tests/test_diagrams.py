@@ -426,3 +426,27 @@ def test_producer_pipeline_from_rung_9(d: int) -> None:
     assert len(patches(fig, "full")) == 2 * tiles  # V of the last tile is read after the loop
     assert len(patches(fig, "empty")) == 2 * (tiles - r09.STAGES)
     assert f"{consumers} consumer warpgroups" in fig.axes[0].get_title()
+
+
+def test_register_budget_from_rungs_9_and_11() -> None:
+    """A consumer's O, S and P from the rungs' tile sizes: 128 keys double S and P; the arrays
+    fit each built kernel's setmaxnreg budget, and 128 keys with four consumers at d = 64 do not
+    leave room for anything else (the reason rung 11 runs three)."""
+    from ladder.attention import r09_producer_flash as r09
+    from ladder.attention import r11_wide_keys_flash as r11
+
+    def used(a: dict[str, int]) -> int:
+        return a["O"] + a["S"] + a["P"]
+
+    nine = attention_diagrams.consumer_arrays(64, r09.BKV, r09.CONSUMERS[64])
+    wide4 = attention_diagrams.consumer_arrays(64, r11.BKV, r09.CONSUMERS[64])
+    eleven = attention_diagrams.consumer_arrays(64, r11.BKV, r11.CONSUMERS[64])
+    assert (nine["S"], nine["P"], wide4["S"], wide4["P"]) == (32, 16, 64, 32)
+    assert used(nine) < nine["budget"] and used(eleven) < eleven["budget"]
+    assert used(wide4) >= wide4["budget"]
+    for d in (64, 128):
+        a = attention_diagrams.consumer_arrays(d, r11.BKV, r11.CONSUMERS[d])
+        assert a["budget"] == r09.consumer_registers(r11.CONSUMERS[d]) and used(a) < a["budget"]
+    fig = attention_diagrams.register_budget()
+    bars = [p for p in fig.axes[0].patches if str(p.get_gid()).endswith(":S")]
+    assert sorted(b.get_width() for b in bars) == [32, 32, 64, 64, 64]

@@ -77,6 +77,7 @@ WRONG = {
     "backward_products": {"executed": 5, "credited": 5},  # the query kernel's recomputation
     "softmax_share": {"d64": 0.25, "d128": 0.125},  # the exponentials at 64 a clock
     "consumer_registers": {"pool": 65536, "consumer": 120},  # the SM's whole file
+    "wide_key_registers": {"s": 256, "p": 128},  # spread over a warp, not the warpgroup
     "matmul_backward": lambda A, B, dC: (dC @ B.T, dC.T @ A),  # dB transposed
     "softmax_backward": lambda y, dy: y * dy,  # the row sum left out
     "offsets": lambda ids, experts: np.cumsum(np.bincount(ids.ravel(), minlength=experts)),

@@ -14,6 +14,10 @@
   copies of K_j and V_j into stage j % STAGES, the consumers' waits on "full" and their
   releases on "empty", which the producer waits for before it refills a stage
   (``producer_waits`` lists them from rung 9's constants).
+- ``register_budget``: a consumer thread's registers for O, S and P against what setmaxnreg
+  gives it, for rung 9 (64 keys) and rung 11 (``r11_wide_keys_flash``, 128 keys) at d = 64
+  and 128, and for 128 keys with rung 9's four consumers at d = 64, which does not fit
+  (``consumer_arrays`` works the counts out from the rungs' constants).
 """
 
 from __future__ import annotations
@@ -29,6 +33,7 @@ from ladder.attention import r03_flash as r03
 from ladder.attention import r05_tensor_core_flash as r05
 from ladder.attention import r08_overlap_flash as r08
 from ladder.attention import r09_producer_flash as r09
+from ladder.attention import r11_wide_keys_flash as r11
 from ladder.attention.backward import r03_tensor_core as backward_r03
 from ladder.core import diagrams as dg
 
@@ -440,4 +445,59 @@ def producer_pipeline(tiles: int = 5, d: int = 128) -> Figure:
         "(every consumer has read the stage; the producer may refill it). Colour: the stage.",
         fontsize=8,
     )
+    return fig
+
+
+def consumer_arrays(d: int, keys: int, consumers: int) -> dict[str, int]:
+    """A consumer thread's accumulator registers in rungs 9 and 11: O (64 rows x d float32 over
+    the warpgroup's 128 threads), S (64 x ``keys`` float32), P (S as 16-bit pairs), and the
+    ``budget`` setmaxnreg raises it to with ``consumers`` consumer warpgroups."""
+    o, s = 64 * d // 128, 64 * keys // 128
+    return {"O": o, "S": s, "P": s // 2, "budget": r09.consumer_registers(consumers)}
+
+
+def register_budget() -> Figure:
+    """``consumer_arrays`` drawn: a bar per kernel, O, S and P stacked (all three are live at
+    once: S_j is computed while P_{j-1} feeds P·V into O, rung 8's overlap), a mark at its
+    budget. What is left between the arrays and the mark holds addresses, row statistics,
+    loop counters and the compiler's temporaries."""
+    cases = [
+        (f"rung 9, d = 64, {r09.BKV} keys, {r09.CONSUMERS[64]} consumers", 64, r09.BKV,
+         r09.CONSUMERS[64]),
+        (f"{r11.BKV} keys with {r09.CONSUMERS[64]} consumers, d = 64 (not built)", 64, r11.BKV,
+         r09.CONSUMERS[64]),
+        (f"rung 11, d = 64, {r11.BKV} keys, {r11.CONSUMERS[64]} consumers", 64, r11.BKV,
+         r11.CONSUMERS[64]),
+        (f"rung 9, d = 128, {r09.BKV} keys, {r09.CONSUMERS[128]} consumers", 128, r09.BKV,
+         r09.CONSUMERS[128]),
+        (f"rung 11, d = 128, {r11.BKV} keys, {r11.CONSUMERS[128]} consumers", 128, r11.BKV,
+         r11.CONSUMERS[128]),
+    ]  # fmt: skip
+    fig = dg.figure(0.6 + 0.5 * len(cases))
+    ax = fig.subplots()
+    colors = {"O": dg.BLUE, "S": dg.ORANGE, "P": dg.GREEN}
+    for row, (label, d, keys, consumers) in enumerate(cases):
+        y = len(cases) - 1 - row
+        arrays = consumer_arrays(d, keys, consumers)
+        left = 0
+        for name, color in colors.items():
+            ax.barh(y, arrays[name], left=left, color=color, height=0.6, gid=f"{label}:{name}",
+                    label=name if row == 0 else None)  # fmt: skip
+            ax.text(left + arrays[name] / 2, y, f"{name} {arrays[name]}", ha="center",
+                    va="center", fontsize=7)  # fmt: skip
+            left += arrays[name]
+        ax.plot(
+            [arrays["budget"]] * 2, [y - 0.4, y + 0.4], color="black", lw=2, gid=f"{label}:budget"
+        )
+        note = max(arrays["budget"], left) + 3
+        ax.text(note, y, f"budget {arrays['budget']}", va="center", fontsize=7)
+    ax.set_yticks(range(len(cases)), [c[0] for c in reversed(cases)], fontsize=8)
+    ax.set_xlim(0, 280)
+    ax.set_xlabel("32-bit registers a consumer thread (setmaxnreg's budget: black)")
+    ax.set_title(
+        "Accumulators a consumer thread holds against its budget: 128 keys double S and P, so at "
+        "d = 64 four consumers\nno longer fit and rung 11 runs three",
+        fontsize=9,
+    )
+    ax.legend(loc="upper right", fontsize=7)
     return fig

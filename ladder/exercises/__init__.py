@@ -30,6 +30,7 @@ EXERCISES = {
         "backward_products",
         "softmax_share",
         "consumer_registers",
+        "wide_key_registers",
     ),
     "nb08_models": ("matmul_backward", "softmax_backward"),
     "nb09_moe": ("offsets", "tile_padding"),

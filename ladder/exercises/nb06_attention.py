@@ -9,6 +9,8 @@
   H100 SM's clocks, at d = 64 and d = 128: what rung 8 hides under the tensor cores.
 - ``check_consumer_registers(dict)``: the registers rung 9's block holds at d = 64 and the
   most a consumer thread can raise itself to with setmaxnreg.
+- ``check_wide_key_registers(dict)``: the registers a consumer thread gives S and P when rung
+  11 widens the key tile to 128.
 """
 
 from __future__ import annotations
@@ -156,4 +158,25 @@ def check_consumer_registers(answer: Any) -> str:
         f"right: {pool:,} registers, {consumer} a consumer thread, against the 96 every thread "
         "had at launch; rung 8's kernel needs 118 at d = 64, so without setmaxnreg four "
         "consumers would spill"
+    )
+
+
+def check_wide_key_registers(answer: Any) -> str:
+    """Rung 11 makes each key tile 128 keys wide. A consumer warpgroup (128 threads) computes
+    S = Q·Kᵀ for its 64 query rows as one 64 x 128 float32 accumulator spread evenly over its
+    threads, then packs P = exp(S) two halves to a 32-bit register for the P·V product. Keys:
+    s (the float registers S takes a thread), p (the 32-bit registers P takes a thread)."""
+    from ladder.attention import r11_wide_keys_flash as r11
+
+    found = as_dict(answer, ("s", "p"), "check_wide_key_registers")
+    s = 64 * r11.BKV // 128
+    require(
+        close(found["s"], s),
+        "s: 64 rows x 128 keys of float32 over the warpgroup's 128 threads (not a warp's 32)",
+    )
+    require(close(found["p"], s // 2), "p: two 16-bit values of P share a 32-bit register")
+    return (
+        f"right: {s} for S and {s // 2} for P, twice rung 9's; with O's 32 at d = 64 that is "
+        f"{s + s // 2 + 32} before any address or statistic, more than the 112 four consumers "
+        "get, so rung 11 runs three at 160"
     )

@@ -96,6 +96,7 @@ def flash_merge(a: tuple[Any, ...], b: tuple[Any, ...]) -> tuple[Any, ...]:
 backward_products = {"executed": 7, "credited": 5}
 softmax_share = {"d64": 1.0, "d128": 0.5}
 consumer_registers = {"pool": 96 * 640, "consumer": 112}
+wide_key_registers = {"s": 64 * 128 // 128, "p": 32}
 
 
 # nb08_models
