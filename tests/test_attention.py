@@ -388,6 +388,31 @@ def test_producer_rungs_register_split_is_the_launchs():
     assert {d: r09.consumer_registers(r11.CONSUMERS[d]) for d in (64, 128)} == {64: 160, 128: 240}
 
 
+def test_the_idle_try_is_rung_11_with_idle_consumers_leaving():
+    """docs/notes/tries/attention_idle_tries.py builds rung 11's own .cu with its idle consumer
+    warpgroups returning and the "empty" barriers counting only those left: a change to rung
+    11's source that the substitutions miss fails here (``source`` asserts each matched)."""
+    import importlib.util
+    import re
+    from pathlib import Path
+
+    from ladder.attention import r09_producer_flash as r09
+    from ladder.attention import r11_wide_keys_flash as r11
+
+    path = Path(__file__).parents[1] / "docs/notes/tries/attention_idle_tries.py"
+    spec = importlib.util.spec_from_file_location("attention_idle_tries", path)
+    tries = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(tries)
+    text = tries.source()
+    assert "if (wg >= active) return;" in text and "CONSUMERS * 128" not in text
+    assert text.count("active * 128);") == 2 and "FLASH_ENTRY(wide_keys_flash" not in text
+    entries = re.findall(
+        r"^FLASH_ENTRY\(try_skip_idle_d(\d+), half, \d+, (\d+), (\d+), 1\)$", text, re.M
+    )
+    assert {int(d): int(c) for d, c, _ in entries} == r11.CONSUMERS
+    assert all(int(regs) == r09.consumer_registers(int(c)) for _, c, regs in entries)
+
+
 def test_rung_11_is_rung_9_with_wider_key_tiles():
     """Rung 11's .cu is rung 9's with BKV = 128 and its own entry points: the diff is the
     lesson, so any other line that differs (outside the header comment) fails here."""

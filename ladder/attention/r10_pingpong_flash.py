@@ -30,10 +30,10 @@ small sizes (results/nvidia-h100-80gb-hbm3-sanitize-attention-pingpong-flash.jso
 Verdict: missed: no faster than rung 9 anywhere (0.98-1.00x). Nsight Compute then saw the
 tensor pipe busy 57.5% of the cycles here against rung 9's 57.8% at d = 128 (47.4% against
 48.0% at d = 64; results/nvidia-h100-80gb-hbm3-profile-attention-tensor-pipe-128.json): the
-turns did not fill the idle half. A hypothesis: rung 8's overlap already keeps one product in
-flight through most of each softmax, and rung 9's warpgroups already run out of step; what
-idles the pipe is per-tile work every warpgroup does, not when it does it. Rung 11 halves
-that work (128 keys a tile) and is 1.20x rung 9 at d = 128.
+turns did not fill the idle 42% (52% at d = 64). A hypothesis: rung 8's overlap already
+keeps one product in flight through most of each softmax, and rung 9's warpgroups already
+run out of step; what idles the pipe is per-tile work every warpgroup does, not when it does
+it. Rung 11 pays that work half as often (128 keys a tile): 1.20x rung 9 at d = 128.
 
 Lab notes: docs/notes/attention.md
 """

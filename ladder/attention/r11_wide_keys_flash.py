@@ -8,13 +8,14 @@ so d = 64 runs 3 consumer warpgroups (192 query rows, 160 registers) where rung 
 112; d = 128 keeps 2 at 240.
 Why: everything a tile does besides its products is paid per tile, not per key: O's rescale
 (64 multiplies a thread at d = 128), the row maxima's shuffles and the statistics, two waits
-on "full" and two releases of "empty", the wgmma fences and group waits, and the
-exponentials' start-up under P·V. With 128 keys that is paid half as often, and each wgmma
-does twice the work per instruction issued.
+on "full" and two releases of "empty", the wgmma fences and group waits. With 128 keys that is
+paid half as often, and S's wgmma is twice as wide (half as many issued; P·V issues the same
+number per key). Rung 8's try of 128 keys lost, but it kept the block barrier.
 Prediction: no number was written before the try ran (its script said only "fixed costs
-paid once per 128 keys"). A bound: Nsight Compute saw rung 9's tensor pipe busy 57.8% of the
-cycles at d = 128, 48.0% at d = 64, so the same products cannot run more than 1.73x (2.08x)
-faster (results/nvidia-h100-80gb-hbm3-profile-attention-tensor-pipe-128.json,
+paid once per 128 keys"). A ceiling computed afterwards: Nsight Compute saw rung 9's tensor
+pipe busy 57.8% of the cycles at d = 128, 48.0% at d = 64, so the same products cannot run
+more than 1.73x (2.08x) faster
+(results/nvidia-h100-80gb-hbm3-profile-attention-tensor-pipe-128.json,
 results/nvidia-h100-80gb-hbm3-profile-attention-tensor-pipe-64.json).
 Measured: on an NVIDIA H100 by ``ladder run``, rung 9 and SDPA (default call, cuDNN and
 FlashAttention-2 pinned) in the same run, [B, H, HKV, N] = [4, 16, 16, 4096], float16: d = 64
@@ -24,14 +25,16 @@ results/nvidia-h100-80gb-hbm3-attention-64-wide-keys-flash.json); d = 128 0.863 
 causal d = 64 0.360 ms (SDPA 0.357 ms,
 results/nvidia-h100-80gb-hbm3-attention-causal-64-wide-keys-flash.json); causal d = 128
 0.498 ms (SDPA 0.533 ms, results/nvidia-h100-80gb-hbm3-attention-causal-128-wide-keys-flash.json;
-bfloat16 and N = 16384 files beside them). Nsight: tensor pipe busy 73.3% at d = 128 (53.8%
-at d = 64), warp instructions 302 M against rung 9's 413 M.
+bfloat16 and N = 16384 files beside them). Nsight at d = 128: tensor pipe busy 73.3% (53.8%
+at d = 64), warp instructions 302 M and wgmma 8.4 M against rung 9's 413 M and 12.6 M.
 Verdict: 1.20x rung 9 at d = 128 (causal 1.17x, bfloat16 1.20x, N = 16384 1.21x), 1.07-1.09x
-at d = 64, where the fourth consumer is lost to S's registers. Against the fastest SDPA call
-in the same runs: at or above it in 10 of 12 cases (1.02x at d = 128, 1.04x at d = 64, 1.07x
-causal d = 128; N = 16384 1.04-1.11x); causal d = 64 is 0.99x in both dtypes (likely the diagonal:
-a 128-key tile there computes more masked scores; not measured). The 27% fewer instructions at
-d = 128 fit the per-tile costs named above; which of them mattered most was not measured.
+at d = 64, where (likely) the fourth consumer is missed, and 4096 rows do not divide into
+192: each head's last block computes two warpgroups of padding (3.1% more wgmma). Against the
+fastest SDPA call in the same runs: at or above it in 10 of 12 cases (float16: 1.02x at
+d = 128, 1.04x at d = 64, 1.07x causal d = 128; bfloat16 1.02x, 1.05x, 1.08x; N = 16384
+1.04-1.11x). Causal d = 64 is 0.99x in both dtypes, a gap mostly inherited: rung 9 was
+furthest behind there (0.93x, against 0.97x unmasked). Which per-tile cost mattered most was
+not measured: the rung changed them all at once.
 
 Lab notes: docs/notes/attention.md
 """
