@@ -648,7 +648,8 @@ def build_parser() -> argparse.ArgumentParser:
         nargs="+",
         metavar="METRIC",
         help="more Nsight Compute metrics, full names as `ncu --query-metrics` lists them with "
-        "a suffix (e.g. sm__pipe_tensor_op_gmma_cycles_active.avg.pct_of_peak_sustained_active)",
+        "a suffix (e.g. on Hopper, the tensor pipe's busy share with wgmma: sm__pipe_tensor_op_"
+        "hmma_type_hmma_hgmma_qgmma_cycles_active.avg.pct_of_peak_sustained_active)",
     )
     p.add_argument("--json", help="also write the profiles to this file")
     p.set_defaults(func=cmd_profile)
