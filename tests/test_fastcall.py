@@ -949,6 +949,7 @@ def test_producer_attention_plan_maps_k_and_v_per_head(monkeypatch, d):
     import cupy
 
     from ladder.attention import r09_producer_flash as r09
+    from ladder.attention import warp_specialized
     from ladder.gemm import hopper
 
     def ops(k_ptr=0x20000):
@@ -985,7 +986,7 @@ def test_producer_attention_plan_maps_k_and_v_per_head(monkeypatch, d):
     assert maps == [(p, 130, d, 64, 64, "float16", 4) for p in made_for]
     grid, block, smem, stream, made, q, o, ints, scale = fake.launches[0]
     assert grid == (-(-130 // (64 * consumers)), 4, 2) and block == (128 * (consumers + 1), 1, 1)
-    assert (smem, stream) == (r09.shared_bytes(d), 7)
+    assert (smem, stream) == (warp_specialized.shared_bytes(d, consumers, r09.BKV), 7)
     assert made == [[0x20000, 130, d, 64, 64, 7, 4], [0x30000, 130, d, 64, 64, 7, 4]]
     assert (q, o, ints) == (0x10000, 0x40000, [130, 4, 2, 1])
     assert scale == pytest.approx(1.4426950408889634 / np.sqrt(d), rel=1e-6)

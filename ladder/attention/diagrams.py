@@ -34,6 +34,7 @@ from ladder.attention import r05_tensor_core_flash as r05
 from ladder.attention import r08_overlap_flash as r08
 from ladder.attention import r09_producer_flash as r09
 from ladder.attention import r11_wide_keys_flash as r11
+from ladder.attention import warp_specialized
 from ladder.attention.backward import r03_tensor_core as backward_r03
 from ladder.core import diagrams as dg
 
@@ -453,7 +454,7 @@ def consumer_arrays(d: int, keys: int, consumers: int) -> dict[str, int]:
     the warpgroup's 128 threads), S (64 x ``keys`` float32), P (S as 16-bit pairs), and the
     ``budget`` setmaxnreg raises it to with ``consumers`` consumer warpgroups."""
     o, s = 64 * d // 128, 64 * keys // 128
-    return {"O": o, "S": s, "P": s // 2, "budget": r09.consumer_registers(consumers)}
+    return {"O": o, "S": s, "P": s // 2, "budget": warp_specialized.consumer_registers(consumers)}
 
 
 def register_budget() -> Figure:

@@ -47,56 +47,14 @@ from __future__ import annotations
 
 from typing import Any
 
-from ladder.attention import tensor_core
+from ladder.attention import tensor_core, warp_specialized
 from ladder.attention.problem import Masks, attention_rung, operands
 from ladder.core import cuda_cpp
 from ladder.core.fastcall import Operand, PlanCache
 
 SOURCE = cuda_cpp.source(__file__, "r09_producer_flash.cu", archs=("sm_90a",), arch_specific=True)
-BKV, STAGES = 64, 2  # keys a tile, stages each of K and V
+BKV, STAGES = 64, warp_specialized.STAGES  # keys a tile, stages each of K and V
 CONSUMERS = {64: 4, 128: 2}  # consumer warpgroups of 64 query rows, per head dimension
-PRODUCER_REGS = 24  # registers a producer thread keeps (setmaxnreg.dec, the least there is)
-SM_REGISTERS = 65536  # an H100 SM's register file, 32-bit registers
-
-
-def launch_registers(consumers: int) -> int:
-    """The registers the launch allocates a block of ``consumers`` consumer warpgroups and the
-    producer, one block an SM: the threads times the registers ptxas compiles each for (the
-    SM's file over the threads, down to a multiple of 8)."""
-    threads = 128 * (consumers + 1)
-    return SM_REGISTERS // threads // 8 * 8 * threads
-
-
-def consumer_registers(consumers: int) -> int:
-    """The registers a consumer thread can raise itself to (``setmaxnreg.inc``; the .cu's
-    CONSUMER_REGS): setmaxnreg only moves what the launch allocated (``launch_registers``),
-    so that less the producer warpgroup's PRODUCER_REGS, over the consumer threads, down to a
-    multiple of 8."""
-    return (launch_registers(consumers) - 128 * PRODUCER_REGS) // (128 * consumers) // 8 * 8
-
-
-def shared_bytes(d: int, consumers: int | None = None, keys: int = BKV) -> int:
-    """Dynamic shared memory (for ``consumers`` warpgroups, CONSUMERS[d] by default, and key
-    tiles of ``keys``): the q tile, the stages of k and v, one word a consumer thread (the
-    store that keeps the exponentials above the wait) and 1 KB of alignment slack."""
-    consumers = consumers or CONSUMERS[d]
-    return (64 * consumers + 2 * STAGES * keys) * d * 2 + consumers * 128 * 4 + 1024
-
-
-def check_register_split(kernel: Any, d: int, rung: str, consumers: int | None = None) -> None:
-    """Refuse a build whose launch allocates fewer registers than the split hands out (for
-    ``consumers`` warpgroups, CONSUMERS[d] by default): a consumer's ``setmaxnreg.inc`` would
-    then wait for registers that never come free, and the kernel would hang (ptxas compiles to
-    the launch bound today, which ``consumer_registers`` assumes)."""
-    consumers = consumers or CONSUMERS[d]
-    threads = 128 * (consumers + 1)
-    allocated = -(-int(kernel.num_regs) // 8) * 8 * threads  # whole 8-register units a thread
-    needed = 128 * PRODUCER_REGS + 128 * consumers * consumer_registers(consumers)
-    if allocated < needed:
-        raise RuntimeError(
-            f"{rung}: the d = {d} kernel was built for {kernel.num_regs} registers a thread, "
-            f"{allocated} for the block, but its setmaxnreg split needs {needed}"
-        )
 
 
 def plan(q: Operand, k: Operand, v: Operand, out: Operand) -> Masks:
@@ -105,11 +63,7 @@ def plan(q: Operand, k: Operand, v: Operand, out: Operand) -> Masks:
     per pair of their addresses."""
     kd = tensor_core.kernel_d(q.shape[3], "rung 9")
     kernel = SOURCE.kernel(tensor_core.kernel_name("producer_flash", kd, q.dtype))
-    check_register_split(kernel, kd, "rung 9")
-    rows, threads = 64 * CONSUMERS[kd], 128 * (CONSUMERS[kd] + 1)
-    return tensor_core.plan(
-        q, k, v, out, kernel, shared_bytes(kd), rows, threads, False, "rung 9", tma_rows=BKV
-    )
+    return warp_specialized.plan(q, k, v, out, kernel, CONSUMERS[kd], BKV, "rung 9")
 
 
 PLANS = PlanCache(plan)

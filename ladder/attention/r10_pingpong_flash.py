@@ -43,7 +43,7 @@ from __future__ import annotations
 from typing import Any
 
 from ladder.attention import r09_producer_flash as r09
-from ladder.attention import tensor_core
+from ladder.attention import tensor_core, warp_specialized
 from ladder.attention.problem import Masks, attention_rung, operands
 from ladder.core import cuda_cpp
 from ladder.core.fastcall import Operand, PlanCache
@@ -57,11 +57,7 @@ def plan(q: Operand, k: Operand, v: Operand, out: Operand) -> Masks:
     built once per signature of q, k, v and out (``PLANS``); rung 9's launch."""
     kd = tensor_core.kernel_d(q.shape[3], "rung 10")
     kernel = SOURCE.kernel(tensor_core.kernel_name("pingpong_flash", kd, q.dtype))
-    r09.check_register_split(kernel, kd, "rung 10")
-    rows, threads = 64 * CONSUMERS[kd], 128 * (CONSUMERS[kd] + 1)
-    return tensor_core.plan(
-        q, k, v, out, kernel, r09.shared_bytes(kd), rows, threads, False, "rung 10", tma_rows=BKV
-    )
+    return warp_specialized.plan(q, k, v, out, kernel, CONSUMERS[kd], BKV, "rung 10")
 
 
 PLANS = PlanCache(plan)

@@ -1,10 +1,10 @@
-"""What the CUDA C++ attention rungs (5 to 10) share: the head dimensions their kernels are built
+"""What the CUDA C++ attention rungs (5 to 11) share: the head dimensions their kernels are built
 for, zero-padded workspaces, and the plan that launches one of their kernels with or without
 the causal mask. A library, not a rung: each rung picks its kernel and passes it here.
 
 Every kernel takes (Q, K, V, O, N, H, HKV, scale_log2, causal), float16 (the wgmma rungs also
 bfloat16: the kernel's name ends in ``_bf16``), d in HEAD_DIMS and 16-byte aligned pointers;
-the TMA rungs (9 and 10) take tensor maps of K and V in place of their pointers, then Q and
+the TMA rungs (9 to 11) take tensor maps of K and V in place of their pointers, then Q and
 O (``tma_launch``). ``plan`` copies operands into zero-padded, aligned workspaces when they
 are not (the memory table shows them).
 """

@@ -140,10 +140,11 @@ def check_consumer_registers(answer: Any) -> str:
     8). Keys: pool (the registers the block holds), consumer (the most a consumer thread can
     have)."""
     from ladder.attention import r09_producer_flash as r09
+    from ladder.attention import warp_specialized
 
     found = as_dict(answer, ("pool", "consumer"), "check_consumer_registers")
-    pool = r09.launch_registers(r09.CONSUMERS[64])
-    consumer = r09.consumer_registers(r09.CONSUMERS[64])
+    pool = warp_specialized.launch_registers(r09.CONSUMERS[64])
+    consumer = warp_specialized.consumer_registers(r09.CONSUMERS[64])
     require(
         close(found["pool"], pool),
         "pool: setmaxnreg moves only what the launch allocated: 640 threads times the registers "

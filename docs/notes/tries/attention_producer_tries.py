@@ -43,6 +43,7 @@ def source(base: str = "producer") -> str:
     """Rung 9's (``producer``) or rung 10's (``pingpong``) .cu with BKV = KEYS and one entry
     point per variant on that base (the rung's own entry points removed)."""
     from ladder.attention import r09_producer_flash as r09
+    from ladder.attention import warp_specialized
     from ladder.core import cuda_cpp
 
     cu = Path(r09.__file__).with_name(f"{BASES[base]}.cu")
@@ -54,7 +55,7 @@ def source(base: str = "producer") -> str:
     for d, variants in VARIANTS.items():
         for name, (on, consumers) in variants.items():
             if on == base:
-                regs = r09.consumer_registers(consumers)
+                regs = warp_specialized.consumer_registers(consumers)
                 entry = f"try_{name.replace('-', '_')}_d{d}"
                 text += f"FLASH_ENTRY({entry}, half, {d}, {consumers}, {regs}, 1)\n"
     return text
@@ -63,16 +64,14 @@ def source(base: str = "producer") -> str:
 def launchers(d: int, q, k, v, out, module, causal: bool) -> dict:
     """Each variant at this head dimension as a no-argument launch into ``out``, its plan
     (and tensor maps) built here, outside the timing."""
-    from ladder.attention import r09_producer_flash, tensor_core
+    from ladder.attention import r09_producer_flash, warp_specialized
     from ladder.attention.problem import operands
 
     runs = {"r09": lambda: r09_producer_flash.launch(q, k, v, out, causal=causal)}
     ops = operands(q, k, v, out, ("float16",))[:4]
     for name, (base, consumers) in VARIANTS[d].items():
         kernel = module[base].get_function(f"try_{name.replace('-', '_')}_d{d}")
-        smem = r09_producer_flash.shared_bytes(d, consumers, KEYS)  # the plan raises the limit
-        rows, threads = 64 * consumers, 128 * (consumers + 1)
-        masks = tensor_core.plan(*ops, kernel, smem, rows, threads, False, "try", tma_rows=KEYS)
+        masks = warp_specialized.plan(*ops, kernel, consumers, KEYS, "try")
         runs[name] = lambda step=masks[causal]: step(*ops)
     return runs
 
