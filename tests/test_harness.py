@@ -451,3 +451,35 @@ def test_a_merge_keeps_the_conditions_of_the_runs_it_keeps():
     kept = cli._kept_conditions(earlier, {"gemm/float32", "conv/float32"})
     assert kept == [{"measured": ["gemm/float16"], "sm_mhz": [1980]}]
     assert cli._kept_conditions({"conditions": None}, set()) == []
+
+
+def test_head_start_grows_with_the_launchers_host_time():
+    """A launcher whose host work outlasts the queued GPU work would have the GPU idle between
+    the start event and its kernel, and that idle time counted as its own: the head start
+    covers twice the warm-up calls' median host time."""
+    assert timing.head_start_us(0.0) == timing.HEAD_START_US
+    assert timing.head_start_us(500.0) == timing.HEAD_START_US + 1000
+    assert timing.head_start_us(0.2) == timing.HEAD_START_US + 1
+
+
+@gpu_only
+def test_a_slow_launchers_host_time_is_not_counted_as_gpu_time():
+    """A launcher that spends 2 ms on the host before a tiny kernel: the events time the
+    kernel, not the host's 2 ms (the head start covers it)."""
+    import time
+
+    out = cuda.device_array(1, np.float32)
+
+    @cuda.jit
+    def tiny(x):
+        x[0] = 1.0
+
+    def slow_launch():
+        began = time.perf_counter()
+        while time.perf_counter() - began < 2e-3:
+            pass
+        tiny[1, 1](out)
+
+    tiny[1, 1](out)  # compiled here, not in a warm-up call
+    samples = timing.time_ms(slow_launch, repeats=10)
+    assert np.median(samples) < 0.5, samples

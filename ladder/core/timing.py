@@ -10,9 +10,10 @@ The recipe (docs/design.md, "Measuring"):
 4. each timed repeat: poison the output, flush L2 by writing a buffer twice its size, then
    CUDA events around the launch alone; report the median, min and max of the repeats.
    Before the poison and the flush, a one-thread kernel keeps the GPU busy for
-   ``HEAD_START_US``: the launcher's host-side work (argument checks, wrapping arrays,
-   building the launch) is then done before the start event fires, so the events time the
-   GPU's work, not the Python in front of it, for every rung and library alike;
+   ``HEAD_START_US`` plus twice a warm-up call's host time, the median (``head_start_us``):
+   the launcher's host-side work (argument checks, wrapping arrays, building the launch) is
+   then done before the start event fires, so the events time the GPU's work, not the Python
+   in front of it, for every rung and library alike, however heavy its launcher;
 5. what a call costs the program that makes it, measured apart (``time_calls``): the host
    time of one call with the GPU idle before it (median of ``HOST_CALLS``), the time per
    call of many calls in a row with no wait between them (back-to-back), and the same for
@@ -48,7 +49,7 @@ from ladder.core import device
 from ladder.core.dtypes import resolve, to_device, to_host
 from ladder.core.rung import Holder, NotApplicable, Problem, Rung
 
-HEAD_START_US = 200  # GPU time queued ahead of each timed launch (see step 4)
+HEAD_START_US = 200  # GPU time queued ahead of each timed launch, at least (see step 4)
 TIME_BUDGET_S = 1.0  # timed repeats stop once they have run this long (and MIN_REPEATS are done)
 MIN_REPEATS = 5
 MAX_REPEATS = 100
@@ -346,8 +347,8 @@ class _Scratch:
     sleeper: Any = None
 
     @classmethod
-    def head_start(cls) -> None:
-        """Queue about HEAD_START_US of GPU time (one thread sleeping) on the default stream."""
+    def head_start(cls, us: int = HEAD_START_US) -> None:
+        """Queue about ``us`` of GPU time (one thread sleeping) on the default stream."""
         from numba import cuda
 
         if cls.sleeper is None:
@@ -360,7 +361,7 @@ class _Scratch:
             cls.sleeper = sleep
         with warnings.catch_warnings():  # one thread on purpose: no low-occupancy warning
             warnings.simplefilter("ignore")
-            cls.sleeper[1, 1](HEAD_START_US)
+            cls.sleeper[1, 1](us)
 
     @classmethod
     def flush_l2(cls) -> None:
@@ -607,6 +608,17 @@ def time_calls(
     return costs._replace(graph_us=per_replay * 1e6)
 
 
+def head_start_us(host_us: float) -> int:
+    """The GPU time queued ahead of each timed launch, for a launcher whose warm-up calls took
+    a median ``host_us`` on the host: HEAD_START_US plus twice that, so that even a library
+    whose Python path runs longer than its kernel (SDPA's cuDNN call: hundreds of µs, and
+    twice its median at times) has finished enqueueing before the GPU reaches the start event.
+    A shorter head start lets the GPU sit idle between the events, and the host's time is
+    counted as the kernel's. The median, not the slowest: a first call that compiles would
+    ask for seconds."""
+    return HEAD_START_US + math.ceil(2 * host_us)
+
+
 def _time_gpu(
     launch: Any,
     poison_all: Callable[[], None],
@@ -616,16 +628,21 @@ def _time_gpu(
 ) -> list[float]:
     from numba import cuda
 
+    host_us = []
     for _ in range(warmup):
         poison_all()  # as before every timed call: a launch may need it (zeroed gradients)
+        cuda.synchronize()
+        began = time.perf_counter()
         launch()
+        host_us.append((time.perf_counter() - began) * 1e6)
     cuda.synchronize()
+    head = head_start_us(float(np.median(host_us)) if host_us else 0.0)
     start, end = cuda.event(), cuda.event()
     samples: list[float] = []
     spent = 0.0
     limit = repeats or MAX_REPEATS
     while len(samples) < limit:
-        _Scratch.head_start()
+        _Scratch.head_start(head)
         poison_all()
         _Scratch.flush_l2()
         start.record()
