@@ -10,7 +10,10 @@
 //     shuffles and the statistics, two full-barrier waits and two releases, the wgmma fences,
 //     commits and waits;
 // (3) S takes 64 registers a thread and P 32: at D = 64, 3 consumer warpgroups (192 rows,
-//     160 registers each) where rung 9 had 4 at 112; at D = 128, 2 (128 rows, 240) as there.
+//     160 registers each) where rung 9 had 4 at 112; at D = 128, 2 (128 rows, 240) as there;
+// (4) 192 rows divide few N (not 4096): a consumer warpgroup whose 64 rows all lie past N
+//     returns at once, and the "empty" barriers count only the consumers that stay (`active`),
+//     so the producer never waits for a release that cannot come.
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
@@ -47,13 +50,14 @@ __device__ __forceinline__ void flash_forward(const TensorMap& tmK, const Tensor
   const int last = min(row0 + BQ, N) - 1;
   const int kv_len = causal ? min(N, last + 1) : N;
   const int tiles = (kv_len + BKV - 1) / BKV;
+  const int active = min(CONSUMERS, (N - row0 + 63) / 64);  // warpgroups with a row below N
 
   if (threadIdx.x == 0) {
     for (int s = 0; s < STAGES; ++s) {
       mbar_init(smem_addr(&full_k[s]), 1);  // the producer's expect_tx arrival, then the bytes
       mbar_init(smem_addr(&full_v[s]), 1);
-      mbar_init(smem_addr(&empty_k[s]), CONSUMERS * 128);  // every consumer thread
-      mbar_init(smem_addr(&empty_v[s]), CONSUMERS * 128);
+      mbar_init(smem_addr(&empty_k[s]), active * 128);  // every consumer thread that stays
+      mbar_init(smem_addr(&empty_v[s]), active * 128);
     }
     asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
   }
@@ -89,6 +93,7 @@ __device__ __forceinline__ void flash_forward(const TensorMap& tmK, const Tensor
   const int tid = threadIdx.x - 128, warp = tid / 32, lane = tid % 32;  // among the consumers
   const int g = lane / 4, t = lane % 4;
   const int wg = warp / 4;  // this warpgroup's 64 rows of the block's BQ
+  if (wg >= active) return;  // every row past N: nothing to compute or release
   const T* q_head = Q + ((size_t)b * H + blockIdx.y) * N * D;
   T* o_head = O + ((size_t)b * H + blockIdx.y) * N * D;
 

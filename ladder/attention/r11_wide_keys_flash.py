@@ -5,36 +5,35 @@ What changes: one constant, ``BKV`` (``r11_wide_keys_flash.cu``; ``diff`` agains
 at d = 64. Each K and V stage holds 128 keys (the tensor maps' box with it), S = Q·Kᵀ is a
 m64n128 product and P·V eight k16 products a tile. S now takes 64 registers a thread and P 32,
 so d = 64 runs 3 consumer warpgroups (192 query rows, 160 registers) where rung 9 ran 4 at
-112; d = 128 keeps 2 at 240.
+112; d = 128 keeps 2 at 240. 192 rows divide few N, so a consumer warpgroup whose rows all lie
+past N returns, and the "empty" barriers count only the consumers that stay.
 Why: everything a tile does besides its products is paid per tile, not per key: O's rescale
 (64 multiplies a thread at d = 128), the row maxima's shuffles and the statistics, two waits
 on "full" and two releases of "empty", the wgmma fences and group waits. With 128 keys that is
 paid half as often, and S's wgmma is twice as wide (half as many issued; P·V issues the same
 number per key). Rung 8's try of 128 keys lost, but it kept the block barrier.
-Prediction: no number was written before the try ran (its script said only "fixed costs
-paid once per 128 keys"). A ceiling computed afterwards: Nsight Compute saw rung 9's tensor
-pipe busy 57.8% of the cycles at d = 128, 48.0% at d = 64, so the same products cannot run
-more than 1.73x (2.08x) faster
+Prediction: no number was written before the try ran. A ceiling computed afterwards: Nsight
+Compute saw rung 9's tensor pipe busy 57.8% of the cycles at d = 128, 48.0% at d = 64, so the
+same products cannot run more than 1.73x (2.08x) faster
 (results/nvidia-h100-80gb-hbm3-profile-attention-tensor-pipe-128.json,
 results/nvidia-h100-80gb-hbm3-profile-attention-tensor-pipe-64.json).
 Measured: on an NVIDIA H100 by ``ladder run``, rung 9 and SDPA (default call, cuDNN and
 FlashAttention-2 pinned) in the same run, [B, H, HKV, N] = [4, 16, 16, 4096], float16: d = 64
-0.575 ms (rung 9 0.618 ms, fastest SDPA 0.598 ms,
-results/nvidia-h100-80gb-hbm3-attention-64-wide-keys-flash.json); d = 128 0.863 ms (rung 9
-1.036 ms, SDPA 0.884 ms, results/nvidia-h100-80gb-hbm3-attention-128-wide-keys-flash.json);
-causal d = 64 0.360 ms (SDPA 0.357 ms,
+0.571 ms (rung 9 0.613 ms, fastest SDPA 0.596 ms,
+results/nvidia-h100-80gb-hbm3-attention-64-wide-keys-flash.json); d = 128 0.864 ms (rung 9
+1.020 ms, SDPA 0.877 ms, results/nvidia-h100-80gb-hbm3-attention-128-wide-keys-flash.json);
+causal d = 64 0.354 ms (SDPA 0.355 ms,
 results/nvidia-h100-80gb-hbm3-attention-causal-64-wide-keys-flash.json); causal d = 128
-0.498 ms (SDPA 0.533 ms, results/nvidia-h100-80gb-hbm3-attention-causal-128-wide-keys-flash.json;
+0.494 ms (SDPA 0.530 ms, results/nvidia-h100-80gb-hbm3-attention-causal-128-wide-keys-flash.json;
 bfloat16 and N = 16384 files beside them). Nsight at d = 128: tensor pipe busy 73.3% (53.8%
 at d = 64), warp instructions 302 M and wgmma 8.4 M against rung 9's 413 M and 12.6 M.
-Verdict: 1.20x rung 9 at d = 128 (causal 1.17x, bfloat16 1.20x, N = 16384 1.21x), 1.07-1.09x
-at d = 64, where (likely) the fourth consumer is missed, and 4096 rows do not divide into
-192: each head's last block computes two warpgroups of padding (3.1% more wgmma). Against the
-fastest SDPA call in the same runs: at or above it in 10 of 12 cases (float16: 1.02x at
-d = 128, 1.04x at d = 64, 1.07x causal d = 128; bfloat16 1.02x, 1.05x, 1.08x; N = 16384
-1.04-1.11x). Causal d = 64 is 0.99x in both dtypes, a gap mostly inherited: rung 9 was
-furthest behind there (0.93x, against 0.97x unmasked). Which per-tile cost mattered most was
-not measured: the rung changed them all at once.
+Verdict: 1.18x rung 9 at d = 128 (causal 1.18x, bfloat16 1.21x, N = 16384 1.20x), 1.06-1.10x
+at d = 64, where (likely) the fourth consumer is missed. Against the fastest SDPA call in the
+same runs: at or above it in all 12 cases, by thin margins (float16: 1.04x at d = 64, 1.01x at
+d = 128, 1.00x causal d = 64, 1.07x causal d = 128; bfloat16 1.05x, 1.01x, 1.01x, 1.07x;
+N = 16384 1.02-1.05x). Sending the idle warpgroups home gave causal d = 64 2.4% (a try
+timed beside rung 11 as it was: results/nvidia-h100-80gb-hbm3-attention-tries-idle.json).
+Which per-tile cost mattered most was not measured: the rung changed them all at once.
 
 Lab notes: docs/notes/attention.md
 """
@@ -43,8 +42,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ladder.attention import r09_producer_flash as r09
-from ladder.attention import tensor_core
+from ladder.attention import tensor_core, warp_specialized
 from ladder.attention.problem import Masks, attention_rung, operands
 from ladder.core import cuda_cpp
 from ladder.core.fastcall import Operand, PlanCache
@@ -60,13 +58,7 @@ def plan(q: Operand, k: Operand, v: Operand, out: Operand) -> Masks:
     tensor-map boxes."""
     kd = tensor_core.kernel_d(q.shape[3], "rung 11")
     kernel = SOURCE.kernel(tensor_core.kernel_name("wide_keys_flash", kd, q.dtype))
-    consumers = CONSUMERS[kd]
-    r09.check_register_split(kernel, kd, "rung 11", consumers)
-    rows, threads = 64 * consumers, 128 * (consumers + 1)
-    smem = r09.shared_bytes(kd, consumers, BKV)
-    return tensor_core.plan(
-        q, k, v, out, kernel, smem, rows, threads, False, "rung 11", tma_rows=BKV
-    )
+    return warp_specialized.plan(q, k, v, out, kernel, CONSUMERS[kd], BKV, "rung 11")
 
 
 PLANS = PlanCache(plan)
