@@ -11,7 +11,7 @@
 //     commits and waits;
 // (3) S takes 64 registers a thread and P 32: at D = 64, 3 consumer warpgroups (192 rows,
 //     160 registers each) where rung 9 had 4 at 112; at D = 128, 2 (128 rows, 240) as there;
-// (4) 192 rows divide few N (not 4096): a consumer warpgroup whose 64 rows all lie past N
+// (4) BQ rows (192 at D = 64) divide few N: a consumer warpgroup whose 64 rows all lie past N
 //     returns at once, and the "empty" barriers count only the consumers that stay (`active`),
 //     so the producer never waits for a release that cannot come.
 #include <cuda_bf16.h>

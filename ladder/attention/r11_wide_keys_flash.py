@@ -1,12 +1,13 @@
 """Rung 11, wide keys: rung 9's kernel with 128 keys a tile instead of 64.
 
 What changes: one constant, ``BKV`` (``r11_wide_keys_flash.cu``; ``diff`` against
-``r09_producer_flash.cu`` is the lesson, rung 10's turn-taking left out), and so the consumers
-at d = 64. Each K and V stage holds 128 keys (the tensor maps' box with it), S = Q·Kᵀ is a
-m64n128 product and P·V eight k16 products a tile. S now takes 64 registers a thread and P 32,
-so d = 64 runs 3 consumer warpgroups (192 query rows, 160 registers) where rung 9 ran 4 at
-112; d = 128 keeps 2 at 240. 192 rows divide few N, so a consumer warpgroup whose rows all lie
-past N returns, and the "empty" barriers count only the consumers that stay.
+``r09_producer_flash.cu`` is the lesson, rung 10's turn-taking left out), so the consumers at
+d = 64, and three lines that send idle warpgroups home. Each K and V stage holds 128 keys
+(the tensor maps' box with it), S = Q·Kᵀ is a m64n128 product and P·V eight k16 products a
+tile. S now takes 64 registers a thread and P 32, so d = 64 runs 3 consumer warpgroups (192
+query rows, 160 registers) where rung 9 ran 4 at 112; d = 128 keeps 2 at 240. 4096 is not a
+multiple of 192, so each head's last block has two warpgroups whose 64 rows all lie past N:
+they return at once, and the "empty" barriers count only the warpgroups that stay.
 Why: everything a tile does besides its products is paid per tile, not per key: O's rescale
 (64 multiplies a thread at d = 128), the row maxima's shuffles and the statistics, two waits
 on "full" and two releases of "empty", the wgmma fences and group waits. With 128 keys that is
@@ -26,7 +27,8 @@ causal d = 64 0.354 ms (SDPA 0.355 ms,
 results/nvidia-h100-80gb-hbm3-attention-causal-64-wide-keys-flash.json); causal d = 128
 0.494 ms (SDPA 0.530 ms, results/nvidia-h100-80gb-hbm3-attention-causal-128-wide-keys-flash.json;
 bfloat16 and N = 16384 files beside them). Nsight at d = 128: tensor pipe busy 73.3% (53.8%
-at d = 64), warp instructions 302 M and wgmma 8.4 M against rung 9's 413 M and 12.6 M.
+at d = 64, before the idle warpgroups left), warp instructions 302 M and wgmma 8.4 M against
+rung 9's 413 M and 12.6 M.
 Verdict: 1.18x rung 9 at d = 128 (causal 1.18x, bfloat16 1.21x, N = 16384 1.20x), 1.06-1.10x
 at d = 64, where (likely) the fourth consumer is missed. Against the fastest SDPA call in the
 same runs: at or above it in all 12 cases, by thin margins (float16: 1.04x at d = 64, 1.01x at

@@ -356,7 +356,7 @@ class _Scratch:
             @cuda.jit
             def sleep(steps):
                 for _ in range(steps):
-                    cuda.nanosleep(1000)  # at most 1 microsecond per call
+                    cuda.nanosleep(1000)  # about 1 microsecond a call (PTX allows 0 to 2)
 
             cls.sleeper = sleep
         with warnings.catch_warnings():  # one thread on purpose: no low-occupancy warning
