@@ -146,6 +146,8 @@ def test_measure_reports_simulator_times_as_simulated():
     assert m.simulated == device.simulator()
     assert m.median_ms is not None and m.min_ms <= m.median_ms <= m.max_ms
     assert m.flops == 2 * 5 * 6 * 7
+    # the head start is written with every run: none where no CUDA events timed it
+    assert (m.to_dict()["head_start_us"] is None) == m.simulated
 
 
 def test_poison_sets_every_element_to_nan():
@@ -441,6 +443,9 @@ def test_a_measurement_carries_its_call_costs():
     assert m.host_us > 0 and m.back_to_back_us > 0
     assert m.graph_us > 0 and m.graph_error is None, m.graph_error
     assert m.to_dict()["host_us"] == m.host_us and m.to_dict()["graph_us"] == m.graph_us
+    # the head start its repeats were given, written with the run
+    assert m.head_start_us >= timing.HEAD_START_US
+    assert m.to_dict()["head_start_us"] == m.head_start_us
 
 
 def test_a_merge_keeps_the_conditions_of_the_runs_it_keeps():

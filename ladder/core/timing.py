@@ -240,6 +240,7 @@ class Measurement:
     back_to_back_us: float | None = None  # time per call of many calls in a row
     graph_us: float | None = None  # time per replay of many replays of a captured call
     graph_error: str | None = None  # why the call could not be captured, when it could not
+    head_start_us: int | None = None  # GPU work queued ahead of each timed repeat (step 4)
     peer: bool = False  # a peer (a Triton kernel), not a library: see Rung.peer
     config: str | None = None  # the configuration the call ran in (Rung.describe)
 
@@ -307,6 +308,7 @@ class Measurement:
             "back_to_back_us": self.back_to_back_us,
             "graph_us": self.graph_us,
             "graph_error": self.graph_error,
+            "head_start_us": self.head_start_us,
             "error": self.error,
         }
 
@@ -495,7 +497,9 @@ def measure(
     if simulated or rung.on_cpu:
         result.samples_ms = _time_host(launch, poison_all, 1 if simulated else repeats or 3)
     else:
-        result.samples_ms = _time_gpu(launch, poison_all, repeats, warmup, time_budget_s)
+        result.samples_ms, result.head_start_us = _time_gpu(
+            launch, poison_all, repeats, warmup, time_budget_s
+        )
         call = functools.partial(rung.launch, *args_, out_)
         costs = time_calls(call, result.median_ms or 0.0)
         result.host_us, result.back_to_back_us = costs.host_us, costs.back_to_back_us
@@ -528,7 +532,7 @@ def time_ms(
     the simulator, the host clock, once."""
     if device.simulator():
         return _time_host(launch, before, 1)
-    return _time_gpu(launch, before, repeats, warmup, time_budget_s)
+    return _time_gpu(launch, before, repeats, warmup, time_budget_s)[0]
 
 
 def _time_host(launch: Any, poison_all: Callable[[], None], repeats: int) -> list[float]:
@@ -625,7 +629,8 @@ def _time_gpu(
     repeats: int | None,
     warmup: int,
     time_budget_s: float,
-) -> list[float]:
+) -> tuple[list[float], int]:
+    """The samples in ms, and the head start (µs) each repeat was given."""
     from numba import cuda
 
     host_us = []
@@ -654,4 +659,4 @@ def _time_gpu(
         spent += ms * 1e-3
         if repeats is None and len(samples) >= MIN_REPEATS and spent >= time_budget_s:
             break
-    return samples
+    return samples, head
