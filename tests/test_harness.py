@@ -444,7 +444,7 @@ def test_a_measurement_carries_its_call_costs():
     assert m.graph_us > 0 and m.graph_error is None, m.graph_error
     assert m.to_dict()["host_us"] == m.host_us and m.to_dict()["graph_us"] == m.graph_us
     # the head start its repeats were given, written with the run
-    assert m.head_start_us >= timing.HEAD_START_US
+    assert m.head_start_us >= timing.COMMON_HEAD_START_US
     assert m.to_dict()["head_start_us"] == m.head_start_us
 
 
@@ -461,10 +461,15 @@ def test_a_merge_keeps_the_conditions_of_the_runs_it_keeps():
 def test_head_start_grows_with_the_launchers_host_time():
     """A launcher whose host work outlasts the queued GPU work would have the GPU idle between
     the start event and its kernel, and that idle time counted as its own: the head start
-    covers twice the warm-up calls' median host time."""
-    assert timing.head_start_us(0.0) == timing.HEAD_START_US
+    covers twice the warm-up calls' median host time, and is the same common head start for
+    every launcher lighter than that."""
+    assert timing.head_start_us(0.0) == timing.COMMON_HEAD_START_US
+    assert timing.head_start_us(0.2) == timing.COMMON_HEAD_START_US
+    # the heaviest launcher that still gets the common head start, and one past it
+    common = (timing.COMMON_HEAD_START_US - timing.HEAD_START_US) / 2
+    assert timing.head_start_us(common) == timing.COMMON_HEAD_START_US
+    assert timing.head_start_us(common + 50.0) == timing.COMMON_HEAD_START_US + 100
     assert timing.head_start_us(500.0) == timing.HEAD_START_US + 1000
-    assert timing.head_start_us(0.2) == timing.HEAD_START_US + 1
 
 
 @gpu_only

@@ -10,10 +10,12 @@ The recipe (docs/design.md, "Measuring"):
 4. each timed repeat: poison the output, flush L2 by writing a buffer twice its size, then
    CUDA events around the launch alone; report the median, min and max of the repeats.
    Before the poison and the flush, a one-thread kernel keeps the GPU busy for
-   ``HEAD_START_US`` plus twice a warm-up call's host time, the median (``head_start_us``):
-   the launcher's host-side work (argument checks, wrapping arrays, building the launch) is
-   then done before the start event fires, so the events time the GPU's work, not the Python
-   in front of it, for every rung and library alike, however heavy its launcher;
+   ``HEAD_START_US`` plus twice a warm-up call's host time, the median, and at least
+   ``COMMON_HEAD_START_US`` (``head_start_us``): the launcher's host-side work (argument
+   checks, wrapping arrays, building the launch) is then done before the start event fires,
+   so the events time the GPU's work, not the Python in front of it, for every rung and
+   library alike, however heavy its launcher, and every contestant short of the heaviest
+   gets the same head start;
 5. what a call costs the program that makes it, measured apart (``time_calls``): the host
    time of one call with the GPU idle before it (median of ``HOST_CALLS``), the time per
    call of many calls in a row with no wait between them (back-to-back), and the same for
@@ -49,7 +51,8 @@ from ladder.core import device
 from ladder.core.dtypes import resolve, to_device, to_host
 from ladder.core.rung import Holder, NotApplicable, Problem, Rung
 
-HEAD_START_US = 200  # GPU time queued ahead of each timed launch, at least (see step 4)
+HEAD_START_US = 200  # GPU time queued ahead of each timed launch beyond twice the host time
+COMMON_HEAD_START_US = 1000  # the head start every launcher gets at least (``head_start_us``)
 TIME_BUDGET_S = 1.0  # timed repeats stop once they have run this long (and MIN_REPEATS are done)
 MIN_REPEATS = 5
 MAX_REPEATS = 100
@@ -619,8 +622,16 @@ def head_start_us(host_us: float) -> int:
     twice its median at times) has finished enqueueing before the GPU reaches the start event.
     A shorter head start lets the GPU sit idle between the events, and the host's time is
     counted as the kernel's. The median, not the slowest: a first call that compiles would
-    ask for seconds."""
-    return HEAD_START_US + math.ceil(2 * host_us)
+    ask for seconds.
+
+    At least COMMON_HEAD_START_US, which covers every launcher measured so far, so that the
+    contestants of one comparison get the same head start, not one that grows with their
+    host time. The head start is time the GPU spends nearly idle between repeats; a GPU at
+    its power limit (an H200 at 700 W on a large GEMM) clocks by its recent average power, so
+    a kernel whose light launcher earned it a shorter head start ran hotter and slower than
+    the library it was compared with (docs/notes/gemm.md, "The head start and the power
+    limit")."""
+    return max(COMMON_HEAD_START_US, HEAD_START_US + math.ceil(2 * host_us))
 
 
 def _time_gpu(

@@ -25,7 +25,18 @@ variants that skip the epilogue leave C unwritten: their error is NaN by design)
   alternating between the two (``gemm_pingpong.cu``, beside this file): one writes C out while
   the other multiplies.
 
-``--only NAME ...`` times some variants only.
+- ``r20-arrive-wg``, ``r20-arrive-warp``: rung 20 with one arrival on a stage's "empty"
+  mbarrier per consumer warpgroup (or per warp) instead of one per consumer thread;
+  ``r20-arrive-wg-tma-store`` adds ``r20-tma-store``'s epilogue.
+- ``stream-k``: rung 20 with its last waves cut along K (``gemm_stream_k.cu``, beside this
+  file): the tiles past the last whole waves but one are shared out as equal ranges of K
+  iterations, and a tile cut between two blocks is summed through a workspace.
+- ``torch-matmul``: ``torch.matmul`` on the same inputs, timed the same way, with the names of
+  the kernels cuBLAS ran (the PyTorch profiler).
+
+``--only NAME ...`` times some variants only; ``--interleave`` times them in turns (one launch
+of each per round, 30 rounds) rather than one after another, so that the GPU's warming over
+the run does not fall on the variants timed last.
 """
 
 from __future__ import annotations
@@ -136,6 +147,26 @@ R20_TMA_STORE = [
 ]
 
 
+# rung 20 with one arrival per consumer warpgroup (or per warp) on a stage's "empty" barrier,
+# not one per thread: thread 0 of the warpgroup (lane 0 of each warp) arrives after its
+# wgmma.wait_group, as CUTLASS's consumer release does
+R20_ARRIVE_WG = [
+    ("mbar_init(smem_addr(&empty[s]), CONSUMERS * 128);",
+     "mbar_init(smem_addr(&empty[s]), CONSUMERS);"),
+    ("if (kt > 0) mbar_arrive(", "if (kt > 0 && threadIdx.x % 128 == 0) mbar_arrive("),
+    ("    mbar_arrive(smem_addr(&empty[(it - 1) % STAGES]));  // the tile's",
+     "    if (threadIdx.x % 128 == 0)\n"
+     "      mbar_arrive(smem_addr(&empty[(it - 1) % STAGES]));  // the tile's"),
+]  # fmt: skip
+R20_ARRIVE_WARP = [
+    ("mbar_init(smem_addr(&empty[s]), CONSUMERS * 128);",
+     "mbar_init(smem_addr(&empty[s]), CONSUMERS * 4);"),
+    ("if (kt > 0) mbar_arrive(", "if (kt > 0 && lane == 0) mbar_arrive("),
+    ("    mbar_arrive(smem_addr(&empty[(it - 1) % STAGES]));  // the tile's",
+     "    if (lane == 0) mbar_arrive(smem_addr(&empty[(it - 1) % STAGES]));  // the tile's"),
+]  # fmt: skip
+
+
 def _group(g: int) -> list[tuple[str, str]]:
     """Rung 20 with GROUP_M = g block rows to a group (1: plain row-major tile order)."""
     return [("constexpr int GROUP_M = 8;", f"constexpr int GROUP_M = {g};")]
@@ -171,7 +202,13 @@ def variants(tmp: Path) -> dict[str, tuple[Any, str]]:
         "r20": (_source(tmp, r20, "r20", []), "persistent"),
         "r20-no-epilogue": (_source(tmp, r20, "r20-no-epilogue", R20_NO_EPILOGUE), "persistent"),
         "r20-tma-store": (_source(tmp, r20, "r20-tma-store", R20_TMA_STORE), "persistent"),
+        "r20-arrive-wg": (_source(tmp, r20, "r20-arrive-wg", R20_ARRIVE_WG), "persistent"),
+        "r20-arrive-warp": (_source(tmp, r20, "r20-arrive-warp", R20_ARRIVE_WARP), "persistent"),
+        "r20-arrive-wg-tma-store": (
+            _source(tmp, r20, "r20-arrive-wg-tma-store", R20_ARRIVE_WG + R20_TMA_STORE),
+            "persistent"),
         "pingpong": (_source(tmp, HERE / "gemm_pingpong.cu", "pingpong", []), "pingpong"),
+        "stream-k": (_source(tmp, HERE / "gemm_stream_k.cu", "stream-k", []), "stream_k"),
         **{
             f"r20-group{g}": (_source(tmp, r20, f"r20-group{g}", _group(g)), "persistent")
             for g in (1, 4, 16, 32)
@@ -182,28 +219,55 @@ def variants(tmp: Path) -> dict[str, tuple[Any, str]]:
 def _timed(launch: Any, c: Any, ref: Any, size: int, repeats: int) -> dict[str, Any]:
     """Launch once and check C against ``ref``; then the median of ``repeats`` CUDA-event
     timings of one launch each, the L2 flushed (64 MB written) before each."""
+    return _interleaved({"one": (launch, c, ref)}, size, repeats)["one"]
+
+
+def _interleaved(
+    launches: dict[str, tuple[Any, Any, Any]], size: int, repeats: int
+) -> dict[str, dict[str, Any]]:
+    """``_timed`` for several kernels at once, taking turns: repeat r times each of them once
+    before repeat r + 1 of any, so a GPU that warms up (and clocks down) over the run slows
+    them alike instead of the ones timed last."""
     import cupy
 
-    launch()
-    cupy.cuda.Device().synchronize()
-    error = float(cupy.abs(c.astype(cupy.float32) - ref).max() / cupy.abs(ref).max())
-    flush = cupy.empty(64 << 20, cupy.uint8)
-    times = []
-    for _ in range(repeats):
-        flush.fill(1)
-        start, end = cupy.cuda.Event(), cupy.cuda.Event()
-        start.record()
+    errors = {}
+    for name, (launch, c, ref) in launches.items():
         launch()
-        end.record()
-        end.synchronize()
-        times.append(cupy.cuda.get_elapsed_time(start, end))
-    ms = float(np.median(times))
+        cupy.cuda.Device().synchronize()
+        errors[name] = float(cupy.abs(c.astype(cupy.float32) - ref).max() / cupy.abs(ref).max())
+    flush = cupy.empty(64 << 20, cupy.uint8)
+    times: dict[str, list[float]] = {name: [] for name in launches}
+    for _ in range(repeats):
+        for name, (launch, _c, _ref) in launches.items():
+            flush.fill(1)
+            start, end = cupy.cuda.Event(), cupy.cuda.Event()
+            start.record()
+            launch()
+            end.record()
+            end.synchronize()
+            times[name].append(cupy.cuda.get_elapsed_time(start, end))
+    after = {}
+    for name, (launch, c, ref) in launches.items():
+        cupy.cuda.Device().synchronize()
+        if hasattr(launch, "after"):
+            launch.after()
+        after[name] = float(cupy.abs(c.astype(cupy.float32) - ref).max() / cupy.abs(ref).max())
     flops = 2.0 * size**3
-    return {"size": [size] * 3, "median_ms": ms, "tflops": flops / ms / 1e9,
-            "rel_err": error if np.isfinite(error) else None}  # fmt: skip
+    out = {}
+    for name, samples in times.items():
+        ms = float(np.median(samples))
+        error = errors[name]
+        out[name] = {"size": [size] * 3, "median_ms": ms, "tflops": flops / ms / 1e9,
+                     "min_ms": float(min(samples)), "max_ms": float(max(samples)),
+                     "rel_err": error if np.isfinite(error) else None,
+                     "rel_err_after": after[name] if np.isfinite(after[name]) else None,
+                     }  # fmt: skip
+    return out
 
 
-def time_variant(source: Any, entry: str, size: int, repeats: int = 30) -> dict[str, Any]:
+def time_variant(
+    source: Any, entry: str, size: int, repeats: int = 30, prepare: bool = False
+) -> Any:
     import cupy
 
     from ladder.gemm.hopper import tensor_map
@@ -224,12 +288,19 @@ def time_variant(source: Any, entry: str, size: int, repeats: int = 30) -> dict[
     launch = TensorMapLaunch(kernel, ((m // 128) * (n // 256),), (384,), SMEM_BYTES, maps,
                              (np.int32(m), np.int32(n), np.int32(k)))  # fmt: skip
     c = cupy.full((m, n), np.nan, cupy.float16)
-    return _timed(lambda: launch(a.data.ptr, b.data.ptr, c.data.ptr), c, ref, size, repeats)
+    run = (lambda: launch(a.data.ptr, b.data.ptr, c.data.ptr), c, ref)
+    return run if prepare else _timed(*run, size, repeats)
 
 
 def time_persistent(
-    source: Any, entry: str, size: int, store: bool, bn: int = 256, repeats: int = 30
-) -> dict:
+    source: Any,
+    entry: str,
+    size: int,
+    store: bool,
+    bn: int = 256,
+    repeats: int = 30,
+    prepare: bool = False,
+) -> Any:
     """``time_variant`` for rung 20's kernels: min(SMs, tiles) blocks of 128 x ``bn`` tiles,
     rung 20's shared memory, and with ``store`` a third tensor map, of C in 64 x 64 boxes,
     after A's and B's (the ping-pong try has 128 x 128 tiles and the same shared memory)."""
@@ -255,7 +326,80 @@ def time_persistent(
     def launch() -> None:
         kernel((blocks,), (384,), args, shared_mem=SMEM_BYTES)
 
-    return _timed(launch, c, ref, size, repeats)
+    launch.keep = (a, b)  # type: ignore[attr-defined]  # the maps hold only their pointers
+    return (launch, c, ref) if prepare else _timed(launch, c, ref, size, repeats)
+
+
+def time_stream_k(source: Any, entry: str, size: int, repeats: int = 30,
+                  prepare: bool = False) -> Any:  # fmt: skip
+    """``time_persistent`` for the stream-K kernel, which also takes a workspace: G x 128 KB of
+    partial sums and G x 4 ints of flags, zeroed once (every launch leaves them zero)."""
+    import cupy
+
+    from ladder.gemm.hopper import sm_count, tensor_map
+    from ladder.gemm.r20_persistent import SMEM_BYTES
+
+    m = n = k = size
+    rng = cupy.random.default_rng(0)
+    a = rng.uniform(-1, 1, (m, k), dtype=cupy.float32).astype(cupy.float16)
+    b = rng.uniform(-1, 1, (k, n), dtype=cupy.float32).astype(cupy.float16)
+    ref = a.astype(cupy.float32) @ b.astype(cupy.float32)
+    c = cupy.full((m, n), np.nan, cupy.float16)
+    kernel = source.kernel(entry)
+    kernel.max_dynamic_shared_size_bytes = SMEM_BYTES
+    blocks = min((m // 128) * (n // 256), sm_count())
+    work = cupy.zeros(blocks * 2 * 64 * 256, cupy.float32)
+    flags = cupy.zeros(blocks * 4, cupy.int32)
+    args = (tensor_map(a.data.ptr, m, k, 128, 64), tensor_map(b.data.ptr, k, n, 64, 64),
+            np.uint64(c.data.ptr), np.int32(m), np.int32(n), np.int32(k),
+            np.uint64(work.data.ptr), np.uint64(flags.data.ptr))  # fmt: skip
+
+    def launch() -> None:
+        kernel((blocks,), (384,), args, shared_mem=SMEM_BYTES)
+
+    def check_flags() -> None:  # every launch must leave the flags zero for the next
+        assert int(cupy.abs(flags).max()) == 0, "stream-K flags left set"
+
+    launch.after = check_flags  # type: ignore[attr-defined]
+    launch.keep = (a, b, work, flags)  # type: ignore[attr-defined]  # the maps hold pointers
+    return (launch, c, ref) if prepare else _timed(launch, c, ref, size, repeats)
+
+
+def time_library(size: int, repeats: int = 30, prepare: bool = False) -> Any:
+    """``torch.matmul`` (cuBLAS) on the same inputs, timed as the variants are, with the name of
+    the kernel cuBLAS ran (from the PyTorch profiler)."""
+    import cupy
+    import torch
+
+    rng = cupy.random.default_rng(0)
+    a = rng.uniform(-1, 1, (size, size), dtype=cupy.float32).astype(cupy.float16)
+    b = rng.uniform(-1, 1, (size, size), dtype=cupy.float32).astype(cupy.float16)
+    ref = a.astype(cupy.float32) @ b.astype(cupy.float32)
+    ta, tb = torch.as_tensor(a, device="cuda"), torch.as_tensor(b, device="cuda")
+    tc = torch.empty_like(ta)
+    with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CUDA]) as prof:
+        torch.matmul(ta, tb, out=tc)
+        torch.cuda.synchronize()
+    names = sorted({e.name for e in prof.events() if e.device_type.name == "CUDA"})
+    c = cupy.asarray(tc)
+    run = (lambda: torch.matmul(ta, tb, out=tc), c, ref)
+    if prepare:
+        print(f"{size} torch-matmul kernels: {names}")
+        return run
+    return {**_timed(*run, size, repeats), "kernels": names}
+
+
+def _run(found: dict[str, tuple[Any, str]], name: str, size: int, prepare: bool) -> Any:
+    source, entry = found[name]
+    if name == "torch-matmul":
+        return time_library(size, prepare=prepare)
+    if name == "pingpong":
+        return time_persistent(source, entry, size, False, bn=128, prepare=prepare)
+    if name.startswith("stream-k"):
+        return time_stream_k(source, entry, size, prepare=prepare)
+    if name.startswith("r20"):
+        return time_persistent(source, entry, size, name.endswith("tma-store"), prepare=prepare)
+    return time_variant(source, entry, size, prepare=prepare)
 
 
 def main() -> None:
@@ -263,6 +407,8 @@ def main() -> None:
     parser.add_argument("--out", required=True)
     parser.add_argument("--sizes", type=int, nargs="+", default=[4096, 8192])
     parser.add_argument("--only", nargs="+", help="time these variants only")
+    parser.add_argument("--interleave", action="store_true",
+                        help="time the variants in turns, one launch each per round")  # fmt: skip
     args = parser.parse_args()
     import cupy
 
@@ -270,26 +416,26 @@ def main() -> None:
 
     tmp = Path(tempfile.mkdtemp())
     try:
-        found = variants(tmp)
+        found = {**variants(tmp), "torch-matmul": (None, "")}
         runs = []
         for size in args.sizes:
-            for name, (source, entry) in found.items():
-                if args.only and name not in args.only:
-                    continue
-                if name == "pingpong":
-                    timed = time_persistent(source, entry, size, False, bn=128)
-                elif name.startswith("r20"):
-                    timed = time_persistent(source, entry, size, name.endswith("tma-store"))
-                else:
-                    timed = time_variant(source, entry, size)
-                run = {"variant": name, **timed}
+            chosen = [name for name in found if not args.only or name in args.only]
+            prepared = {name: _run(found, name, size, True) for name in chosen}
+            if args.interleave:
+                timed = _interleaved(prepared, size, 30)
+            else:
+                timed = {name: _timed(*prepared[name], size, 30) for name in chosen}
+            for name in chosen:
+                run = {"variant": name, **timed[name]}
                 print(f"{size} {name}: {run['median_ms']:.4f} ms, {run['tflops']:.1f} TFLOP/s")
                 runs.append(run)
+            del prepared
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     doc = {"gpu": device.facts().name, "cupy": cupy.__version__, "dtype": "float16",
            "method": "docs/notes/tries/gemm_tries.py: CUDA events around one launch, L2 "
-           "flushed (64 MB written) before each, median of 30", "runs": runs}  # fmt: skip
+           "flushed (64 MB written) before each, median of 30"
+           + (", the variants in turns" if args.interleave else ""), "runs": runs}  # fmt: skip
     Path(args.out).write_text(json.dumps(doc, indent=1) + "\n")
 
 
