@@ -624,13 +624,13 @@ def head_start_us(host_us: float) -> int:
     counted as the kernel's. The median, not the slowest: a first call that compiles would
     ask for seconds.
 
-    At least COMMON_HEAD_START_US, which covers every launcher measured so far, so that the
-    contestants of one comparison get the same head start, not one that grows with their
-    host time. The head start is time the GPU spends nearly idle between repeats; a GPU at
-    its power limit (an H200 at 700 W on a large GEMM) clocks by its recent average power, so
-    a kernel whose light launcher earned it a shorter head start ran hotter and slower than
-    the library it was compared with (docs/notes/gemm.md, "The head start and the power
-    limit")."""
+    At least COMMON_HEAD_START_US, which covers every launcher whose median host time is
+    under 400 µs (every rung, most libraries), so that the contestants of one comparison get
+    the same head start, not one that grows with their host time. The head start is time the
+    GPU spends nearly idle between repeats; a GPU at its power limit (an H200 at 700 W on a
+    large GEMM) clocks by its recent average power, so a kernel whose light launcher earned
+    it a shorter head start ran hotter and slower than the library it was compared with
+    (docs/notes/gemm.md, "The head start and the power limit")."""
     return max(COMMON_HEAD_START_US, HEAD_START_US + math.ceil(2 * host_us))
 
 

@@ -1,4 +1,5 @@
-// Rung 22: rung 20 with the last waves split along K (stream-K), so that no SM idles at the end.
+// A try, not a rung (docs/notes/gemm.md, "Tries that did not stay"): rung 20 with its last
+// waves split along K (stream-K), so that no SM idles at the end.
 // C = A @ B, A (M x K) and B (K x N) row-major half (or bfloat16), FP32 accumulation, C in
 // the inputs' type. Build for sm_90a. The launcher pads M to a multiple of 128, N of 256 and
 // K of 64, launches G = min(SMs, tiles) blocks and passes a workspace: G x 128 KB of partial

@@ -31,6 +31,8 @@ variants that skip the epilogue leave C unwritten: their error is NaN by design)
 - ``stream-k``: rung 20 with its last waves cut along K (``gemm_stream_k.cu``, beside this
   file): the tiles past the last whole waves but one are shared out as equal ranges of K
   iterations, and a tile cut between two blocks is summed through a workspace.
+- ``r20-skew1``, ``-skew2``, ``-skew3``: rung 20 with its second consumer warpgroup starting
+  1, 2 or 3 K tiles after the first, so that their epilogues fall at different times.
 - ``torch-matmul``: ``torch.matmul`` on the same inputs, timed the same way, with the names of
   the kernels cuBLAS ran (the PyTorch profiler).
 
@@ -100,7 +102,7 @@ R20_NO_EPILOGUE = [
 # rung 20 with the bulk tensor copy storing C from the staging buffer (TMA's 128-byte swizzle is
 # the staged layout), one thread issuing, the buffer waited for before it is written again
 TMA_STORE = """
-__device__ static inline void tma_store(const TensorMap* map, unsigned src, int c0, int c1) {
+__device__ static inline void store_box(const TensorMap* map, unsigned src, int c0, int c1) {
   asm volatile("cp.async.bulk.tensor.2d.global.shared::cta.bulk_group [%0, {%2, %3}], [%1];"
                ::"l"(reinterpret_cast<unsigned long long>(map)), "r"(src), "r"(c0), "r"(c1)
                : "memory");
@@ -130,7 +132,7 @@ R20_TMA_STORE = [
         "      named_barrier(2 + c, 128);  // this round is staged\n"
         "      if (threadIdx.x % 128 == 0) {\n"
         "        for (int q = 0; q < 2; ++q)\n"
-        "          tma_store(&tmC, smem_addr(stage_c + q * C_CHUNK_BYTES),\n"
+        "          store_box(&tmC, smem_addr(stage_c + q * C_CHUNK_BYTES),\n"
         "                    n0 + h * ROUND_COLS + q * 64, m0 + c * 64);\n"
         '        asm volatile("cp.async.bulk.commit_group;" ::: "memory");\n'
         "      }\n"
@@ -165,6 +167,21 @@ R20_ARRIVE_WARP = [
     ("    mbar_arrive(smem_addr(&empty[(it - 1) % STAGES]));  // the tile's",
      "    if (lane == 0) mbar_arrive(smem_addr(&empty[(it - 1) % STAGES]));  // the tile's"),
 ]  # fmt: skip
+
+
+def _skew(k: int) -> list[tuple[str, str]]:
+    """Rung 20 with its second consumer starting ``k`` K tiles after the first (a named barrier
+    the first arrives at once it has released K tile k - 1), so that the two reach their
+    epilogues apart and one multiplies while the other stores C."""
+    return [
+        ("  float d[128];\n  int it = 0;",
+         "  float d[128];\n"
+         '  if (c == 1) asm volatile("bar.sync 1, 256;" ::: "memory");  // the first is ahead\n'
+         "  int it = 0;"),
+        ("      if (kt > 0) mbar_arrive(smem_addr(&empty[(it - 1) % STAGES]));\n",
+         "      if (kt > 0) mbar_arrive(smem_addr(&empty[(it - 1) % STAGES]));\n"
+         f'      if (c == 0 && it == {k} - 1) asm volatile("bar.arrive 1, 256;" ::: "memory");\n'),
+    ]  # fmt: skip
 
 
 def _group(g: int) -> list[tuple[str, str]]:
@@ -209,6 +226,8 @@ def variants(tmp: Path) -> dict[str, tuple[Any, str]]:
             "persistent"),
         "pingpong": (_source(tmp, HERE / "gemm_pingpong.cu", "pingpong", []), "pingpong"),
         "stream-k": (_source(tmp, HERE / "gemm_stream_k.cu", "stream-k", []), "stream_k"),
+        **{f"r20-skew{k}": (_source(tmp, r20, f"r20-skew{k}", _skew(k)), "persistent")
+           for k in (1, 2, 3)},
         **{
             f"r20-group{g}": (_source(tmp, r20, f"r20-group{g}", _group(g)), "persistent")
             for g in (1, 4, 16, 32)
