@@ -51,7 +51,7 @@ from ladder.core import device
 from ladder.core.dtypes import resolve, to_device, to_host
 from ladder.core.rung import Holder, NotApplicable, Problem, Rung
 
-HEAD_START_US = 200  # GPU time queued ahead of each timed launch beyond twice the host time
+HEAD_START_US = 200  # queued beyond twice the host time (and alone, by roofline and transfers)
 COMMON_HEAD_START_US = 1000  # the head start every launcher gets at least (``head_start_us``)
 TIME_BUDGET_S = 1.0  # timed repeats stop once they have run this long (and MIN_REPEATS are done)
 MIN_REPEATS = 5
@@ -627,9 +627,9 @@ def head_start_us(host_us: float) -> int:
     At least COMMON_HEAD_START_US, which covers every launcher whose median host time is
     under 400 µs (every rung, most libraries), so that the contestants of one comparison get
     the same head start, not one that grows with their host time. The head start is time the
-    GPU spends nearly idle between repeats; a GPU at its power limit (an H200 at 700 W on a
-    large GEMM) clocks by its recent average power, so a kernel whose light launcher earned
-    it a shorter head start ran hotter and slower than the library it was compared with
+    GPU spends nearly idle between repeats; a GPU at its power limit (an H200 on a large
+    GEMM) clocks by its recent average power, so a kernel whose light launcher earned it a
+    shorter head start ran at a lower clock than the library it was compared with
     (docs/notes/gemm.md, "The head start and the power limit")."""
     return max(COMMON_HEAD_START_US, HEAD_START_US + math.ceil(2 * host_us))
 

@@ -8,8 +8,8 @@
 // Against rung 20: (1) the schedule: when the tiles are not a multiple of G, the first
 // tiles - G - tiles % G tiles go out whole as in rung 20 (block b: b, b + G, ...), and the
 // rest, between one and two waves of them, are cut into their K tiles: block b takes the
-// iterations [b W / G, (b + 1) W / G) of their W = tiles' x K tiles, so every block ends at
-// the same time within one K tile; (2) a tile cut between blocks b and b + 1 is summed in
+// iterations [b W / G, (b + 1) W / G) of their W = tiles' x K tiles, so every block has the
+// same number of K tiles within one (its epilogues and partial sums aside); (2) a tile cut between blocks b and b + 1 is summed in
 // pairs: the first of the two consumers to finish its part writes its 64 x 256 partial sums
 // to the workspace and leaves; the second adds them to its own and writes the tile out.
 #include <cuda_bf16.h>

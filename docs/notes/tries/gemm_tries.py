@@ -29,16 +29,18 @@ variants that skip the epilogue leave C unwritten: their error is NaN by design)
   mbarrier per consumer warpgroup (or per warp) instead of one per consumer thread;
   ``r20-arrive-wg-tma-store`` adds ``r20-tma-store``'s epilogue.
 - ``stream-k``: rung 20 with its last waves cut along K (``gemm_stream_k.cu``, beside this
-  file): the tiles past the last whole waves but one are shared out as equal ranges of K
-  iterations, and a tile cut between two blocks is summed through a workspace.
+  file): the tiles of the last full wave and the partial wave after it are shared out as equal
+  ranges of K iterations, and a tile cut between two blocks is summed through a workspace.
 - ``r20-skew1``, ``-skew2``, ``-skew3``: rung 20 with its second consumer warpgroup starting
-  1, 2 or 3 K tiles after the first, so that their epilogues fall at different times.
+  once the first has issued 1, 2 or 3 K tiles, so that their epilogues might fall apart.
+- ``r20-stcs``: rung 20 with C's global stores marked streaming (``__stcs``: evict first).
 - ``torch-matmul``: ``torch.matmul`` on the same inputs, timed the same way, with the names of
   the kernels cuBLAS ran (the PyTorch profiler).
 
 ``--only NAME ...`` times some variants only; ``--interleave`` times them in turns (one launch
-of each per round, 30 rounds) rather than one after another, so that the GPU's warming over
-the run does not fall on the variants timed last.
+of each per round, the order rotated by one each round, 30 rounds; the files of 2026-11-28 kept
+one order) rather than one after another, so that the GPU's warming over the run does not fall
+on the variants timed last.
 """
 
 from __future__ import annotations
@@ -170,9 +172,10 @@ R20_ARRIVE_WARP = [
 
 
 def _skew(k: int) -> list[tuple[str, str]]:
-    """Rung 20 with its second consumer starting ``k`` K tiles after the first (a named barrier
-    the first arrives at once it has released K tile k - 1), so that the two reach their
-    epilogues apart and one multiplies while the other stores C."""
+    """Rung 20 with its second consumer starting once the first has issued its first ``k`` K
+    tiles (a named barrier the first arrives at after issuing K tile k - 1, when it has
+    released K tile k - 2), so that the two might reach their epilogues apart and one multiply
+    while the other stores C."""
     return [
         ("  float d[128];\n  int it = 0;",
          "  float d[128];\n"
@@ -182,6 +185,16 @@ def _skew(k: int) -> list[tuple[str, str]]:
          "      if (kt > 0) mbar_arrive(smem_addr(&empty[(it - 1) % STAGES]));\n"
          f'      if (c == 0 && it == {k} - 1) asm volatile("bar.arrive 1, 256;" ::: "memory");\n'),
     ]  # fmt: skip
+
+
+# rung 20 with its global stores of C marked streaming (st.global.cs: evict first), so that C's
+# 32 MB at 4096³ do not push A's and B's tiles out of L2 while other blocks still read them
+R20_STCS = [
+    ("        *reinterpret_cast<uint4*>(out + (size_t)r * N + h * ROUND_COLS + u * 8) =\n"
+     "            *reinterpret_cast<const uint4*>(stage_c + staged(r, u));",
+     "        __stcs(reinterpret_cast<uint4*>(out + (size_t)r * N + h * ROUND_COLS + u * 8),\n"
+     "               *reinterpret_cast<const uint4*>(stage_c + staged(r, u)));"),
+]  # fmt: skip
 
 
 def _group(g: int) -> list[tuple[str, str]]:
@@ -219,6 +232,7 @@ def variants(tmp: Path) -> dict[str, tuple[Any, str]]:
         "r20": (_source(tmp, r20, "r20", []), "persistent"),
         "r20-no-epilogue": (_source(tmp, r20, "r20-no-epilogue", R20_NO_EPILOGUE), "persistent"),
         "r20-tma-store": (_source(tmp, r20, "r20-tma-store", R20_TMA_STORE), "persistent"),
+        "r20-stcs": (_source(tmp, r20, "r20-stcs", R20_STCS), "persistent"),
         "r20-arrive-wg": (_source(tmp, r20, "r20-arrive-wg", R20_ARRIVE_WG), "persistent"),
         "r20-arrive-warp": (_source(tmp, r20, "r20-arrive-warp", R20_ARRIVE_WARP), "persistent"),
         "r20-arrive-wg-tma-store": (
@@ -245,42 +259,46 @@ def _interleaved(
     launches: dict[str, tuple[Any, Any, Any]], size: int, repeats: int
 ) -> dict[str, dict[str, Any]]:
     """``_timed`` for several kernels at once, taking turns: repeat r times each of them once
-    before repeat r + 1 of any, so a GPU that warms up (and clocks down) over the run slows
-    them alike instead of the ones timed last."""
+    before repeat r + 1 of any, the order rotated by one each round, so a GPU that warms up
+    (and clocks down) over the run slows them alike instead of the ones timed last. C is
+    filled with NaN and computed once more after the timing, and checked again."""
     import cupy
 
-    errors = {}
-    for name, (launch, c, ref) in launches.items():
+    def error(launch: Any, c: Any, ref: Any) -> float:
+        c.fill(np.nan)
         launch()
         cupy.cuda.Device().synchronize()
-        errors[name] = float(cupy.abs(c.astype(cupy.float32) - ref).max() / cupy.abs(ref).max())
+        return float(cupy.abs(c.astype(cupy.float32) - ref).max() / cupy.abs(ref).max())
+
+    errors = {name: error(*run) for name, run in launches.items()}
     flush = cupy.empty(64 << 20, cupy.uint8)
-    times: dict[str, list[float]] = {name: [] for name in launches}
-    for _ in range(repeats):
-        for name, (launch, _c, _ref) in launches.items():
+    names = list(launches)
+    times: dict[str, list[float]] = {name: [] for name in names}
+    for r in range(repeats):
+        for name in names[r % len(names) :] + names[: r % len(names)]:
             flush.fill(1)
             start, end = cupy.cuda.Event(), cupy.cuda.Event()
             start.record()
-            launch()
+            launches[name][0]()
             end.record()
             end.synchronize()
             times[name].append(cupy.cuda.get_elapsed_time(start, end))
     after = {}
     for name, (launch, c, ref) in launches.items():
-        cupy.cuda.Device().synchronize()
+        after[name] = error(launch, c, ref)
         if hasattr(launch, "after"):
             launch.after()
-        after[name] = float(cupy.abs(c.astype(cupy.float32) - ref).max() / cupy.abs(ref).max())
     flops = 2.0 * size**3
     out = {}
     for name, samples in times.items():
         ms = float(np.median(samples))
-        error = errors[name]
         out[name] = {"size": [size] * 3, "median_ms": ms, "tflops": flops / ms / 1e9,
                      "min_ms": float(min(samples)), "max_ms": float(max(samples)),
-                     "rel_err": error if np.isfinite(error) else None,
+                     "rel_err": errors[name] if np.isfinite(errors[name]) else None,
                      "rel_err_after": after[name] if np.isfinite(after[name]) else None,
                      }  # fmt: skip
+        if hasattr(launches[name][0], "kernels"):
+            out[name]["kernels"] = launches[name][0].kernels
     return out
 
 
@@ -401,11 +419,13 @@ def time_library(size: int, repeats: int = 30, prepare: bool = False) -> Any:
         torch.cuda.synchronize()
     names = sorted({e.name for e in prof.events() if e.device_type.name == "CUDA"})
     c = cupy.asarray(tc)
-    run = (lambda: torch.matmul(ta, tb, out=tc), c, ref)
-    if prepare:
-        print(f"{size} torch-matmul kernels: {names}")
-        return run
-    return {**_timed(*run, size, repeats), "kernels": names}
+
+    def launch() -> None:
+        torch.matmul(ta, tb, out=tc)
+
+    launch.kernels = names  # type: ignore[attr-defined]  # written with the run
+    print(f"{size} torch-matmul kernels: {names}")
+    return (launch, c, ref) if prepare else _timed(launch, c, ref, size, repeats)
 
 
 def _run(found: dict[str, tuple[Any, str]], name: str, size: int, prepare: bool) -> Any:
