@@ -40,7 +40,8 @@ variants that skip the epilogue leave C unwritten: their error is NaN by design)
 ``--only NAME ...`` times some variants only; ``--interleave`` times them in turns (one launch
 of each per round, the order rotated by one each round, 30 rounds; the files of 2026-11-28 kept
 one order) rather than one after another, so that the GPU's warming over the run does not fall
-on the variants timed last.
+on the variants timed last; ``--head-start US`` queues US µs of GPU time (one thread sleeping)
+before each repeat, as the harness does (1000 µs there), so that the GPU idles between repeats.
 """
 
 from __future__ import annotations
@@ -255,6 +256,14 @@ def _timed(launch: Any, c: Any, ref: Any, size: int, repeats: int) -> dict[str, 
     return _interleaved({"one": (launch, c, ref)}, size, repeats)["one"]
 
 
+SLEEP = r"""
+extern "C" __global__ void sleep(int steps) {
+  for (int i = 0; i < steps; ++i) __nanosleep(1000);
+}
+"""
+HEAD_START_US = [0]  # --head-start: GPU time queued (one thread sleeping) before each repeat
+
+
 def _interleaved(
     launches: dict[str, tuple[Any, Any, Any]], size: int, repeats: int
 ) -> dict[str, dict[str, Any]]:
@@ -272,10 +281,13 @@ def _interleaved(
 
     errors = {name: error(*run) for name, run in launches.items()}
     flush = cupy.empty(64 << 20, cupy.uint8)
+    sleep = cupy.RawKernel(SLEEP, "sleep")
     names = list(launches)
     times: dict[str, list[float]] = {name: [] for name in names}
     for r in range(repeats):
         for name in names[r % len(names) :] + names[: r % len(names)]:
+            if HEAD_START_US[0]:  # the harness's gap: the GPU nearly idle before each repeat
+                sleep((1,), (1,), (np.int32(HEAD_START_US[0]),))
             flush.fill(1)
             start, end = cupy.cuda.Event(), cupy.cuda.Event()
             start.record()
@@ -446,9 +458,16 @@ def main() -> None:
     parser.add_argument("--out", required=True)
     parser.add_argument("--sizes", type=int, nargs="+", default=[4096, 8192])
     parser.add_argument("--only", nargs="+", help="time these variants only")
+    parser.add_argument(
+        "--head-start",
+        type=int,
+        default=0,
+        help="µs of GPU time (one thread sleeping) queued before each repeat",
+    )
     parser.add_argument("--interleave", action="store_true",
                         help="time the variants in turns, one launch each per round")  # fmt: skip
     args = parser.parse_args()
+    HEAD_START_US[0] = args.head_start
     import cupy
 
     from ladder.core import device
@@ -474,7 +493,9 @@ def main() -> None:
     doc = {"gpu": device.facts().name, "cupy": cupy.__version__, "dtype": "float16",
            "method": "docs/notes/tries/gemm_tries.py: CUDA events around one launch, L2 "
            "flushed (64 MB written) before each, median of 30"
-           + (", the variants in turns" if args.interleave else ""), "runs": runs}  # fmt: skip
+           + (", the variants in turns" if args.interleave else "")
+           + (f", {args.head_start} µs head start" if args.head_start else ""),
+           "runs": runs}  # fmt: skip
     Path(args.out).write_text(json.dumps(doc, indent=1) + "\n")
 
 
