@@ -41,7 +41,8 @@ variants that skip the epilogue leave C unwritten: their error is NaN by design)
 of each per round, the order rotated by one each round, 30 rounds; the files of 2026-11-28 kept
 one order) rather than one after another, so that the GPU's warming over the run does not fall
 on the variants timed last; ``--head-start US`` queues US µs of GPU time (one thread sleeping)
-before each repeat, as the harness does (1000 µs there), so that the GPU idles between repeats.
+before each repeat, as the harness does (1000 µs there), so that the GPU idles between repeats;
+``--poison`` sets every byte of C (NaN) before each repeat's flush, as the harness does.
 """
 
 from __future__ import annotations
@@ -262,6 +263,7 @@ extern "C" __global__ void sleep(int steps) {
 }
 """
 HEAD_START_US = [0]  # --head-start: GPU time queued (one thread sleeping) before each repeat
+POISON = [False]  # --poison: C's bytes all set (NaN) before each repeat, as the harness does
 
 
 def _interleaved(
@@ -282,12 +284,16 @@ def _interleaved(
     errors = {name: error(*run) for name, run in launches.items()}
     flush = cupy.empty(64 << 20, cupy.uint8)
     sleep = cupy.RawKernel(SLEEP, "sleep")
+    stream = cupy.cuda.get_current_stream()
     names = list(launches)
     times: dict[str, list[float]] = {name: [] for name in names}
     for r in range(repeats):
         for name in names[r % len(names) :] + names[: r % len(names)]:
             if HEAD_START_US[0]:  # the harness's gap: the GPU nearly idle before each repeat
                 sleep((1,), (1,), (np.int32(HEAD_START_US[0]),))
+            if POISON[0]:
+                c = launches[name][1]
+                cupy.cuda.runtime.memsetAsync(c.data.ptr, 0xFF, c.nbytes, stream.ptr)
             flush.fill(1)
             start, end = cupy.cuda.Event(), cupy.cuda.Event()
             start.record()
@@ -464,10 +470,15 @@ def main() -> None:
         default=0,
         help="µs of GPU time (one thread sleeping) queued before each repeat",
     )
+    parser.add_argument(
+        "--poison",
+        action="store_true",
+        help="set every byte of C (NaN) before each repeat, as the harness does",
+    )
     parser.add_argument("--interleave", action="store_true",
                         help="time the variants in turns, one launch each per round")  # fmt: skip
     args = parser.parse_args()
-    HEAD_START_US[0] = args.head_start
+    HEAD_START_US[0], POISON[0] = args.head_start, args.poison
     import cupy
 
     from ladder.core import device
@@ -494,7 +505,8 @@ def main() -> None:
            "method": "docs/notes/tries/gemm_tries.py: CUDA events around one launch, L2 "
            "flushed (64 MB written) before each, median of 30"
            + (", the variants in turns" if args.interleave else "")
-           + (f", {args.head_start} µs head start" if args.head_start else ""),
+           + (f", {args.head_start} µs head start" if args.head_start else "")
+           + (", C poisoned before each" if args.poison else ""),
            "runs": runs}  # fmt: skip
     Path(args.out).write_text(json.dumps(doc, indent=1) + "\n")
 
