@@ -251,29 +251,29 @@ def variants(tmp: Path) -> dict[str, tuple[Any, str]]:
     }  # fmt: skip
 
 
-def _timed(launch: Any, c: Any, ref: Any, size: int, repeats: int) -> dict[str, Any]:
+def _timed(
+    run: tuple[Any, Any, Any], size: int, repeats: int, head_start_us: int = 0,
+    poison: bool = False,
+) -> dict[str, Any]:  # fmt: skip
     """Launch once and check C against ``ref``; then the median of ``repeats`` CUDA-event
     timings of one launch each, the L2 flushed (64 MB written) before each."""
-    return _interleaved({"one": (launch, c, ref)}, size, repeats)["one"]
-
-
-SLEEP = r"""
-extern "C" __global__ void sleep(int steps) {
-  for (int i = 0; i < steps; ++i) __nanosleep(1000);
-}
-"""
-HEAD_START_US = [0]  # --head-start: GPU time queued (one thread sleeping) before each repeat
-POISON = [False]  # --poison: C's bytes all set (NaN) before each repeat, as the harness does
+    return _interleaved({"one": run}, size, repeats, head_start_us, poison)["one"]
 
 
 def _interleaved(
-    launches: dict[str, tuple[Any, Any, Any]], size: int, repeats: int
-) -> dict[str, dict[str, Any]]:
+    launches: dict[str, tuple[Any, Any, Any]], size: int, repeats: int, head_start_us: int = 0,
+    poison: bool = False,
+) -> dict[str, dict[str, Any]]:  # fmt: skip
     """``_timed`` for several kernels at once, taking turns: repeat r times each of them once
     before repeat r + 1 of any, the order rotated by one each round, so a GPU that warms up
-    (and clocks down) over the run slows them alike instead of the ones timed last. C is
-    filled with NaN and computed once more after the timing, and checked again."""
+    (and clocks down) over the run slows them alike instead of the ones timed last. With
+    ``head_start_us``, the harness's one sleeping thread is queued that long before each
+    repeat (the GPU nearly idle between repeats, as in ``ladder run``); with ``poison``,
+    every byte of C is set before it, as the harness does. C is filled with NaN and computed
+    once more after the timing, and checked again."""
     import cupy
+
+    from ladder.core.timing import _Scratch
 
     def error(launch: Any, c: Any, ref: Any) -> float:
         c.fill(np.nan)
@@ -283,21 +283,19 @@ def _interleaved(
 
     errors = {name: error(*run) for name, run in launches.items()}
     flush = cupy.empty(64 << 20, cupy.uint8)
-    sleep = cupy.RawKernel(SLEEP, "sleep")
-    stream = cupy.cuda.get_current_stream()
     names = list(launches)
     times: dict[str, list[float]] = {name: [] for name in names}
     for r in range(repeats):
         for name in names[r % len(names) :] + names[: r % len(names)]:
-            if HEAD_START_US[0]:  # the harness's gap: the GPU nearly idle before each repeat
-                sleep((1,), (1,), (np.int32(HEAD_START_US[0]),))
-            if POISON[0]:
-                c = launches[name][1]
-                cupy.cuda.runtime.memsetAsync(c.data.ptr, 0xFF, c.nbytes, stream.ptr)
+            launch, c, _ = launches[name]
+            if head_start_us:  # on the legacy default stream, CuPy's current one here
+                _Scratch.head_start(head_start_us)
+            if poison:
+                cupy.cuda.runtime.memsetAsync(c.data.ptr, 0xFF, c.nbytes, 0)
             flush.fill(1)
             start, end = cupy.cuda.Event(), cupy.cuda.Event()
             start.record()
-            launches[name][0]()
+            launch()
             end.record()
             end.synchronize()
             times[name].append(cupy.cuda.get_elapsed_time(start, end))
@@ -320,20 +318,27 @@ def _interleaved(
     return out
 
 
-def time_variant(
-    source: Any, entry: str, size: int, repeats: int = 30, prepare: bool = False
-) -> Any:
+def _inputs(size: int) -> tuple[Any, Any, Any, Any]:
+    """Square float16 A and B (uniform in [-1, 1), seed 0), their float32 product and a C
+    filled with NaN."""
     import cupy
 
+    rng = cupy.random.default_rng(0)
+    a = rng.uniform(-1, 1, (size, size), dtype=cupy.float32).astype(cupy.float16)
+    b = rng.uniform(-1, 1, (size, size), dtype=cupy.float32).astype(cupy.float16)
+    ref = a.astype(cupy.float32) @ b.astype(cupy.float32)
+    return a, b, ref, cupy.full((size, size), np.nan, cupy.float16)
+
+
+def prepare_variant(source: Any, entry: str, size: int) -> tuple[Any, Any, Any]:
+    """(launch, C, reference) of a one-block-per-tile kernel (rungs 18 and 19, the cluster
+    tries): rung 18's launch, grid and shared memory."""
     from ladder.gemm.hopper import tensor_map
     from ladder.gemm.r18_wgmma import SMEM_BYTES
     from ladder.gemm.tensor_core import TensorMapLaunch
 
     m = n = k = size
-    rng = cupy.random.default_rng(0)
-    a = rng.uniform(-1, 1, (m, k), dtype=cupy.float32).astype(cupy.float16)
-    b = rng.uniform(-1, 1, (k, n), dtype=cupy.float32).astype(cupy.float16)
-    ref = a.astype(cupy.float32) @ b.astype(cupy.float32)
+    a, b, ref, c = _inputs(size)
     kernel = source.kernel(entry)
     kernel.max_dynamic_shared_size_bytes = SMEM_BYTES
 
@@ -342,121 +347,84 @@ def time_variant(
 
     launch = TensorMapLaunch(kernel, ((m // 128) * (n // 256),), (384,), SMEM_BYTES, maps,
                              (np.int32(m), np.int32(n), np.int32(k)))  # fmt: skip
-    c = cupy.full((m, n), np.nan, cupy.float16)
-    run = (lambda: launch(a.data.ptr, b.data.ptr, c.data.ptr), c, ref)
-    return run if prepare else _timed(*run, size, repeats)
+    return lambda: launch(a.data.ptr, b.data.ptr, c.data.ptr), c, ref
 
 
-def time_persistent(
-    source: Any,
-    entry: str,
-    size: int,
-    store: bool,
-    bn: int = 256,
-    repeats: int = 30,
-    prepare: bool = False,
-) -> Any:
-    """``time_variant`` for rung 20's kernels: min(SMs, tiles) blocks of 128 x ``bn`` tiles,
-    rung 20's shared memory, and with ``store`` a third tensor map, of C in 64 x 64 boxes,
-    after A's and B's (the ping-pong try has 128 x 128 tiles and the same shared memory)."""
+def prepare_persistent(
+    source: Any, entry: str, size: int, store: bool = False, bn: int = 256,
+    workspace: bool = False,
+) -> tuple[Any, Any, Any]:  # fmt: skip
+    """``prepare_variant`` for rung 20's kernels: min(SMs, tiles) blocks of 128 x ``bn`` tiles,
+    rung 20's shared memory; with ``store`` a third tensor map, of C in 64 x 64 boxes, after
+    A's and B's (the ping-pong try has 128 x 128 tiles and the same shared memory); with
+    ``workspace`` (the stream-K try) two more pointers: G x 128 KB of partial sums and G x 4
+    ints of flags, zeroed once (every launch must leave them zero, checked after the timing)."""
     import cupy
 
     from ladder.gemm.hopper import sm_count, tensor_map
     from ladder.gemm.r20_persistent import SMEM_BYTES
 
     m = n = k = size
-    rng = cupy.random.default_rng(0)
-    a = rng.uniform(-1, 1, (m, k), dtype=cupy.float32).astype(cupy.float16)
-    b = rng.uniform(-1, 1, (k, n), dtype=cupy.float32).astype(cupy.float16)
-    ref = a.astype(cupy.float32) @ b.astype(cupy.float32)
-    c = cupy.full((m, n), np.nan, cupy.float16)
+    a, b, ref, c = _inputs(size)
     kernel = source.kernel(entry)
     kernel.max_dynamic_shared_size_bytes = SMEM_BYTES
     maps = [tensor_map(a.data.ptr, m, k, 128, 64), tensor_map(b.data.ptr, k, n, 64, 64)]
     if store:
         maps.append(tensor_map(c.data.ptr, m, n, 64, 64))
-    args = (*maps, np.uint64(c.data.ptr), np.int32(m), np.int32(n), np.int32(k))
     blocks = min((m // 128) * (n // bn), sm_count())
+    args = [*maps, np.uint64(c.data.ptr), np.int32(m), np.int32(n), np.int32(k)]
+    work = flags = None
+    if workspace:
+        work = cupy.zeros(blocks * 2 * 64 * 256, cupy.float32)
+        flags = cupy.zeros(blocks * 4, cupy.int32)
+        args += [np.uint64(work.data.ptr), np.uint64(flags.data.ptr)]
 
     def launch() -> None:
-        kernel((blocks,), (384,), args, shared_mem=SMEM_BYTES)
+        kernel((blocks,), (384,), tuple(args), shared_mem=SMEM_BYTES)
 
-    launch.keep = (a, b)  # type: ignore[attr-defined]  # the maps hold only their pointers
-    return (launch, c, ref) if prepare else _timed(launch, c, ref, size, repeats)
+    if flags is not None:
 
+        def check_flags() -> None:
+            assert int(cupy.abs(flags).max()) == 0, "stream-K flags left set"
 
-def time_stream_k(source: Any, entry: str, size: int, repeats: int = 30,
-                  prepare: bool = False) -> Any:  # fmt: skip
-    """``time_persistent`` for the stream-K kernel, which also takes a workspace: G x 128 KB of
-    partial sums and G x 4 ints of flags, zeroed once (every launch leaves them zero)."""
-    import cupy
-
-    from ladder.gemm.hopper import sm_count, tensor_map
-    from ladder.gemm.r20_persistent import SMEM_BYTES
-
-    m = n = k = size
-    rng = cupy.random.default_rng(0)
-    a = rng.uniform(-1, 1, (m, k), dtype=cupy.float32).astype(cupy.float16)
-    b = rng.uniform(-1, 1, (k, n), dtype=cupy.float32).astype(cupy.float16)
-    ref = a.astype(cupy.float32) @ b.astype(cupy.float32)
-    c = cupy.full((m, n), np.nan, cupy.float16)
-    kernel = source.kernel(entry)
-    kernel.max_dynamic_shared_size_bytes = SMEM_BYTES
-    blocks = min((m // 128) * (n // 256), sm_count())
-    work = cupy.zeros(blocks * 2 * 64 * 256, cupy.float32)
-    flags = cupy.zeros(blocks * 4, cupy.int32)
-    args = (tensor_map(a.data.ptr, m, k, 128, 64), tensor_map(b.data.ptr, k, n, 64, 64),
-            np.uint64(c.data.ptr), np.int32(m), np.int32(n), np.int32(k),
-            np.uint64(work.data.ptr), np.uint64(flags.data.ptr))  # fmt: skip
-
-    def launch() -> None:
-        kernel((blocks,), (384,), args, shared_mem=SMEM_BYTES)
-
-    def check_flags() -> None:  # every launch must leave the flags zero for the next
-        assert int(cupy.abs(flags).max()) == 0, "stream-K flags left set"
-
-    launch.after = check_flags  # type: ignore[attr-defined]
+        launch.after = check_flags  # type: ignore[attr-defined]
     launch.keep = (a, b, work, flags)  # type: ignore[attr-defined]  # the maps hold pointers
-    return (launch, c, ref) if prepare else _timed(launch, c, ref, size, repeats)
+    return launch, c, ref
 
 
-def time_library(size: int, repeats: int = 30, prepare: bool = False) -> Any:
-    """``torch.matmul`` (cuBLAS) on the same inputs, timed as the variants are, with the name of
-    the kernel cuBLAS ran (from the PyTorch profiler)."""
+def prepare_library(size: int) -> tuple[Any, Any, Any]:
+    """``torch.matmul`` (cuBLAS) on the same inputs, timed as the variants are, with the names
+    of the kernels cuBLAS ran (from the PyTorch profiler) written with the run."""
     import cupy
     import torch
 
-    rng = cupy.random.default_rng(0)
-    a = rng.uniform(-1, 1, (size, size), dtype=cupy.float32).astype(cupy.float16)
-    b = rng.uniform(-1, 1, (size, size), dtype=cupy.float32).astype(cupy.float16)
-    ref = a.astype(cupy.float32) @ b.astype(cupy.float32)
+    a, b, ref, _ = _inputs(size)
     ta, tb = torch.as_tensor(a, device="cuda"), torch.as_tensor(b, device="cuda")
     tc = torch.empty_like(ta)
     with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CUDA]) as prof:
         torch.matmul(ta, tb, out=tc)
         torch.cuda.synchronize()
     names = sorted({e.name for e in prof.events() if e.device_type.name == "CUDA"})
-    c = cupy.asarray(tc)
 
     def launch() -> None:
         torch.matmul(ta, tb, out=tc)
 
-    launch.kernels = names  # type: ignore[attr-defined]  # written with the run
+    launch.kernels = names  # type: ignore[attr-defined]
     print(f"{size} torch-matmul kernels: {names}")
-    return (launch, c, ref) if prepare else _timed(launch, c, ref, size, repeats)
+    return launch, cupy.asarray(tc), ref
 
 
-def _run(found: dict[str, tuple[Any, str]], name: str, size: int, prepare: bool) -> Any:
+def _prepare(found: dict[str, tuple[Any, str]], name: str, size: int) -> tuple[Any, Any, Any]:
     source, entry = found[name]
     if name == "torch-matmul":
-        return time_library(size, prepare=prepare)
+        return prepare_library(size)
     if name == "pingpong":
-        return time_persistent(source, entry, size, False, bn=128, prepare=prepare)
-    if name.startswith("stream-k"):
-        return time_stream_k(source, entry, size, prepare=prepare)
+        return prepare_persistent(source, entry, size, bn=128)
+    if name == "stream-k":
+        return prepare_persistent(source, entry, size, workspace=True)
     if name.startswith("r20"):
-        return time_persistent(source, entry, size, name.endswith("tma-store"), prepare=prepare)
-    return time_variant(source, entry, size, prepare=prepare)
+        return prepare_persistent(source, entry, size, store=name.endswith("tma-store"))
+    return prepare_variant(source, entry, size)
 
 
 def main() -> None:
@@ -478,7 +446,6 @@ def main() -> None:
     parser.add_argument("--interleave", action="store_true",
                         help="time the variants in turns, one launch each per round")  # fmt: skip
     args = parser.parse_args()
-    HEAD_START_US[0], POISON[0] = args.head_start, args.poison
     import cupy
 
     from ladder.core import device
@@ -489,11 +456,12 @@ def main() -> None:
         runs = []
         for size in args.sizes:
             chosen = [name for name in found if not args.only or name in args.only]
-            prepared = {name: _run(found, name, size, True) for name in chosen}
+            prepared = {name: _prepare(found, name, size) for name in chosen}
+            how = (30, args.head_start, args.poison)
             if args.interleave:
-                timed = _interleaved(prepared, size, 30)
+                timed = _interleaved(prepared, size, *how)
             else:
-                timed = {name: _timed(*prepared[name], size, 30) for name in chosen}
+                timed = {name: _timed(prepared[name], size, *how) for name in chosen}
             for name in chosen:
                 run = {"variant": name, **timed[name]}
                 print(f"{size} {name}: {run['median_ms']:.4f} ms, {run['tflops']:.1f} TFLOP/s")
