@@ -19,6 +19,11 @@ variants that skip the epilogue leave C unwritten: their error is NaN by design)
   ``r20-tma-store``: its epilogue's global stores made by the bulk tensor copy (a tensor map of
   C, two 64 x 64 boxes per round, issued by one thread, waited for only before the staging
   buffer is written again), so the consumers go back to multiplying as soon as C is staged.
+- ``r20-tma-store-plain``: ``r20-tma-store`` without the copy of rung 20's store loop that it
+  keeps behind a branch never taken (``if (M < 0)``), as the rung built from it had it;
+  ``-trap``, ``-store1``, ``-syncwarp``: that loop replaced by a ``trap`` never taken, by a
+  one-element store never taken, or by ``__syncwarp()``; ``-convert-first``: ``-plain`` with each
+  round converted to half before the issuing thread waits for the last round's stores.
 - ``r20-group1``, ``-group4``, ``-group16``, ``-group32``: rung 20 with GROUP_M (the block rows
   of its grouped tile order, 8 in the rung) set to 1 (row-major order), 4, 16 or 32.
 - ``pingpong``: rung 20 with each consumer warpgroup on a tile of its own, 128 x 128, the tiles
@@ -153,6 +158,71 @@ R20_TMA_STORE = [
 ]
 
 
+# r20-tma-store's kernel keeps rung 20's own store loop behind a branch never taken (M < 0):
+# the variants below take that dead loop out ("plain", what the rung built from it had) or put
+# something else there, since without it the kernel runs 2.7% slower at 8192³
+_DEAD_STORES = (
+    "      if (M < 0) {  // the threads' own stores: skipped\n"
+    "#pragma unroll 4\n"
+    "      for (int i = threadIdx.x % 128; i < 64 * UNITS_PER_ROW; i += 128) {\n"
+    "        const int r = i / UNITS_PER_ROW, u = i % UNITS_PER_ROW;\n"
+    "        *reinterpret_cast<uint4*>(out + (size_t)r * N + h * ROUND_COLS + u * 8) =\n"
+    "            *reinterpret_cast<const uint4*>(stage_c + staged(r, u));\n"
+    "      }\n"
+    "      }\n"
+)
+R20_TMA_STORE_PLAIN = [*R20_TMA_STORE, (_DEAD_STORES, "")]
+R20_TMA_STORE_TRAP = [*R20_TMA_STORE, (_DEAD_STORES, '      if (M < 0) asm volatile("trap;");\n')]
+R20_TMA_STORE_STORE1 = [*R20_TMA_STORE, (_DEAD_STORES, "      if (M < 0) C[threadIdx.x] = T(0);\n")]
+R20_TMA_STORE_SYNCWARP = [*R20_TMA_STORE, (_DEAD_STORES, "      __syncwarp();\n")]
+# ... and "plain" with each round's 64 conversions to half made (and pinned by an empty asm)
+# before the thread that issues the stores waits for the last round's to have read the buffer
+PACK2 = """
+template <typename T> __device__ __forceinline__ unsigned pack2(float a, float b);
+template <> __device__ __forceinline__ unsigned pack2<half>(float a, float b) {
+  __half2 v = __floats2half2_rn(a, b);
+  return *reinterpret_cast<unsigned*>(&v);
+}
+template <> __device__ __forceinline__ unsigned pack2<__nv_bfloat16>(float a, float b) {
+  __nv_bfloat162 v = __floats2bfloat162_rn(a, b);
+  return *reinterpret_cast<unsigned*>(&v);
+}
+"""
+R20_TMA_STORE_CONVERT_FIRST = [
+    *R20_TMA_STORE_PLAIN,
+    (TMA_STORE, TMA_STORE + PACK2),
+    (
+        "      if (threadIdx.x % 128 == 0)  // the last bulk store has read the buffer\n"
+        '        asm volatile("cp.async.bulk.wait_group.read 0;" ::: "memory");\n'
+        "      named_barrier(2 + c, 128);\n"
+        "#pragma unroll\n      for (int u = 0; u < UNITS_PER_ROW; ++u) {"
+        "  // 8-column group j = 16h + u of the tile\n"
+        "        const int j = h * UNITS_PER_ROW + u;\n"
+        "        store2(reinterpret_cast<T*>(stage_c + staged(r0, u) + (lane % 4) * 4), d[4 * j],\n"
+        "               d[4 * j + 1]);\n"
+        "        store2(reinterpret_cast<T*>(stage_c + staged(r0 + 8, u) + (lane % 4) * 4),"
+        " d[4 * j + 2],\n"
+        "               d[4 * j + 3]);\n"
+        "      }\n",
+        "      unsigned packed[2 * UNITS_PER_ROW];\n"
+        "#pragma unroll\n      for (int u = 0; u < UNITS_PER_ROW; ++u) {\n"
+        "        const int j = h * UNITS_PER_ROW + u;\n"
+        "        packed[2 * u] = pack2<T>(d[4 * j], d[4 * j + 1]);\n"
+        "        packed[2 * u + 1] = pack2<T>(d[4 * j + 2], d[4 * j + 3]);\n"
+        '        asm volatile("" : "+r"(packed[2 * u]), "+r"(packed[2 * u + 1]));\n'
+        "      }\n"
+        "      if (threadIdx.x % 128 == 0)  // the last bulk store has read the buffer\n"
+        '        asm volatile("cp.async.bulk.wait_group.read 0;" ::: "memory");\n'
+        "      named_barrier(2 + c, 128);\n"
+        "#pragma unroll\n      for (int u = 0; u < UNITS_PER_ROW; ++u) {\n"
+        "        *reinterpret_cast<unsigned*>(stage_c + staged(r0, u) + (lane % 4) * 4) ="
+        " packed[2 * u];\n"
+        "        *reinterpret_cast<unsigned*>(stage_c + staged(r0 + 8, u) + (lane % 4) * 4) =\n"
+        "            packed[2 * u + 1];\n"
+        "      }\n",
+    ),
+]
+
 # rung 20 with one arrival per consumer warpgroup (or per warp) on a stage's "empty" barrier,
 # not one per thread: thread 0 of the warpgroup (lane 0 of each warp) arrives after its
 # wgmma.wait_group, as CUTLASS's consumer release does
@@ -234,6 +304,12 @@ def variants(tmp: Path) -> dict[str, tuple[Any, str]]:
         "r20": (_source(tmp, r20, "r20", []), "persistent"),
         "r20-no-epilogue": (_source(tmp, r20, "r20-no-epilogue", R20_NO_EPILOGUE), "persistent"),
         "r20-tma-store": (_source(tmp, r20, "r20-tma-store", R20_TMA_STORE), "persistent"),
+        **{f"r20-tma-store-{name}": (_source(tmp, r20, f"r20-tma-store-{name}", edits),
+                                     "persistent")
+           for name, edits in [("plain", R20_TMA_STORE_PLAIN), ("trap", R20_TMA_STORE_TRAP),
+                               ("store1", R20_TMA_STORE_STORE1),
+                               ("syncwarp", R20_TMA_STORE_SYNCWARP),
+                               ("convert-first", R20_TMA_STORE_CONVERT_FIRST)]},
         "r20-stcs": (_source(tmp, r20, "r20-stcs", R20_STCS), "persistent"),
         "r20-arrive-wg": (_source(tmp, r20, "r20-arrive-wg", R20_ARRIVE_WG), "persistent"),
         "r20-arrive-warp": (_source(tmp, r20, "r20-arrive-warp", R20_ARRIVE_WARP), "persistent"),
@@ -423,7 +499,7 @@ def _prepare(found: dict[str, tuple[Any, str]], name: str, size: int) -> tuple[A
     if name == "stream-k":
         return prepare_persistent(source, entry, size, workspace=True)
     if name.startswith("r20"):
-        return prepare_persistent(source, entry, size, store=name.endswith("tma-store"))
+        return prepare_persistent(source, entry, size, store="tma-store" in name)
     return prepare_variant(source, entry, size)
 
 
