@@ -223,6 +223,26 @@ R20_TMA_STORE_CONVERT_FIRST = [
     ),
 ]
 
+# ... and "plain" with C staged in four rounds of 64 columns into the two halves of each
+# consumer's 16 KB in turn, so that the issuing thread waits only for the stores of the round
+# before last (wait_group.read 1): the copy reads one half while the threads fill the other
+R20_TMA_STORE_DOUBLE = [
+    *R20_TMA_STORE_PLAIN,
+    ("constexpr int ROUND_COLS = 128;", "constexpr int ROUND_COLS = 64;"),
+    ("constexpr int C_BYTES = 64 * ROUND_COLS * 2;",
+     "constexpr int C_BYTES = 2 * 64 * ROUND_COLS * 2;"),
+    ('asm volatile("cp.async.bulk.wait_group.read 0;" ::: "memory");',
+     'asm volatile("cp.async.bulk.wait_group.read 1;" ::: "memory");'),
+    ("store2(reinterpret_cast<T*>(stage_c + staged(r0, u)",
+     "store2(reinterpret_cast<T*>(stage_c + (h % 2) * C_CHUNK_BYTES + staged(r0, u)"),
+    ("store2(reinterpret_cast<T*>(stage_c + staged(r0 + 8, u)",
+     "store2(reinterpret_cast<T*>(stage_c + (h % 2) * C_CHUNK_BYTES + staged(r0 + 8, u)"),
+    ("        for (int q = 0; q < 2; ++q)\n"
+     "          store_box(&tmC, smem_addr(stage_c + q * C_CHUNK_BYTES),\n",
+     "        for (int q = 0; q < 1; ++q)\n"
+     "          store_box(&tmC, smem_addr(stage_c + (h % 2) * C_CHUNK_BYTES),\n"),
+]  # fmt: skip
+
 # rung 20 with one arrival per consumer warpgroup (or per warp) on a stage's "empty" barrier,
 # not one per thread: thread 0 of the warpgroup (lane 0 of each warp) arrives after its
 # wgmma.wait_group, as CUTLASS's consumer release does
@@ -309,7 +329,8 @@ def variants(tmp: Path) -> dict[str, tuple[Any, str]]:
            for name, edits in [("plain", R20_TMA_STORE_PLAIN), ("trap", R20_TMA_STORE_TRAP),
                                ("store1", R20_TMA_STORE_STORE1),
                                ("syncwarp", R20_TMA_STORE_SYNCWARP),
-                               ("convert-first", R20_TMA_STORE_CONVERT_FIRST)]},
+                               ("convert-first", R20_TMA_STORE_CONVERT_FIRST),
+                               ("double", R20_TMA_STORE_DOUBLE)]},
         "r20-stcs": (_source(tmp, r20, "r20-stcs", R20_STCS), "persistent"),
         "r20-arrive-wg": (_source(tmp, r20, "r20-arrive-wg", R20_ARRIVE_WG), "persistent"),
         "r20-arrive-warp": (_source(tmp, r20, "r20-arrive-warp", R20_ARRIVE_WARP), "persistent"),
