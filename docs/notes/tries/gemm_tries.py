@@ -23,7 +23,9 @@ variants that skip the epilogue leave C unwritten: their error is NaN by design)
   keeps behind a branch never taken (``if (M < 0)``), as the rung built from it had it;
   ``-trap``, ``-store1``, ``-syncwarp``: that loop replaced by a ``trap`` never taken, by a
   one-element store never taken, or by ``__syncwarp()``; ``-convert-first``: ``-plain`` with each
-  round converted to half before the issuing thread waits for the last round's stores.
+  round converted to half before the issuing thread waits for the last round's stores;
+  ``-double``: ``-plain`` with C staged in four rounds of 64 columns into the two halves of each
+  consumer's buffer in turn, the issuing thread waiting only for the round before last.
 - ``r20-group1``, ``-group4``, ``-group16``, ``-group32``: rung 20 with GROUP_M (the block rows
   of its grouped tile order, 8 in the rung) set to 1 (row-major order), 4, 16 or 32.
 - ``pingpong``: rung 20 with each consumer warpgroup on a tile of its own, 128 x 128, the tiles
@@ -160,7 +162,7 @@ R20_TMA_STORE = [
 
 # r20-tma-store's kernel keeps rung 20's own store loop behind a branch never taken (M < 0):
 # the variants below take that dead loop out ("plain", what the rung built from it had) or put
-# something else there, since without it the kernel runs 2.7% slower at 8192³
+# something else there, since without it the kernel runs 3% slower at 8192³
 _DEAD_STORES = (
     "      if (M < 0) {  // the threads' own stores: skipped\n"
     "#pragma unroll 4\n"
