@@ -49,7 +49,11 @@ of each per round, the order rotated by one each round, 30 rounds; the files of 
 one order) rather than one after another, so that the GPU's warming over the run does not fall
 on the variants timed last; ``--head-start US`` queues US µs of GPU time (one thread sleeping)
 before each repeat, as the harness does (1000 µs there), so that the GPU idles between repeats;
-``--poison`` sets every byte of C (NaN) before each repeat's flush, as the harness does.
+``--poison`` sets every byte of C (NaN) before each repeat's flush, as the harness does;
+``--launch-only`` times nothing: it launches each variant four times and checks C, for Nsight
+Compute to profile the fourth launch, one variant per run (``ncu --clock-control none
+--launch-skip 3 --launch-count 1 -k regex:persistent python docs/notes/tries/gemm_tries.py
+--launch-only --only r20-tma-store-plain --sizes 8192``).
 """
 
 from __future__ import annotations
@@ -359,6 +363,18 @@ def _timed(
     return _interleaved({"one": run}, size, repeats, head_start_us, poison)["one"]
 
 
+def _error(launch: Any, c: Any, ref: Any, calls: int = 1) -> float:
+    """C's largest error against ``ref``, relative to ``ref``'s largest entry, after filling C
+    with NaN and launching ``calls`` times."""
+    import cupy
+
+    c.fill(np.nan)
+    for _ in range(calls):
+        launch()
+    cupy.cuda.Device().synchronize()
+    return float(cupy.abs(c.astype(cupy.float32) - ref).max() / cupy.abs(ref).max())
+
+
 def _interleaved(
     launches: dict[str, tuple[Any, Any, Any]], size: int, repeats: int, head_start_us: int = 0,
     poison: bool = False,
@@ -374,13 +390,7 @@ def _interleaved(
 
     from ladder.core.timing import _Scratch
 
-    def error(launch: Any, c: Any, ref: Any) -> float:
-        c.fill(np.nan)
-        launch()
-        cupy.cuda.Device().synchronize()
-        return float(cupy.abs(c.astype(cupy.float32) - ref).max() / cupy.abs(ref).max())
-
-    errors = {name: error(*run) for name, run in launches.items()}
+    errors = {name: _error(*run) for name, run in launches.items()}
     flush = cupy.empty(64 << 20, cupy.uint8)
     names = list(launches)
     times: dict[str, list[float]] = {name: [] for name in names}
@@ -400,7 +410,7 @@ def _interleaved(
             times[name].append(cupy.cuda.get_elapsed_time(start, end))
     after = {}
     for name, (launch, c, ref) in launches.items():
-        after[name] = error(launch, c, ref)
+        after[name] = _error(launch, c, ref)
         if hasattr(launch, "after"):
             launch.after()
     flops = 2.0 * size**3
@@ -528,7 +538,7 @@ def _prepare(found: dict[str, tuple[Any, str]], name: str, size: int) -> tuple[A
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--out", required=True)
+    parser.add_argument("--out", help="the results file (not with --launch-only)")
     parser.add_argument("--sizes", type=int, nargs="+", default=[4096, 8192])
     parser.add_argument("--only", nargs="+", help="time these variants only")
     parser.add_argument(
@@ -544,7 +554,14 @@ def main() -> None:
     )
     parser.add_argument("--interleave", action="store_true",
                         help="time the variants in turns, one launch each per round")  # fmt: skip
+    parser.add_argument(
+        "--launch-only",
+        action="store_true",
+        help="launch each variant four times and check C, untimed (for Nsight Compute)",
+    )
     args = parser.parse_args()
+    if not args.out and not args.launch_only:
+        parser.error("--out is required (unless --launch-only)")
     import cupy
 
     from ladder.core import device
@@ -556,6 +573,10 @@ def main() -> None:
         for size in args.sizes:
             chosen = [name for name in found if not args.only or name in args.only]
             prepared = {name: _prepare(found, name, size) for name in chosen}
+            if args.launch_only:
+                for name in chosen:
+                    print(f"{size} {name}: error {_error(*prepared[name], calls=4):.3g}")
+                continue
             how = (30, args.head_start, args.poison)
             if args.interleave:
                 timed = _interleaved(prepared, size, *how)
@@ -568,6 +589,8 @@ def main() -> None:
             del prepared
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
+    if args.launch_only:
+        return
     doc = {"gpu": device.facts().name, "cupy": cupy.__version__, "dtype": "float16",
            "method": "docs/notes/tries/gemm_tries.py: CUDA events around one launch, L2 "
            "flushed (64 MB written) before each, median of 30"
