@@ -1,13 +1,17 @@
 """Every exercise: its worked answer passes, and a typical wrong answer fails with a hint."""
 
 import importlib
-import importlib.util
+import os
+import subprocess
+import sys
+import textwrap
 
 import numpy as np
 import pytest
 from numba import cuda, float32
 
 from ladder.exercises import EXERCISES, solutions
+from ladder.exercises._common import MissingCompiler, compile_report
 
 TILE = 8
 
@@ -29,6 +33,52 @@ def tiled_unmasked(A, B, C):
             acc += As[ty, i] * Bs[i, tx]
         cuda.syncthreads()
     if row < C.shape[0] and col < C.shape[1]:
+        C[row, col] = acc
+
+
+@cuda.jit
+def tiled_without_second_sync(A, B, C):
+    """The worked answer without the syncthreads after the products."""
+    As = cuda.shared.array((TILE, TILE), float32)
+    Bs = cuda.shared.array((TILE, TILE), float32)
+    tx, ty = cuda.threadIdx.x, cuda.threadIdx.y
+    row = cuda.blockIdx.y * TILE + ty
+    col = cuda.blockIdx.x * TILE + tx
+    M, K = A.shape
+    N = B.shape[1]
+    acc = float32(0.0)
+    for k0 in range(0, K, TILE):
+        As[ty, tx] = A[row, k0 + tx] if row < M and k0 + tx < K else float32(0.0)
+        Bs[ty, tx] = B[k0 + ty, col] if k0 + ty < K and col < N else float32(0.0)
+        cuda.syncthreads()
+        for i in range(TILE):
+            acc += As[ty, i] * Bs[i, tx]
+    if row < M and col < N:
+        C[row, col] = acc
+
+
+@cuda.jit
+def tiled_without_zero_fill(A, B, C):
+    """The worked answer with masked loads but no zeros past the edges: a tile element past
+    M, N or K keeps the previous tile's value."""
+    As = cuda.shared.array((TILE, TILE), float32)
+    Bs = cuda.shared.array((TILE, TILE), float32)
+    tx, ty = cuda.threadIdx.x, cuda.threadIdx.y
+    row = cuda.blockIdx.y * TILE + ty
+    col = cuda.blockIdx.x * TILE + tx
+    M, K = A.shape
+    N = B.shape[1]
+    acc = float32(0.0)
+    for k0 in range(0, K, TILE):
+        if row < M and k0 + tx < K:
+            As[ty, tx] = A[row, k0 + tx]
+        if k0 + ty < K and col < N:
+            Bs[ty, tx] = B[k0 + ty, col]
+        cuda.syncthreads()
+        for i in range(TILE):
+            acc += As[ty, i] * Bs[i, tx]
+        cuda.syncthreads()
+    if row < M and col < N:
         C[row, col] = acc
 
 
@@ -89,8 +139,11 @@ NEEDS_COMPILER = {"local_array"}
 
 
 def _check(module, name):
-    if name in NEEDS_COMPILER and importlib.util.find_spec("cuda.bindings") is None:
-        pytest.skip("needs nvJitLink (cuda-bindings) to read the compiler's report")
+    if name in NEEDS_COMPILER:
+        try:
+            compile_report(f"ladder.exercises.{module}")
+        except MissingCompiler as missing:
+            pytest.skip(str(missing))  # a plain install: test_a_missing_compiler_... covers it
     return getattr(importlib.import_module(f"ladder.exercises.{module}"), f"check_{name}")
 
 
@@ -125,3 +178,75 @@ def test_a_malformed_answer_says_what_shape_it_needs():
 
     with pytest.raises(AssertionError, match="keys"):
         nb02_tensor_cores.check_fragment_registers(4)
+
+
+def test_each_tiling_mistake_gets_its_own_hint():
+    """A missing second syncthreads and a missing zero fill are told apart: the first from the
+    kernel's loop, the second because the kernel is right on a size with no edges."""
+    from ladder.exercises import nb01_gemm
+
+    try:  # the simulator's threads race (wrong answer); a GPU's two warps may not
+        no_sync = nb01_gemm.check_shared_tiling(tiled_without_second_sync)
+        assert "lacks a syncthreads" in no_sync
+    except AssertionError as err:
+        no_sync = str(err)
+        assert "second syncthreads" in no_sync
+    with pytest.raises(AssertionError) as no_fill:
+        nb01_gemm.check_shared_tiling(tiled_without_zero_fill)
+    assert "store 0" in str(no_fill.value) and "syncthreads" not in str(no_fill.value)
+    assert "store 0" not in no_sync
+
+
+@pytest.mark.parametrize("word", ["Memory", "  memory ", "MEMORY\n"])
+def test_a_word_answer_is_taken_in_any_case(word):
+    from ladder.exercises import nb00_start_here
+
+    assert solutions.roofline["bound"] == "memory"
+    message = nb00_start_here.check_roofline({**solutions.roofline, "bound": word})
+    assert message.startswith("right")
+
+
+def test_the_graph_question_names_the_sum_as_a_mistake():
+    from ladder.exercises import nb04_streams_and_graphs as nb04
+
+    summed = nb04.KERNELS * (nb04.REPLAY_US + nb04.KERNEL_US)
+    with pytest.raises(AssertionError, match="not their sum"):
+        nb04.check_graph_launches({**solutions.graph_launches, "graph_us": summed})
+
+
+# run in a child: NVRTC hidden, as on a plain install (no cuda13/cuda12 extra)
+_WITHOUT_NVRTC = """
+import cuda.pathfinder as pathfinder
+found = pathfinder.load_nvidia_dynamic_lib
+def load(name, *args, **kwargs):
+    if name == "nvrtc":
+        raise pathfinder.DynamicLibNotFoundError('Failure finding "libnvrtc.so": not installed')
+    return found(name, *args, **kwargs)
+pathfinder.load_nvidia_dynamic_lib = load
+"""
+
+
+def test_a_missing_compiler_is_one_line_naming_the_extra(tmp_path):
+    """Without NVRTC (a plain install), check_local_array says in one line what is missing and
+    which extra installs it, instead of the compiler's traceback."""
+    (tmp_path / "sitecustomize.py").write_text(textwrap.dedent(_WITHOUT_NVRTC))
+    path = os.pathsep.join(p for p in (str(tmp_path), os.environ.get("PYTHONPATH")) if p)
+    run = """
+from ladder.exercises import nb01_gemm, solutions
+from ladder.exercises._common import MissingCompiler
+try:
+    nb01_gemm.check_local_array(solutions.local_array)
+except MissingCompiler as missing:
+    print(missing)
+"""
+    done = subprocess.run(
+        [sys.executable, "-c", run],
+        env=dict(os.environ, PYTHONPATH=path),
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    (line,) = done.stdout.strip().splitlines()
+    assert "NVRTC" in line and "numba-ladder[cuda13]" in line and "no GPU needed" in line
+    assert issubclass(MissingCompiler, AssertionError)  # a notebook's exercise cell prints it

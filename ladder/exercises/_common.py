@@ -50,6 +50,11 @@ def close(answer: Any, right: float, rel: float = 0.03) -> bool:
         return False
 
 
+def same_word(answer: Any, right: str) -> bool:
+    """Whether ``answer`` is the word ``right``, whatever its case and surrounding spaces."""
+    return isinstance(answer, str) and answer.strip().casefold() == right.casefold()
+
+
 def as_dict(answer: Any, keys: Iterable[str], exercise: str) -> dict[str, Any]:
     """The answer as a dict with ``keys``, or AssertionError saying what shape it must have."""
     keys = list(keys)
@@ -60,19 +65,40 @@ def as_dict(answer: Any, keys: Iterable[str], exercise: str) -> dict[str, Any]:
 
 
 _CHILD = """
-import importlib, json, sys
+import importlib, json, re, sys
 import ladder
 from numba import cuda
 from ladder.core.check import _nvjitlink_report
 module = importlib.import_module(sys.argv[1])
 found = {}
-for name, signature in module.compile_signatures().items():
-    ptx, _ = cuda.compile_ptx(getattr(module, name), signature, cc=(8, 0))
-    (figures,) = _nvjitlink_report(ptx, "sm_80").values()
-    figures["f64"] = ".f64" in ptx
-    found[name] = figures
+try:
+    for name, signature in module.compile_signatures().items():
+        ptx, _ = cuda.compile_ptx(getattr(module, name), signature, cc=(8, 0))
+        (figures,) = _nvjitlink_report(ptx, "sm_80").values()
+        figures["f64"] = ".f64" in ptx
+        found[name] = figures
+except Exception as err:
+    text = f"{type(err).__name__}: {err}"
+    library = re.search(r"nvrtc|nvvm|libdevice|nvjitlink", text, re.IGNORECASE)
+    if library is None or not re.search(r"not ?found|not available|find|open", text, re.I):
+        raise
+    print(json.dumps({"missing": library.group().lower(), "why": text.splitlines()[0]}))
+    sys.exit(3)
 print(json.dumps(found))
 """
+# what each library a missing one names is called where NVIDIA's wheels ship it
+LIBRARIES = {
+    "nvrtc": "NVRTC",
+    "nvvm": "NVVM",
+    "libdevice": "NVVM's libdevice",
+    "nvjitlink": "nvJitLink",
+}
+
+
+class MissingCompiler(AssertionError):
+    """An exercise that compiles kernels cannot run here: a CUDA compiler library is missing.
+    An AssertionError, so that a notebook's ``exercise`` cell prints its one line as it prints
+    a hint, instead of a traceback."""
 
 
 @functools.cache
@@ -80,11 +106,19 @@ def compile_report(module: str) -> dict[str, dict[str, Any]]:
     """ptxas's figures (registers, stack_bytes, spill_stores, spill_loads) for sm_80 of each
     kernel that ``module.compile_signatures()`` names, as ``ladder check`` reads them; no GPU
     needed. Numba compiles only outside its simulator, so this runs in a child process with
-    ``NUMBA_ENABLE_CUDASIM=0`` (a few seconds, once per module)."""
+    ``NUMBA_ENABLE_CUDASIM=0`` (a few seconds, once per module). ``MissingCompiler`` (one
+    line) when NVRTC, NVVM or nvJitLink is not installed (the ``cuda13``/``cuda12`` extras)."""
     env = dict(os.environ, NUMBA_ENABLE_CUDASIM="0", LADDER_CHECK_CHILD="1")
     done = subprocess.run(
         [sys.executable, "-c", _CHILD, module], env=env, capture_output=True, text=True
     )
+    if done.returncode == 3:  # a compiler library is missing: say which, and what brings it
+        missing = json.loads(done.stdout.strip().splitlines()[-1])
+        raise MissingCompiler(
+            f"this check compiles its kernels with {LIBRARIES[missing['missing']]}, which is not "
+            f"installed here ({missing['why'][:120]}); a plain install runs the simulator only: "
+            "pip install 'numba-ladder[cuda13]' (or [cuda12]) brings the compiler, no GPU needed"
+        )
     if done.returncode != 0:
         raise RuntimeError(f"compiling {module}'s kernels failed:\n{done.stderr[-2000:]}")
     return json.loads(done.stdout.strip().splitlines()[-1])

@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 from ladder.core.rung import get_problem
-from ladder.exercises._common import as_dict, close, require
+from ladder.exercises._common import as_dict, close, require, same_word
 
 COPY_SIZE = (8192, 8192)  # rows x cols of x; a and b are per-column vectors
 COPY_TBPS = 4.0  # device-to-device copy bandwidth, TB/s (about an H200's)
@@ -49,8 +49,8 @@ def check_copy_time(answer: Any) -> str:
 
 def check_roofline(answer: Any) -> str:
     """For C = A @ B with (M, N, K) = GEMM_SIZE in float32: FLOPs over the fewest bytes
-    (read A and B, write C once), "memory" or "compute" for the ceiling that binds, and the
-    floor in ms, the larger of bytes at COPY_TBPS and FLOPs at PEAK_TFLOPS."""
+    (read A and B, write C once), "memory" or "compute" for the ceiling that binds (any case),
+    and the floor in ms, the larger of bytes at COPY_TBPS and FLOPs at PEAK_TFLOPS."""
     found = as_dict(answer, ("intensity", "bound", "floor_ms"), "check_roofline")
     problem = get_problem("gemm")
     intensity = problem.flops(GEMM_SIZE) / problem.min_bytes(GEMM_SIZE, "float32")
@@ -64,7 +64,7 @@ def check_roofline(answer: Any) -> str:
         "B (K N) and write C (M N) once, 4 bytes each",
     )
     require(
-        found["bound"] == bound,
+        same_word(found["bound"], bound),
         f"bound: the GPU's balance point is {balance:.0f} FLOP/byte (peak / bandwidth); "
         "below it memory binds, above it compute",
     )

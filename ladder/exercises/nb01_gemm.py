@@ -26,7 +26,9 @@ ceil(M / TILE)), x picks the column as in rung 2)::
 
 from __future__ import annotations
 
+import ast
 import inspect
+import textwrap
 from typing import Any
 
 import numpy as np
@@ -39,6 +41,7 @@ WARP = 32
 K_STRIDE = 1024  # A is M x 1024 and B 1024 x N, float32, row-major
 TILE = 8  # small, so that the simulator runs it quickly
 SIZE = (19, 13, 21)  # M, N, K: off every tile
+ALIGNED = (16, 16, 16)  # M, N, K on the tiles: no edges, so a missing zero fill does no harm
 LOCAL = 16  # floats in each kernel's register array
 
 
@@ -69,33 +72,103 @@ def check_coalescing(answer: Any) -> str:
 
 def check_shared_tiling(kernel: Any) -> str:
     """Your ``@cuda.jit`` kernel ``(A, B, C)`` for the skeleton in this module's docstring,
-    run at (M, N, K) = SIZE against the float64 product."""
-    source = inspect.getsource(kernel.py_func) if hasattr(kernel, "py_func") else ""
+    run at (M, N, K) = SIZE against the float64 product. A wrong answer is told which mistake
+    it shows: a missing ``syncthreads`` (read from the kernel's source), or tiles not zeroed
+    past the edges (right at ALIGNED, a size on the tiles, and wrong at SIZE)."""
+    source = _source(kernel)
     require(
         "shared.array" in source,
         "stage the tiles in shared memory: cuda.shared.array((TILE, TILE), float32)",
     )
-    m, n, k = SIZE
+    err = _tiling_error(kernel, SIZE)
+    syncs = _syncs_around_products(source)
+    if err <= 1e-5:
+        note = ""
+        if syncs is not None and 0 in syncs:
+            note = (
+                ". But your loop lacks a syncthreads around the products: the simulator got "
+                "lucky; on a GPU a warp can race ahead (see the skeleton)"
+            )
+        return (
+            f"right: relative error {err:.2g} at M, N, K = {SIZE}. Rung 3 is this kernel with "
+            f"TILE = 32{note}"
+        )
+    if syncs is not None and syncs[0] == 0:
+        raise AssertionError(
+            f"wrong answer (relative error {err:.3g}): sync after staging the tiles, before the "
+            "products: otherwise a thread reads a tile element another thread has not stored yet"
+        )
+    if syncs is not None and syncs[1] == 0:
+        raise AssertionError(
+            f"wrong answer (relative error {err:.3g}): the second syncthreads is missing. Sync "
+            "after the products too: otherwise a fast thread stores the next tile over the one "
+            "slower threads are still reading"
+        )
+    if _tiling_error(kernel, ALIGNED) <= 1e-5:
+        raise AssertionError(
+            f"wrong answer (relative error {err:.3g}), though right at {ALIGNED}, a size on the "
+            f"tiles: the edges. Where a tile runs past M, N or K (K = {SIZE[2]} is not a "
+            "multiple of 8), store 0 into As and Bs; an element left unwritten keeps the "
+            "previous tile's value and is added in again"
+        )
+    require(
+        np.isfinite(err),
+        "some outputs were never written (NaN): does every thread inside C store?",
+    )
+    raise AssertionError(
+        f"wrong answer (relative error {err:.3g}), even at {ALIGNED}, a size on the tiles: check "
+        "the indices. Thread (ty, tx) stages A[row, k0 + tx] and B[k0 + ty, col], then adds "
+        "As[ty, i] * Bs[i, tx] over i"
+    )
+
+
+def _source(kernel: Any) -> str:
+    try:
+        return inspect.getsource(kernel.py_func)
+    except (AttributeError, OSError, TypeError):
+        return ""
+
+
+def _tiling_error(kernel: Any, size: tuple[int, int, int]) -> float:
+    """The relative error of ``kernel`` at (M, N, K) = ``size``; inf when it left an element
+    unwritten (NaN: the output is poisoned)."""
+    m, n, k = size
     rng = np.random.default_rng(1)
     a = rng.uniform(-1, 1, (m, k)).astype(np.float32)
     b = rng.uniform(-1, 1, (k, n)).astype(np.float32)
     c = np.full((m, n), np.nan, dtype=np.float32)  # poisoned: an unwritten element fails
     grid = ((n + TILE - 1) // TILE, (m + TILE - 1) // TILE)
     out = run_kernel(kernel, grid, (TILE, TILE), a, b, c)
-    ref = a.astype(np.float64) @ b.astype(np.float64)
-    err = timing.relative_error(out, ref)
     if not np.all(np.isfinite(out)):
-        raise AssertionError(
-            "some outputs were never written (NaN): does every thread inside C store?"
-        )
-    require(
-        err <= 1e-5,
-        f"wrong answer (relative error {err:.3g}): zero-fill the parts of a tile past M, N or K "
-        "(K = 21 is not a multiple of 8), and sync before and after reading the tiles",
-    )
-    return (
-        f"right: relative error {err:.2g} at M, N, K = {SIZE}. Rung 3 is this kernel with TILE = 32"
-    )
+        return float("inf")
+    return timing.relative_error(out, a.astype(np.float64) @ b.astype(np.float64))
+
+
+def _is_sync(node: ast.AST) -> bool:
+    call = node.value if isinstance(node, ast.Expr) else None
+    if not isinstance(call, ast.Call):
+        return False
+    func = call.func
+    name = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
+    return name == "syncthreads"
+
+
+def _syncs_around_products(source: str) -> tuple[int, int] | None:
+    """In the kernel's loop over k0, the syncthreads before and after the inner loop of
+    products (statements of the loop's own body); None when the source has no such loop."""
+    try:
+        tree = ast.parse(textwrap.dedent(source))
+    except SyntaxError:
+        return None
+    outer = next((n for n in ast.walk(tree) if isinstance(n, ast.For)), None)
+    if outer is None:
+        return None
+    inner = [i for i, stmt in enumerate(outer.body) if isinstance(stmt, ast.For)]
+    if not inner:
+        return None
+    before = sum(_is_sync(stmt) for stmt in outer.body[: inner[0]])
+    after = sum(_is_sync(stmt) for stmt in outer.body[inner[-1] + 1 :])
+    return before, after
 
 
 def constant_index(A, out):
@@ -135,7 +208,8 @@ def check_local_array(answer: Any) -> str:
     """``constant_index`` and ``runtime_index`` above each keep 16 floats in
     ``cuda.local.array``. Predict each kernel's stack frame in bytes (local memory per
     thread; 0 when the array lives in registers). Keys: constant_index, runtime_index. The
-    check compiles both for sm_80 (a few seconds, no GPU needed)."""
+    check compiles both for sm_80 (a few seconds, no GPU needed, but the compiler that the
+    ``cuda13`` or ``cuda12`` extra installs: without it, ``MissingCompiler`` says so)."""
     found = as_dict(answer, ("constant_index", "runtime_index"), "check_local_array")
     report = compile_report(__name__)
     for key in ("constant_index", "runtime_index"):

@@ -3,7 +3,8 @@
 - ``check_pipeline_time(dict)``: copies and kernels of a batch, sequential and split into
   chunks on streams (each copy engine and the SMs do one chunk at a time).
 - ``check_graph_launches(dict)``: a chain of short kernels, launched one by one from Python
-  or replayed as a CUDA graph.
+  or replayed as a CUDA graph (which the GPU issues one kernel at a time, at most one every
+  REPLAY_US).
 - ``check_call_costs(dict)``: one rung called in a loop, directly and as a replayed graph.
 """
 
@@ -18,7 +19,7 @@ CHUNKS = 8
 KERNELS = 100
 KERNEL_US = 2.0  # GPU time of each kernel of the chain
 LAUNCH_US = 20.0  # host time to launch one Numba kernel
-REPLAY_US = 1.1  # GPU-side cost per kernel of a replayed graph
+REPLAY_US = 1.1  # a replayed graph: the GPU issues its next kernel at most this often
 CALL_HOST_US = 15.0  # a rung's host time per call: reading its arrays, its plan, the launch
 CALL_GPU_US = 6.0  # the GPU time of the rung's one kernel
 GRAPH_LAUNCH_US = 3.0  # the host time of one graph replay (cuGraphLaunch)
@@ -66,9 +67,12 @@ def check_pipeline_time(answer: Any) -> str:
 
 
 def check_graph_launches(answer: Any) -> str:
-    """KERNELS kernels of KERNEL_US each, back to back. Launched directly, the host needs
-    LAUNCH_US per launch; a graph replays them at REPLAY_US each. The GPU cannot start a kernel
-    the host has not launched yet. Keys: direct_us, graph_us (the whole chain)."""
+    """A chain of KERNELS kernels, each running KERNEL_US on the GPU. Launched one by one from
+    Python, each launch takes the host LAUNCH_US, and the GPU cannot start a kernel the host has
+    not launched yet. Replayed as a graph, the host launches the whole chain at once and the
+    GPU issues the kernels itself, at most one every REPLAY_US; like the host, it prepares
+    kernel i + 1 while kernel i runs (the REPLAY_US are not added to the KERNEL_US). How long
+    does the whole chain take each way? Keys: direct_us, graph_us."""
     found = as_dict(answer, ("direct_us", "graph_us"), "check_graph_launches")
     direct = KERNELS * max(LAUNCH_US, KERNEL_US)
     graph = KERNELS * max(REPLAY_US, KERNEL_US)
@@ -78,6 +82,11 @@ def check_graph_launches(answer: Any) -> str:
             "launches kernel i + 1, so the slower of the two sets the pace, not their sum"
         )
     require(close(found["direct_us"], direct), "direct_us: per kernel, the slower of host and GPU")
+    if close(found["graph_us"], KERNELS * (REPLAY_US + KERNEL_US)):
+        raise AssertionError(
+            "graph_us: the GPU issues kernel i + 1 while kernel i runs, so per kernel the larger "
+            "of the issue interval and the kernel sets the pace, not their sum"
+        )
     require(
         close(found["graph_us"], graph),
         "graph_us: the host is out of the way; per kernel, the larger of the replay cost and the "
