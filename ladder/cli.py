@@ -14,7 +14,16 @@ from typing import Any, NoReturn
 
 import ladder  # chooses the backend before numba.cuda is imported
 from ladder.core import conditions, derived, device, report, roofline, timing
-from ladder.core.rung import GENERATIONS, Problem, Rung, get_problem, get_rung, problems, rungs
+from ladder.core.rung import (
+    GENERATIONS,
+    Problem,
+    Rung,
+    arch_cc,
+    get_problem,
+    get_rung,
+    problems,
+    rungs,
+)
 from ladder.transfer import options as transfer_options
 
 PIPE_WIDTH = 1000  # columns when stdout is not a terminal: a table is never cut short in a file
@@ -85,10 +94,6 @@ def cmd_list(args: argparse.Namespace) -> int:
     from rich.table import Table
 
     console = _console()
-    if args.readme:
-        report.update_generations_readme(args.readme, rungs())
-        console.print(f"updated the GPU-generation table of {args.readme}")
-        return 0
     table = Table(title="ladder rungs", title_justify="left", caption_justify="left")
     if args.gpus:
         columns = ("problem", "#", "name", *(g.name for g in GENERATIONS), "why not")
@@ -97,20 +102,21 @@ def cmd_list(args: argparse.Namespace) -> int:
         columns = ("problem", "#", "name", "title", "dtypes", "needs", "here")
         table.caption = "ladder list --gpus: which GPU generations each rung runs on"
     for col in columns:
-        table.add_column(col)
+        # the names are what --rungs takes: never cut short or wrapped
+        table.add_column(col, no_wrap=col in ("problem", "#", "name"))
     for r in rungs(args.problem):
         kind = "peer" if r.peer else "ref" if r.reference else str(r.number)  # as report's
         first = (r.problem, kind, r.name)
         if args.gpus:
-            table.add_row(*first, *report.generation_cells(r))
+            table.add_row(*first, *map(report.plain, report.generation_cells(r)))
             continue
         reason = r.unavailable_reason()
         table.add_row(
             *first,
-            r.title,
+            report.plain(r.title),
             ", ".join(r.dtypes),
             ", ".join(sorted(r.needs)),
-            "yes" if reason is None else f"no: {reason}",
+            "yes" if reason is None else report.plain(f"no: {reason}"),
         )
     console.print(table)
     _simulator_banner(console)
@@ -296,8 +302,9 @@ def cmd_run(args: argparse.Namespace) -> int:
         path = paths.get(run["rung"])
         if path is not None and run["error"]:
             run["error"] = f"{path}: {run['error']}"
-            console.print(f"[red]{run['error']}[/]")
+            console.print(f"[red]{report.plain(run['error'])}[/]")
     _print_groups(console, runs, ceilings, device.facts().name)
+    ran = [r for r in runs if timing.run_status(r) is not timing.Status.UNAVAILABLE]
     note = None if args.rungs else _dtype_note(args.problem, dtype, args.dtype_given)
     if note:
         console.print(note)
@@ -305,10 +312,20 @@ def cmd_run(args: argparse.Namespace) -> int:
     if args.json:
         path = report.write_results(report.results_document(runs, ceilings), args.json)
         console.print(f"wrote {path}")
+    if not ran:
+        console.print(
+            f"nothing ran: every selected rung of {args.problem} ({dtype}) is unavailable here "
+            "(the table says why)"
+        )
+        return 1
     return _exit_code(runs)
 
 
 def cmd_bench(args: argparse.Namespace) -> int:
+    import time
+
+    from ladder.core import canonical
+
     console = _console()
     names = args.problems or list(problems())
     cases = []
@@ -325,44 +342,36 @@ def cmd_bench(args: argparse.Namespace) -> int:
         raise ValueError(
             f"--dtypes {' '.join(args.dtypes)}: none of --problems {' '.join(names)} takes them"
         )
+    out = report.results_path(args.out, canonical.path_for(device.gpu_slug()))
+    began = time.perf_counter()
     ceilings = roofline.ceilings(remeasure=True)
     with conditions.Sampler() as sampler:
         runs = _measure_all(cases, {n: rungs(n) for n in names}, args.repeats)
+    date, measured_at = canonical.now(), canonical.commit()
     during = sampler.summary() | {"measured": sorted({f"{n}/{d}" for n, _, d in cases})}
-    out = report.results_path(args.out, Path("results") / f"{device.gpu_slug()}.json")
-    if out is not None and args.merge and out.is_file():
-        # keep the earlier runs of every (problem, dtype) not redone
-        earlier = report.read_results(out)
-        if earlier["gpu"] != device.facts().name:
-            raise ValueError(f"--merge: {out} was measured on {earlier['gpu']}: cannot merge")
-        redone = {(r["problem"], r["dtype"]) for r in runs}
-        runs = [r for r in earlier["runs"] if (r["problem"], r["dtype"]) not in redone] + runs
-        earlier_conditions = _kept_conditions(earlier, {f"{p}/{d}" for p, d in redone})
-    else:
-        earlier_conditions = []
-    doc = report.results_document(runs, ceilings, during)
-    if earlier_conditions:  # the conditions of the runs kept from the earlier file
-        doc["earlier_conditions"] = earlier_conditions
-    if out is not None:
+    piece = report.results_document(canonical.stamp(runs, date, measured_at), ceilings)
+    piece["piece"] = canonical.piece_record(
+        runs, during, ceilings, piece["versions"], args.argv, time.perf_counter() - began,
+        date, measured_at,
+    )  # fmt: skip
+    if out is None:
+        doc = canonical.merged(None, piece)
+    elif args.replace:
+        doc = canonical.merged(None, piece)
         report.write_results(doc, out)
+    else:
+        doc = canonical.merge_into(out, piece)
     _print_groups(console, runs, ceilings, doc["gpu"])
     _simulator_banner(console)
-    console.print(f"wrote {out}" if out else report.NOT_WRITTEN)
+    if out is None:
+        console.print(report.NOT_WRITTEN)
+    else:
+        kept = len(doc["runs"]) - len(runs)
+        console.print(
+            f"wrote {out}: {len(runs)} runs measured in {piece['piece']['seconds']:.0f} s"
+            + (f", {kept} kept from earlier pieces" if kept else "")
+        )
     return _exit_code(runs)
-
-
-def _kept_conditions(earlier: dict[str, Any], redone: set[str]) -> list[dict[str, Any]]:
-    """The conditions of an earlier results file's runs that a merge keeps: each earlier
-    record with its ``measured`` list cut to the (problem/dtype) not redone, those left empty
-    dropped."""
-    kept = []
-    for record in [earlier.get("conditions"), *earlier.get("earlier_conditions", [])]:
-        if not record:
-            continue
-        measured = [m for m in record.get("measured", []) if m not in redone]
-        if measured:
-            kept.append(record | {"measured": measured})
-    return kept
 
 
 def cmd_plot(args: argparse.Namespace) -> int:
@@ -393,9 +402,20 @@ def cmd_plot(args: argparse.Namespace) -> int:
         figures["contenders"] = contenders.as_posix()
     except ValueError:  # no library or peer measured (the simulator runs none)
         pass
-    if args.readme:
-        report.update_readme(args.readme, doc, out.as_posix(), figures)
-        console.print(f"updated the results block of {args.readme}")
+    return 0
+
+
+def cmd_render(args: argparse.Namespace) -> int:
+    from ladder.core import render
+
+    console = _console()
+    if args.check:
+        stale = render.stale()
+        for path in stale:
+            console.print(f"stale: {path.relative_to(render.ROOT)} (ladder render rewrites it)")
+        console.print(f"{len(stale)} rendered files differ from the canonical results")
+        return 1 if stale else 0
+    render.write(figures=not args.no_figures, say=console.print)
     return 0
 
 
@@ -505,8 +525,12 @@ def cmd_transfer(args: argparse.Namespace) -> int:
 
 
 def cmd_models(args: argparse.Namespace) -> int:
-    from ladder.models import bench
-
+    try:
+        from ladder.models import bench
+    except ImportError as err:  # the models are written against PyTorch
+        raise ValueError(
+            f"ladder models needs PyTorch ({err}): pip install 'numba-ladder[ops]'"
+        ) from None
     return bench.run_args(args)
 
 
@@ -583,7 +607,6 @@ def build_parser() -> argparse.ArgumentParser:
     p = command("list", "list every rung and whether it can run here")
     p.add_argument("problem", nargs="?", help=f"only this problem: {PROBLEMS}")
     p.add_argument("--gpus", action="store_true", help="which GPU generations each rung runs on")
-    p.add_argument("--readme", help="write the --gpus table into this README's gpus block")
     p.set_defaults(func=cmd_list)
 
     p = command("info", "device facts, library versions and measured ceilings")
@@ -615,25 +638,37 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.set_defaults(func=cmd_run)
 
-    p = command("bench", "every problem at its standard sizes -> results/<gpu>.json")
+    p = command(
+        "bench",
+        "problems at their standard sizes, merged into results/<gpu>.json (the canonical file)",
+    )
     p.add_argument("--problems", nargs="+", metavar="PROBLEM", help=f"only these: {PROBLEMS}")
     p.add_argument("--dtypes", nargs="+", metavar="DTYPE", help="only these dtypes")
     p.add_argument("--repeats", type=_positive)
     p.add_argument(
         "--out",
-        help="results file (default: results/<gpu>.json on a GPU; in the simulator nothing is "
-        "written without --out)",
+        help="results file (default: results/<gpu>.json, the GPU's canonical file; in the "
+        "simulator nothing is written without --out)",
     )
     p.add_argument(
-        "--merge",
+        "--replace",
         action="store_true",
-        help="keep the runs already in the results file for problems and dtypes not measured now",
+        help="start the file anew; by default the runs measured now replace those of the same "
+        "problems and dtypes, and every other run is kept (a file is built up in pieces)",
     )
     p.set_defaults(func=cmd_bench)
     p = command("check", "compile every rung without a GPU: registers, shared memory, spills")
     p.add_argument("problem", nargs="?", help=f"only this problem: {PROBLEMS}")
     p.add_argument("--rungs", nargs="+", metavar="RUNG", help="only these rungs (with PROBLEM)")
-    p.add_argument("--archs", nargs="+", default=[g.arch for g in GENERATIONS], metavar="SM")
+    p.add_argument(
+        "--archs",
+        nargs="+",
+        default=[g.arch for g in GENERATIONS],
+        metavar="SM",
+        help="the architectures to compile for (default: "
+        + " ".join(g.arch for g in GENERATIONS)
+        + "; sm_90 builds the Hopper-only rungs as sm_90a); only those the compilers here build",
+    )
     p.add_argument("--json", help="also write the reports to this file")
     p.set_defaults(func=cmd_check)
 
@@ -695,8 +730,17 @@ def build_parser() -> argparse.ArgumentParser:
         "figure goes beside it, named <stem>-<problem>.png",
     )
     p.add_argument("--problems", nargs="+", metavar="PROBLEM", help="figures of these only")
-    p.add_argument("--readme", help="also regenerate this README's results block")
     p.set_defaults(func=cmd_plot)
+
+    p = command(
+        "render",
+        "the README's table, docs/results/ and the figures, from the canonical results files",
+    )
+    p.add_argument(
+        "--check", action="store_true", help="write nothing; exit 1 where a rendered file is stale"
+    )
+    p.add_argument("--no-figures", action="store_true", help="the text only, no PNG")
+    p.set_defaults(func=cmd_render)
     return parser
 
 
@@ -705,6 +749,35 @@ def _known_rung(problem: str, name: str, argument: str) -> None:
         get_rung(problem, name)
     except KeyError as err:
         raise ValueError(f"{argument}: {err.args[0]}") from None
+
+
+def _check_output(path: str, argument: str) -> None:
+    """Refuse, before anything runs, an output path that cannot be written: a folder, a folder
+    that does not exist, a parent that is a file, or one this user may not write in."""
+    target = Path(path)
+    parent = target.parent
+    if target.is_dir():
+        raise ValueError(f"{argument} {path}: is a folder; give a file name")
+    if parent.exists() and not parent.is_dir():
+        raise ValueError(f"{argument} {path}: {parent} is a file, not a folder")
+    if not parent.exists():
+        raise ValueError(f"{argument} {path}: the folder {parent} does not exist")
+    if not os.access(parent, os.W_OK):
+        raise ValueError(f"{argument} {path}: cannot write in {parent}")
+
+
+def _check_archs(archs: list[str]) -> None:
+    """Refuse an architecture ``ladder check`` cannot build here, naming those it can."""
+    from ladder.core.cuda_cpp import supported_archs
+
+    can = supported_archs()
+    for arch in archs:
+        arch_cc(arch)  # ValueError naming it for a malformed one
+        if can and arch.rstrip("af") not in can:
+            raise ValueError(
+                f"--archs {arch}: the compilers here build {', '.join(can)} (and the a/f "
+                "variants of those with them)"
+            )
 
 
 def _check_arguments(args: argparse.Namespace) -> None:
@@ -724,7 +797,14 @@ def _check_arguments(args: argparse.Namespace) -> None:
             )
     if problem is not None and getattr(args, "size", None) is not None:
         args.size = problem.parse_size(args.size)
+    for argument in ("json", "out"):
+        value = getattr(args, argument, None)
+        if value and args.command != "plot":  # plot's --out is checked by its own rules
+            _check_output(value, f"--{argument}")
+    if args.command == "check" and args.archs:
+        _check_archs(args.archs)
     if getattr(args, "rungs", None):
+        args.rungs = list(dict.fromkeys(args.rungs))  # a rung named twice runs once
         if problem is None:
             example = f"ladder {args.command} gemm --rungs 6"
             raise ValueError(f"--rungs: name their PROBLEM too, e.g. {example}")

@@ -39,6 +39,11 @@ BAD_ARGUMENTS = [
     (["bench", "--dtypes", "float8"], "--dtypes: no problem takes float8; dtypes: float32"),
     (["transfer", "--only", "nothing"], "argument --only: invalid choice: 'nothing'"),
     (["frob"], "argument COMMAND: invalid choice: 'frob'"),
+    (["check", "--archs", "sm_99"], "--archs sm_99: the compilers here build sm_"),
+    (["check", "--archs", "ampere"], "architecture 'ampere': expected sm_<major><minor>"),
+    (["run", "gemm", "--json", "README.md/x.json"], "--json README.md/x.json: README.md is a file"),
+    (["run", "gemm", "--json", "no/such/dir/x.json"], "the folder no/such/dir does not exist"),
+    (["bench", "--out", "tests"], "--out tests: is a folder; give a file name"),
 ]
 
 
@@ -177,3 +182,42 @@ def test_check_shows_its_progress_on_stderr_through_its_child(capfd):
     captured = capfd.readouterr()
     assert "ladder: [1/1] compiling gemm/naive\n" in captured.err
     assert "kernel builds, all compiled" in captured.out
+
+
+def test_extras_in_messages_keep_their_brackets(capsys, monkeypatch):
+    """Rich markup would take ``[triton]`` for a style tag and print ``numba-ladder``."""
+    from ladder.core import device
+
+    monkeypatch.setattr(device, "triton_reason", lambda: "needs Triton: pip install "
+                        "'numba-ladder[triton]'")  # fmt: skip
+    monkeypatch.setenv("COLUMNS", "300")
+    assert cli.main(["list", "gemm"]) == 0
+    assert "'numba-ladder[triton]'" in capsys.readouterr().out
+
+
+def test_list_never_cuts_a_rung_name_short(capsys, monkeypatch):
+    monkeypatch.setenv("COLUMNS", "100")
+    assert cli.main(["list"]) == 0
+    out = capsys.readouterr().out
+    for r in rungs():
+        assert r.name in out, r.key
+
+
+def test_models_without_pytorch_is_one_line(capsys, monkeypatch):
+    monkeypatch.setitem(sys.modules, "torch", None)  # import torch raises ImportError
+    monkeypatch.delitem(sys.modules, "ladder.models.bench", raising=False)
+    monkeypatch.delitem(sys.modules, "ladder.models", raising=False)
+    assert cli.main(["models"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "needs PyTorch" in err and "numba-ladder[ops]" in err
+
+
+@simulator_only
+def test_a_run_where_nothing_can_run_says_so_and_fails(capsys):
+    assert cli.main(["run", "gemm-fp8"]) == 1
+    assert "nothing ran: every selected rung of gemm-fp8" in capsys.readouterr().out
+
+
+def test_a_rung_named_twice_runs_once(capsys):
+    assert cli.main(["run", "gemm", "--size", "2", "2", "2", "--rungs", "naive", "naive"]) == 0
+    assert capsys.readouterr().err.count(": naive") == 1

@@ -8,7 +8,7 @@ from conftest import ON_GPU, gpu_only
 from numba import cuda
 
 from ladder import cli
-from ladder.core import derived, device, report, timing
+from ladder.core import derived, device, render, report, timing
 from ladder.core.rung import (
     NotApplicable,
     Prepared,
@@ -190,11 +190,14 @@ def test_cli_run_bench_plot(tmp_path, capsys):
     out = tmp_path / "bench.json"
     assert cli.main(["bench", "--problems", "gemm", "--out", str(out), "--repeats", "1"]) == 0
     doc = report.read_results(out)
-    for key in ("gpu", "driver", "versions", "date", "ceilings", "conditions", "runs"):
+    for key in ("gpu", "driver", "versions", "date", "ceilings", "pieces", "runs"):
         assert key in doc
     measured = sorted({f"gemm/{r['dtype']}" for r in doc["runs"]})
-    assert doc["conditions"]["measured"] == measured
-    assert "samples" in doc["conditions"] and "throttle_reasons" in doc["conditions"]
+    (piece,) = doc["pieces"]
+    assert piece["measured"] == piece["conditions"]["measured"] == measured
+    assert "samples" in piece["conditions"] and "throttle_reasons" in piece["conditions"]
+    assert piece["seconds"] > 0 and piece["argv"][:3] == ["bench", "--problems", "gemm"]
+    assert all(r["date"] == piece["date"] and r["commit"] == piece["commit"] for r in doc["runs"])
     assert {"cudnn", "triton"} <= set(doc["versions"])
     run = doc["runs"][0]
     for key in (
@@ -214,18 +217,12 @@ def test_cli_run_bench_plot(tmp_path, capsys):
     assert {r["rung"] for r in doc["runs"]} == {r.name for r in rungs("gemm")}
     assert {r["status"] for r in doc["runs"]} <= {"ok", "unavailable"}
     assert all(r["ok"] == (r["status"] == "ok") for r in doc["runs"])
-    readme = tmp_path / "README.md"
-    readme.write_text(f"intro\n{report.README_START}\nold\n{report.README_END}\nend\n")
     png = tmp_path / "bench.png"
-    assert cli.main(["plot", str(out), "--out", str(png), "--readme", str(readme)]) == 0
+    assert cli.main(["plot", str(out), "--out", str(png)]) == 0
     assert png.stat().st_size > 10_000
     assert (tmp_path / "bench-gemm.png").stat().st_size > 10_000  # one figure per problem
-    text = readme.read_text()
-    assert "old" not in text and "| 1 | naive |" in text and text.endswith("end\n")
-    assert "| gemm | float32 |" in text  # the headline row: best rung against cuBLAS
-    assert "<details><summary><b>gemm</b>" in text and "(bench-gemm.png)" in text.replace(
-        str(tmp_path) + "/", ""
-    )
+    page = render.problem_page("gemm", {"bench": doc})
+    assert "| 1 | naive |" in page and "## " + doc["gpu"] in page
     json.loads(out.read_text())
     assert cli.main(["plot", str(out), "--problems", "nope"]) == 2  # a problem not in the file
 
@@ -281,14 +278,15 @@ def test_a_peer_is_never_the_library_but_is_beside_it():
     (row,) = derived.best_rows(doc)
     assert (row["rung"], row["library"], row["peer"]) == ("rung-b", "sdpa (flash)", "triton")
     assert row["vs_library"] == pytest.approx(1.25) and row["vs_peer"] == pytest.approx(0.5)
-    text = report.markdown(doc)
-    assert "| 1.250 | 1.000 | 0.500 |" in text  # x library, then the Triton columns
+    text = "\n".join(report.group_table(doc["runs"], None))
     assert "| peer | triton |" in text and "| ref | sdpa (flash) |" in text
-    assert "Every library configuration and peer" in text and "| 1 | triton | peer |" in text
-    assert (
+    assert "| 1 | triton | peer |" in report.contenders_markdown(doc)
+    (lost, *_) = [line for line in report.losses(doc, "notes.md") if line.startswith("- ")]
+    assert lost == (
         "- p float16 8: rung 2 rung-b 2.000 ms; fastest peer: triton 1.000 ms (the rung at "
         "0.50× its speed)"
-    ) in text
+    )
+    assert "[the lab notes](notes.md)" in report.losses(doc, "notes.md")[0]
 
 
 def test_contenders_list_the_best_rung_every_library_and_every_peer_fastest_first(tmp_path):
@@ -446,16 +444,6 @@ def test_a_measurement_carries_its_call_costs():
     # the head start its repeats were given, written with the run
     assert m.head_start_us >= timing.COMMON_HEAD_START_US
     assert m.to_dict()["head_start_us"] == m.head_start_us
-
-
-def test_a_merge_keeps_the_conditions_of_the_runs_it_keeps():
-    earlier = {
-        "conditions": {"measured": ["gemm/float16", "gemm/float32"], "sm_mhz": [1980]},
-        "earlier_conditions": [{"measured": ["conv/float32"], "sm_mhz": [1755]}],
-    }
-    kept = cli._kept_conditions(earlier, {"gemm/float32", "conv/float32"})
-    assert kept == [{"measured": ["gemm/float16"], "sm_mhz": [1980]}]
-    assert cli._kept_conditions({"conditions": None}, set()) == []
 
 
 def test_head_start_grows_with_the_launchers_host_time():

@@ -12,6 +12,22 @@ from ladder.attention import (  # noqa: F401  (registers problems, libraries, th
 )
 from ladder.core.rung import import_rungs
 
-import_rungs(__name__, __path__)
+# The ladder, in order: each rung's number is its place here, in attention and
+# attention-causal alike.
+LADDER = (
+    "naive",
+    "row-in-shared",
+    "flash",
+    "flash-fp16",
+    "tensor-core-flash",
+    "gqa-packed",
+    "wgmma-flash",
+    "overlap-flash",
+    "producer-flash",
+    "pingpong-flash",
+    "wide-keys-flash",
+)
+
+import_rungs(__name__, __path__, LADDER)
 
 from ladder.attention import backward  # noqa: E402, F401  (the backward ladder, after the forward's)

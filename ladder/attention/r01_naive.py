@@ -164,6 +164,7 @@ PLANS = PlanCache(plan, size=1)  # each plan holds a B x H x N x N buffer: keep 
 
 @attention_rung(
     name="naive",
+    parent=None,
     title="Three kernels: scores, softmax, P·V (N x N in global memory)",
     bytes_moved=_bytes_moved,
 )

@@ -133,6 +133,7 @@ PLANS = PlanCache(plan)
 
 @attention_rung(
     name="row-in-shared",
+    parent="naive",
     title="One block per query row, the scores in shared memory",
 )
 def launch(q: Any, k: Any, v: Any, out: Any = None, causal: bool = False) -> Any:

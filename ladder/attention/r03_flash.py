@@ -227,6 +227,7 @@ PLANS = PlanCache(plan)
 
 @attention_rung(
     name="flash",
+    parent="row-in-shared",
     title="Flash attention: K/V tiles in shared memory, online softmax (FP32)",
 )
 def launch(q: Any, k: Any, v: Any, out: Any = None, causal: bool = False) -> Any:

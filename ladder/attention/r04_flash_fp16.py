@@ -69,6 +69,7 @@ PLANS = PlanCache(plan)
 
 @attention_rung(
     name="flash-fp16",
+    parent="flash",
     title="Flash attention, FP16 tiles in shared memory, FP32 accumulation",
     dtypes=("float16",),
 )

@@ -119,6 +119,7 @@ def sweep(
 
 @attention_rung(
     name="tensor-core-flash",
+    parent="flash-fp16",
     title="Tensor-core flash attention: mma.sync, ldmatrix, cp.async (CUDA C++)",
     dtypes=("float16",),
     needs=("cupy",),

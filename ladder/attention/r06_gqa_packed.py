@@ -58,6 +58,7 @@ PLANS = PlanCache(plan)
 
 @attention_rung(
     name="gqa-packed",
+    parent="tensor-core-flash",
     title="GQA/MQA: the query heads that share K/V packed into one block",
     dtypes=("float16",),
     needs=("cupy",),

@@ -25,21 +25,21 @@ a warpgroup (only across warpgroups and blocks). About 1.1-1.3x rung 5.
 Measured: on an NVIDIA H100 by ``ladder run``, rung 5 and SDPA's cuDNN and FlashAttention-2
 backends in the same run, [B, H, HKV, N] = [4, 16, 16, 4096], float16: d = 64, 0.702 ms
 (391.59 TFLOP/s; rung 5 0.900 ms, cuDNN 0.602 ms,
-results/nvidia-h100-80gb-hbm3-attention-64-wgmma-flash.json); d = 128, 1.421 ms (rung 5
-1.844 ms, cuDNN 1.034 ms, results/nvidia-h100-80gb-hbm3-attention-128-wgmma-flash.json);
-causal d = 64, 0.412 ms (rung 5 0.514 ms, cuDNN 0.553 ms, FlashAttention-2 0.546 ms,
-results/nvidia-h100-80gb-hbm3-attention-causal-64-wgmma-flash.json); causal d = 128,
-0.801 ms (rung 5 0.989 ms, cuDNN 0.667 ms,
-results/nvidia-h100-80gb-hbm3-attention-causal-128-wgmma-flash.json). ptxas: 101 registers
-at d = 64, 149 at d = 128, no spills. Nsight Compute at the GQA shape: 701.0 us, 57.4% SM
-busy against 913.0 us and 46.4% for rung 6, the profiler's rung below (packed, not rung 5)
-(results/nvidia-h100-80gb-hbm3-profile-attention-wgmma-flash.json).
+lab/attention/2026-11-27-wgmma-flash/nvidia-h100-80gb-hbm3-attention-64-wgmma-flash.json); d = 128,
+1.421 ms (rung 5 1.844 ms, cuDNN 1.034 ms, lab/attention/2026-11-27-wgmma-flash/nvidia-h100-80gb-
+hbm3-attention-128-wgmma-flash.json); causal d = 64, 0.412 ms (rung 5 0.514 ms, cuDNN 0.553 ms,
+FlashAttention-2 0.546 ms, lab/attention/2026-11-27-wgmma-flash/nvidia-h100-80gb-hbm3-attention-
+causal-64-wgmma-flash.json); causal d = 128, 0.801 ms (rung 5 0.989 ms, cuDNN 0.667 ms,
+lab/attention/2026-11-27-wgmma-flash/nvidia-h100-80gb-hbm3-attention-causal-128-wgmma-flash.json).
+ptxas: 101 registers at d = 64, 149 at d = 128, no spills. Nsight Compute at the GQA shape: 701.0
+us, 57.4% SM busy against 913.0 us and 46.4% for rung 6, the profiler's rung below (packed, not rung
+5) (lab/attention/2026-11-27-wgmma-flash/nvidia-h100-80gb-hbm3-profile-attention-wgmma-flash.json).
 Verdict: held: 1.28x and 1.30x rung 5 (causal 1.25x and 1.23x). Against the fastest SDPA
 backend: 0.86x at d = 64, 0.73x at d = 128, 0.83x causal at d = 128; causal d = 64 1.32x is
 not a win (both backends ran slow in that run). At N = 16384 0.68x to 0.90x, causal d = 64
-0.81x (results/nvidia-h100-80gb-hbm3-attention-causal-16384-64-wgmma-flash.json and the
-other -16384- files). What is left is FlashAttention-3's: copies by TMA and a producer
-warpgroup, and the softmax of one warpgroup under the other's products.
+0.81x (lab/attention/2026-11-27-wgmma-flash/nvidia-h100-80gb-hbm3-attention-causal-16384-64-wgmma-
+flash.json and the other -16384- files). What is left is FlashAttention-3's: copies by TMA and a
+producer warpgroup, and the softmax of one warpgroup under the other's products.
 
 Lab notes: docs/notes/attention.md
 """
@@ -75,6 +75,7 @@ PLANS = PlanCache(plan)
 
 @attention_rung(
     name="wgmma-flash",
+    parent="tensor-core-flash",
     title="wgmma flash attention: both products on Hopper's warpgroup multiply",
     dtypes=("float16", "bfloat16"),
     needs=("cupy",),

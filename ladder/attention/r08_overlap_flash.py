@@ -23,17 +23,17 @@ between the two waits (``store_before_wait``, wgmma.cuh: one word a thread, neve
 Measured: on an NVIDIA H100 by ``ladder run``, rung 7 and SDPA (default call, cuDNN and
 FlashAttention-2 pinned) in the same run, [B, H, HKV, N] = [4, 16, 16, 4096], float16: d = 64,
 0.689 ms (rung 7 0.700 ms, fastest SDPA 0.621 ms,
-results/nvidia-h100-80gb-hbm3-attention-64-producer-flash.json); d = 128, 1.261 ms (rung 7
-1.431 ms, SDPA 0.887 ms, results/nvidia-h100-80gb-hbm3-attention-128-producer-flash.json);
-causal d = 64, 0.398 ms (rung 7 0.409 ms,
-results/nvidia-h100-80gb-hbm3-attention-causal-64-producer-flash.json); causal d = 128,
-0.703 ms (rung 7 0.790 ms,
-results/nvidia-h100-80gb-hbm3-attention-causal-128-producer-flash.json); bfloat16 in the
--bfloat16- files beside them, the same pattern (1.01-1.13x rung 7). Without the store
-(results/nvidia-h100-80gb-hbm3-attention-128-overlap-flash.json, an earlier run): 1.297 ms
-at d = 128, 1.10x rung 7. Nsight Compute at [4, 16, 4, 4096, 64] without the store: 6.6%
-fewer warp instructions than rung 7
-(results/nvidia-h100-80gb-hbm3-profile-attention-overlap-flash.json).
+lab/attention/2026-11-27-producer-flash/nvidia-h100-80gb-hbm3-attention-64-producer-flash.json); d =
+128, 1.261 ms (rung 7 1.431 ms, SDPA 0.887 ms, lab/attention/2026-11-27-producer-flash/nvidia-h100-
+80gb-hbm3-attention-128-producer-flash.json); causal d = 64, 0.398 ms (rung 7 0.409 ms,
+lab/attention/2026-11-27-producer-flash/nvidia-h100-80gb-hbm3-attention-causal-64-producer-
+flash.json); causal d = 128, 0.703 ms (rung 7 0.790 ms, lab/attention/2026-11-27-producer-
+flash/nvidia-h100-80gb-hbm3-attention-causal-128-producer-flash.json); bfloat16 in the -bfloat16-
+files beside them, the same pattern (1.01-1.13x rung 7). Without the store
+(lab/attention/2026-11-27-overlap-flash/nvidia-h100-80gb-hbm3-attention-128-overlap-flash.json, an
+earlier run): 1.297 ms at d = 128, 1.10x rung 7. Nsight Compute at [4, 16, 4, 4096, 64] without the
+store: 6.6% fewer warp instructions than rung 7 (lab/attention/2026-11-27-overlap-flash/nvidia-h100-
+80gb-hbm3-profile-attention-overlap-flash.json).
 Verdict: held at d = 128 (1.13x rung 7, 1.12x causal), small at d = 64 (1.02x, 1.03x causal),
 where two blocks an SM already hid one block's exponentials under the other's products. The
 store (the overlap itself) took d = 128 from 1.10x to 1.13x rung 7 (two runs); the rest is one
@@ -72,6 +72,7 @@ PLANS = PlanCache(plan)
 
 @attention_rung(
     name="overlap-flash",
+    parent="wgmma-flash",
     title="overlap: the softmax under the tensor cores' P·V within a warpgroup",
     dtypes=("float16", "bfloat16"),
     needs=("cupy",),

@@ -21,17 +21,18 @@ Prediction: FlashAttention-3's ablation credits warp specialization with 1.16x a
 Measured: on an NVIDIA H100 by ``ladder run``, rungs 7 and 8 and SDPA (default call, cuDNN and
 FlashAttention-2 pinned) in the same run, [B, H, HKV, N] = [4, 16, 16, 4096], float16: d = 64,
 0.626 ms (rung 8 0.689 ms, fastest SDPA 0.621 ms,
-results/nvidia-h100-80gb-hbm3-attention-64-producer-flash.json); d = 128, 1.041 ms (rung 8
-1.261 ms, SDPA 0.887 ms, results/nvidia-h100-80gb-hbm3-attention-128-producer-flash.json);
-causal d = 64 0.391 ms (SDPA 0.425 ms,
-results/nvidia-h100-80gb-hbm3-attention-causal-64-producer-flash.json), causal d = 128
-0.580 ms (SDPA 0.531 ms, results/nvidia-h100-80gb-hbm3-attention-causal-128-producer-flash.json);
-bfloat16 d = 128 1.021 ms (SDPA 1.020 ms,
-results/nvidia-h100-80gb-hbm3-attention-128-bfloat16-producer-flash.json; the other dtype and
-N = 16384 files beside it). Three consumers at d = 64 (192 rows, 160 registers): 0.690 ms
-(results/nvidia-h100-80gb-hbm3-attention-producer-consumers-try.json). Nsight Compute at
-[4, 16, 4, 4096, 64]: 607.0 us against rung 8's 675.5 us
-(results/nvidia-h100-80gb-hbm3-profile-attention-producer-flash.json).
+lab/attention/2026-11-27-producer-flash/nvidia-h100-80gb-hbm3-attention-64-producer-flash.json); d =
+128, 1.041 ms (rung 8 1.261 ms, SDPA 0.887 ms, lab/attention/2026-11-27-producer-flash/nvidia-h100-
+80gb-hbm3-attention-128-producer-flash.json); causal d = 64 0.391 ms (SDPA 0.425 ms,
+lab/attention/2026-11-27-producer-flash/nvidia-h100-80gb-hbm3-attention-causal-64-producer-
+flash.json), causal d = 128 0.580 ms (SDPA 0.531 ms, lab/attention/2026-11-27-producer-flash/nvidia-
+h100-80gb-hbm3-attention-causal-128-producer-flash.json); bfloat16 d = 128 1.021 ms (SDPA 1.020 ms,
+lab/attention/2026-11-27-producer-flash/nvidia-h100-80gb-hbm3-attention-128-bfloat16-producer-
+flash.json; the other dtype and N = 16384 files beside it). Three consumers at d = 64 (192 rows, 160
+registers): 0.690 ms (lab/attention/2026-11-27-producer-flash/nvidia-h100-80gb-hbm3-attention-
+producer-consumers-try.json). Nsight Compute at [4, 16, 4, 4096, 64]: 607.0 us against rung 8's
+675.5 us (lab/attention/2026-11-27-producer-flash/nvidia-h100-80gb-hbm3-profile-attention-producer-
+flash.json).
 Verdict: above the prediction at d = 128: 1.21x rung 8 (causal 1.21x, N = 16384 1.19x); a
 hypothesis: rung 8's one block an SM idled at each barrier there. 1.10x at d = 64 once the
 freed registers held a fourth consumer (with three, 0.98x rung 8 in the try's own run);
@@ -71,6 +72,7 @@ PLANS = PlanCache(plan)
 
 @attention_rung(
     name="producer-flash",
+    parent="overlap-flash",
     title="producer: K and V by TMA from a producer warpgroup, mbarriers for the block barrier",
     dtypes=("float16", "bfloat16"),
     needs=("cupy",),

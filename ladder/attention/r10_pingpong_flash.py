@@ -18,21 +18,21 @@ already in place, about 1.05-1.10x rung 9 at d = 128, less at d = 64 (four warpg
 Measured: on an NVIDIA H100 by ``ladder run``, rung 9 and SDPA (default call, cuDNN and
 FlashAttention-2 pinned) in the same run, [B, H, HKV, N] = [4, 16, 16, 4096], float16: d = 64,
 0.626 ms (rung 9 0.624 ms, fastest SDPA 0.604 ms,
-results/nvidia-h100-80gb-hbm3-attention-64-pingpong-flash.json); d = 128, 1.034 ms (rung 9
-1.028 ms, SDPA 0.952 ms, results/nvidia-h100-80gb-hbm3-attention-128-pingpong-flash.json);
-causal d = 128 0.591 ms (rung 9 0.588 ms,
-results/nvidia-h100-80gb-hbm3-attention-causal-128-pingpong-flash.json); N = 16384, d = 128,
-16.848 ms (rung 9 16.726 ms,
-results/nvidia-h100-80gb-hbm3-attention-16384-128-pingpong-flash.json). The causal d = 64,
-bfloat16 and other N = 16384 files beside them: 0.98-1.00x rung 9 in each of the 12 cases.
-compute-sanitizer (synccheck for the barriers among its four tools) found nothing at two
-small sizes (results/nvidia-h100-80gb-hbm3-sanitize-attention-pingpong-flash.json).
+lab/attention/2026-11-27-pingpong-flash/nvidia-h100-80gb-hbm3-attention-64-pingpong-flash.json); d =
+128, 1.034 ms (rung 9 1.028 ms, SDPA 0.952 ms, lab/attention/2026-11-27-pingpong-flash/nvidia-h100-
+80gb-hbm3-attention-128-pingpong-flash.json); causal d = 128 0.591 ms (rung 9 0.588 ms,
+lab/attention/2026-11-27-pingpong-flash/nvidia-h100-80gb-hbm3-attention-causal-128-pingpong-
+flash.json); N = 16384, d = 128, 16.848 ms (rung 9 16.726 ms, lab/attention/2026-11-27-pingpong-
+flash/nvidia-h100-80gb-hbm3-attention-16384-128-pingpong-flash.json). The causal d = 64, bfloat16
+and other N = 16384 files beside them: 0.98-1.00x rung 9 in each of the 12 cases. compute-sanitizer
+(synccheck for the barriers among its four tools) found nothing at two small sizes
+(lab/tools/2026-11-27-sanitize/nvidia-h100-80gb-hbm3-sanitize-attention-pingpong-flash.json).
 Verdict: missed: no faster than rung 9 anywhere (0.98-1.00x). Nsight Compute then saw the
 tensor pipe busy 57.5% of the cycles here against rung 9's 57.8% at d = 128 (47.4% against
-48.0% at d = 64; results/nvidia-h100-80gb-hbm3-profile-attention-tensor-pipe-128.json): the
-turns did not fill the idle 42% (52% at d = 64). A hypothesis: rung 8's overlap already
-keeps one product in flight through most of each softmax, and rung 9's warpgroups already
-run out of step; what idles the pipe is per-tile work every warpgroup does, not when it does
+48.0% at d = 64; lab/attention/2026-11-27-tensor-pipe/nvidia-h100-80gb-hbm3-profile-attention-
+tensor-pipe-128.json): the turns did not fill the idle 42% (52% at d = 64). A hypothesis: rung 8's
+overlap already keeps one product in flight through most of each softmax, and rung 9's warpgroups
+already run out of step; what idles the pipe is per-tile work every warpgroup does, not when it does
 it. Rung 11 pays that work half as often (128 keys a tile): 1.20x rung 9 at d = 128.
 
 Lab notes: docs/notes/attention.md
@@ -65,6 +65,7 @@ PLANS = PlanCache(plan)
 
 @attention_rung(
     name="pingpong-flash",
+    parent="producer-flash",
     title="ping-pong: the consumer warpgroups take turns at the tensor cores",
     dtypes=("float16", "bfloat16"),
     needs=("cupy",),

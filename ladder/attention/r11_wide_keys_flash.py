@@ -16,26 +16,27 @@ number per key). Rung 8's try of 128 keys lost, but it kept the block barrier.
 Prediction: no number was written before the try ran. A ceiling computed afterwards: Nsight
 Compute saw rung 9's tensor pipe busy 57.8% of the cycles at d = 128, 48.0% at d = 64, so the
 same products cannot run more than 1.73x (2.08x) faster
-(results/nvidia-h100-80gb-hbm3-profile-attention-tensor-pipe-128.json,
-results/nvidia-h100-80gb-hbm3-profile-attention-tensor-pipe-64.json).
+(lab/attention/2026-11-27-tensor-pipe/nvidia-h100-80gb-hbm3-profile-attention-tensor-pipe-128.json,
+lab/attention/2026-11-27-tensor-pipe/nvidia-h100-80gb-hbm3-profile-attention-tensor-pipe-64.json).
 Measured: on an NVIDIA H100 by ``ladder run``, rung 9 and SDPA (default call, cuDNN and
 FlashAttention-2 pinned) in the same run, [B, H, HKV, N] = [4, 16, 16, 4096], float16: d = 64
 0.571 ms (rung 9 0.613 ms, fastest SDPA 0.596 ms,
-results/nvidia-h100-80gb-hbm3-attention-64-wide-keys-flash.json); d = 128 0.864 ms (rung 9
-1.020 ms, SDPA 0.877 ms, results/nvidia-h100-80gb-hbm3-attention-128-wide-keys-flash.json);
-causal d = 64 0.354 ms (SDPA 0.355 ms,
-results/nvidia-h100-80gb-hbm3-attention-causal-64-wide-keys-flash.json); causal d = 128
-0.494 ms (SDPA 0.530 ms, results/nvidia-h100-80gb-hbm3-attention-causal-128-wide-keys-flash.json;
-bfloat16 and N = 16384 files beside them). Nsight at d = 128: tensor pipe busy 73.3% (53.8%
-at d = 64, before the idle warpgroups left), warp instructions 302 M and wgmma 8.4 M against
-rung 9's 413 M and 12.6 M.
+lab/attention/2026-11-27-wide-keys-flash/nvidia-h100-80gb-hbm3-attention-64-wide-keys-flash.json); d
+= 128 0.864 ms (rung 9 1.020 ms, SDPA 0.877 ms, lab/attention/2026-11-27-wide-keys-flash/nvidia-
+h100-80gb-hbm3-attention-128-wide-keys-flash.json); causal d = 64 0.354 ms (SDPA 0.355 ms,
+lab/attention/2026-11-27-wide-keys-flash/nvidia-h100-80gb-hbm3-attention-causal-64-wide-keys-
+flash.json); causal d = 128 0.494 ms (SDPA 0.530 ms, lab/attention/2026-11-27-wide-keys-
+flash/nvidia-h100-80gb-hbm3-attention-causal-128-wide-keys-flash.json; bfloat16 and N = 16384 files
+beside them). Nsight at d = 128: tensor pipe busy 73.3% (53.8% at d = 64, before the idle warpgroups
+left), warp instructions 302 M and wgmma 8.4 M against rung 9's 413 M and 12.6 M.
 Verdict: 1.18x rung 9 at d = 128 (causal 1.18x, bfloat16 1.21x, N = 16384 1.20x), 1.06-1.10x
 at d = 64, where (likely) the fourth consumer is missed. Against the fastest SDPA call in the
 same runs: at or above it in all 12 cases, by thin margins (float16: 1.04x at d = 64, 1.01x at
 d = 128, 1.00x causal d = 64, 1.07x causal d = 128; bfloat16 1.05x, 1.01x, 1.01x, 1.07x;
 N = 16384 1.02-1.05x). Sending the idle warpgroups home gave causal d = 64 2.4% (a try
-timed beside rung 11 as it was: results/nvidia-h100-80gb-hbm3-attention-tries-idle.json).
-Which per-tile cost mattered most was not measured: the rung changed them all at once.
+timed beside rung 11 as it was: lab/attention/2026-11-27-wide-keys-flash/nvidia-h100-80gb-hbm3-
+attention-tries-idle.json). Which per-tile cost mattered most was not measured: the rung changed
+them all at once.
 
 Lab notes: docs/notes/attention.md
 """
@@ -68,6 +69,7 @@ PLANS = PlanCache(plan)
 
 @attention_rung(
     name="wide-keys-flash",
+    parent="producer-flash",
     title="wide keys: rung 9 with 128 keys a tile, each tile's fixed costs paid half as often",
     dtypes=("float16", "bfloat16"),
     needs=("cupy",),

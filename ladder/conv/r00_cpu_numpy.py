@@ -30,6 +30,7 @@ from ladder.core.rung import rung
 
 @rung(
     name="cpu-numpy",
+    parent=None,
     title="CPU: NumPy sliding windows + einsum",
     dtypes=("float32",),
     needs=("cpu",),

@@ -73,6 +73,7 @@ PLANS = PlanCache(plan)
 
 @rung(
     name="naive",
+    parent=None,
     title="Naive direct: one thread per output, global loads",
     dtypes=DTYPES,
 )

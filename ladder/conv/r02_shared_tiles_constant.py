@@ -8,8 +8,8 @@ memory: Numba fills it at compile time (``cuda.const.array_like``), so the rung 
 kernel per distinct weight tensor (C, M and K compile-time constants), found by the weights'
 bytes, which the launcher copies to the host on every call (12.5 KB for conv2; that copy is
 inside the measured time and the host time per call, 85 to 116 µs on an NVIDIA H200 in
-results/nvidia-h200-hosttime.json, which no plan can save, and keeps the rung out of CUDA
-graphs). Weights over 64 KB are refused.
+lab/harness/2026-11-25-hosttime/nvidia-h200-hosttime.json, which no plan can save, and keeps the
+rung out of CUDA graphs). Weights over 64 KB are refused.
 Why: shared memory is on the SM, a few cycles away, and a tile element loaded once serves every
 thread whose window covers it. All threads of a block use the same weight at the same time: the
 constant cache broadcasts it to the warp and feeds it straight into the FMA.
@@ -128,6 +128,7 @@ PLANS = PlanCache(plan)
 
 @rung(
     name="shared-tiles",
+    parent="naive",
     title="Shared-memory input tiles, weights in constant memory",
     dtypes=DTYPES,
 )

@@ -19,8 +19,8 @@ Verdict: held, but not for the reason given. conv1 moves its 28.46 GB at 0.37 TB
 tenth of the 4.27 TB/s copy bandwidth, and float16, which halves U, is within 1% of float32's
 time: bytes are not the limit. Instructions are: Nsight Compute counts 64.9 billion warp
 instructions on conv1 over the unroll, GEMM and permute kernels, 10x rung 2's 6.43 billion,
-with the schedulers issuing on about 80% of cycles (results/nvidia-h200-profile-conv1-
-counts.json). They come from the unroll kernel's divisions and modulos for every element of U
+with the schedulers issuing on about 80% of cycles (lab/conv/2026-11-24-counts/nvidia-h200-profile-
+conv1-counts.json). They come from the unroll kernel's divisions and modulos for every element of U
 and from a GEMM whose 16 x 16 tiles of W are three quarters padding (M = 4) and whose 49-deep
 reduction is padded to 64. Rung 4 fuses the three steps into one kernel.
 
@@ -179,6 +179,7 @@ PLANS = PlanCache(plan, size=WORKSPACE_PLANS)
 
 @rung(
     name="unroll-gemm",
+    parent="shared-tiles",
     title="Unroll (im2col) + tiled GEMM + permute: three kernels",
     dtypes=DTYPES,
     bytes_moved=lambda size, dtype: _bytes_moved(size, dtype),

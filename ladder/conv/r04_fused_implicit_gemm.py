@@ -15,12 +15,12 @@ Measured: on an NVIDIA H200 by ``ladder bench`` (results/nvidia-h200.json): conv
 conv2 35.906 ms in float32 (1.53x and 1.48x over rung 3; 0.23x and 0.19x cuDNN FP32),
 50.612 ms and 36.107 ms in float16.
 Verdict: missed: about 1.5x, not several times, because U was not where rung 3 spent its time:
-instructions were. Nsight Compute on conv1 (results/nvidia-h200-profile-conv1-counts.json):
-36.3 billion warp instructions against rung 3's 64.9 billion (0.56x) and rung 2's 6.43 billion
-(5.6x), DRAM 0.5% busy, the schedulers issuing on 69% of cycles. With M = 4, twelve of each
-block's sixteen thread rows compute only padding, the 49-deep reduction is padded to 64, and
-every tile load divides its index: so on conv1 this rung is 6.4 times slower than rung 2; on
-conv2 it about matches it. Rung 5 gives each thread many outputs.
+instructions were. Nsight Compute on conv1 (lab/conv/2026-11-24-counts/nvidia-h200-profile-conv1-
+counts.json): 36.3 billion warp instructions against rung 3's 64.9 billion (0.56x) and rung 2's 6.43
+billion (5.6x), DRAM 0.5% busy, the schedulers issuing on 69% of cycles. With M = 4, twelve of each
+block's sixteen thread rows compute only padding, the 49-deep reduction is padded to 64, and every
+tile load divides its index: so on conv1 this rung is 6.4 times slower than rung 2; on conv2 it
+about matches it. Rung 5 gives each thread many outputs.
 
 Lab notes: docs/notes/conv.md#rung-4-implicit-gemm
 """
@@ -87,6 +87,7 @@ PLANS = PlanCache(plan)
 
 @rung(
     name="implicit-gemm",
+    parent="unroll-gemm",
     title="Fused unroll + GEMM + permute (implicit GEMM)",
     dtypes=DTYPES,
 )

@@ -252,6 +252,7 @@ PLANS = PlanCache(plan)
 
 @rung(
     name="register-tiled",
+    parent="implicit-gemm",
     title="Register tiling, filter loops unrolled (K constant)",
     dtypes=("float32",),
 )

@@ -4,8 +4,8 @@ What changes: only the tile sizes. ``sweep(size)`` times every candidate in
 ``CANDIDATES[layer]`` with the harness's own recipe (checked output, flushed L2, CUDA events,
 median; ``ladder.core.tuning``), rung 7's ``sweep`` the same candidates in float16, and
 ``TUNED`` holds the winners found on the GPU named below (the sweep is recorded in
-results/nvidia-h200-conv-sweep.json). Any other shape uses rung 5's choice; same kernel
-factory, same correctness at every shape.
+lab/conv/2026-11-22-tile-sweep/nvidia-h200-conv-sweep.json). Any other shape uses rung 5's choice;
+same kernel factory, same correctness at every shape.
 Why: the two layers pull in different directions. conv1 (one input channel, four filters)
 wants threads that cover columns and rows, with a small input tile; conv2 (sixteen filters over
 four channels) wants threads that cover all sixteen channels of a few pixels, and its weights
@@ -69,8 +69,9 @@ CANDIDATES = {
 }
 
 # Winners per layer and dtype from `sweep` on an NVIDIA H200 (the file it wrote is
-# results/nvidia-h200-conv-sweep.json). conv1 kept rung 5's guess in both dtypes; for conv2 in
-# float32, 8 filters x 4 rows x 2 columns per thread beat rung 5's 16 x 2 x 2 by about 2%.
+# lab/conv/2026-11-22-tile-sweep/nvidia-h200-conv-sweep.json). conv1 kept rung 5's guess in both
+# dtypes; for conv2 in float32, 8 filters x 4 rows x 2 columns per thread beat rung 5's 16 x 2 x 2
+# by about 2%.
 TUNED: dict[str, dict[tuple[int, ...], Config]] = {
     "float32": {
         CONV1: DEFAULTS[CONV1],
@@ -102,7 +103,7 @@ def plan(x: Operand, w: Operand, out: Operand) -> Steps:
 PLANS = PlanCache(plan)
 
 
-@rung(name="tuned", title="Tile sizes chosen per layer by a sweep")
+@rung(name="tuned", parent="register-tiled", title="Tile sizes chosen per layer by a sweep")
 def launch(x: Any, w: Any, out: Any = None, *, stream: Any = 0) -> Any:
     return launch_planned(PLANS, x, w, out, ("float32",), stream)
 

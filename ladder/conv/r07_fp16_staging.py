@@ -67,6 +67,7 @@ PLANS = PlanCache(plan)
 
 @rung(
     name="fp16-staging",
+    parent="tuned",
     title="FP16 inputs and outputs staged as half, FP32 arithmetic",
     dtypes=("float16",),
 )

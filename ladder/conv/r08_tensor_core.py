@@ -26,15 +26,16 @@ faster than cuDNN FP32, and each layer within 2x of its floor.
 Measured: on an NVIDIA H200 by ``ladder bench`` (results/nvidia-h200.json): conv1 0.224 ms
 (1.45x its floor) and conv2 0.519 ms (4.45x); the sum 24.22x faster than cuDNN FP32. Nsight
 Compute: conv1 10,895 warp instructions per image, DRAM 59% busy
-(results/nvidia-h200-profile-conv1-lean.json); conv2 20,075, the schedulers issuing on 42% of
-cycles (results/nvidia-h200-profile-conv2.json).
+(lab/conv/2026-11-23-tensor-core/nvidia-h200-profile-conv1-lean.json); conv2 20,075, the schedulers
+issuing on 42% of cycles (lab/conv/2026-11-23-tensor-core/nvidia-h200-profile-conv2.json).
 Verdict: conv1 and the 5x target held; conv2 missed. The first version took three times the
 count: it had left out the rewrite and the run-time integer divisions (about 25 instructions
 each, done in software), which the magic numbers, a division-free rewrite, packing, staged
 quads (no register moves) and leaner packed stores then removed. conv2's tensor work alone
 takes 83 to 85% of twice its floor at mma.sync's rate, and its warps wait more than they
 issue: fixed latency 28% of the stall samples, the staging barriers 21%, shared loads 15%
-(results/nvidia-h200-profile-conv-r08-sass.json): not expected with mma.sync; rung 9 moves on.
+(lab/conv/2026-11-23-tensor-core/nvidia-h200-profile-conv-r08-sass.json): not expected with
+mma.sync; rung 9 moves on.
 
 Lab notes: docs/notes/conv.md#rung-8-tensor-core
 """
@@ -104,6 +105,7 @@ PLANS = PlanCache(launch_plan)
 
 @rung(
     name="tensor-core",
+    parent="fp16-staging",
     title="Fused implicit GEMM on tensor cores (mma.sync, pixels x filters, FP32 sums)",
     dtypes=("float16",),
     needs=("cupy",),

@@ -10,8 +10,9 @@ become input rows 2k, 2k + 2, 2k + 1, 2k + 3 (k = 2i + j), and a window of T til
 2T + 2 quads for its 4T multiplies. One window covers a channel when K <= 7. On conv2 the
 planner takes T = 1 (its score ties with T = 2; this rung takes the smaller T on a tie).
 Why: every A register a multiply reads now feeds twice the outputs: per image half the wgmma
-instructions, each at a wider shape (results/nvidia-h200-wgmma-shapes.json: 969 TFLOP/s at
-N = 64 against 854 at N = 32, and 524 at N = 16 against 280 at N = 8, conv1 on rung 9).
+instructions, each at a wider shape (lab/gemm/2026-11-23-wgmma-shapes/nvidia-h200-wgmma-shapes.json:
+969 TFLOP/s at N = 64 against 854 at N = 32, and 524 at N = 16 against 280 at N = 8, conv1 on rung
+9).
 Prediction: conv2 issues 80 m64n64k16 per image, about 0.11 ms of tensor time at 969 TFLOP/s.
 Rung 9's windows took about 6,600 of its 16,638 warp instructions per image; halving them and
 keeping the rest (rewrite, staging, epilogue) leaves about 13,000: conv2 near 0.3 ms if it
@@ -20,19 +21,19 @@ rung 9's N = 8 is the slowest wgmma shape.
 Measured: on an NVIDIA H200 by ``ladder bench`` (results/nvidia-h200.json): conv2 0.381 ms (rung
 9: 0.383), 3.27x its floor; conv1 0.293 ms (rung 9: 0.575, rung 8: 0.224), 1.89x; the sum 26.70x
 faster than cuDNN FP32. Nsight Compute on conv2
-(results/nvidia-h200-profile-conv2-row-shifts.json): 17,934 warp instructions per image (rung 9:
-16,638), 320 HGMMA per image instead of 768 (Nsight counts an HGMMA per warp: 4 per wgmma), the
-schedulers issuing on 51% of cycles.
+(lab/conv/2026-11-23-row-shifts/nvidia-h200-profile-conv2-row-shifts.json): 17,934 warp instructions
+per image (rung 9: 16,638), 320 HGMMA per image instead of 768 (Nsight counts an HGMMA per warp: 4
+per wgmma), the schedulers issuing on 51% of cycles.
 Verdict: conv1 held (1.97x over rung 9, still behind rung 8: 16,334 instructions per image,
-issuing on 60% of cycles, DRAM 45% busy, results/nvidia-h200-profile-conv1-row-shifts.json).
-conv2 missed entirely. A window has a fixed cost, and T = 1 spreads it over 4 multiplies where
-rung 9's T = 3 spread it over 12. Per region of the SASS
-(results/nvidia-h200-profile-conv2-row-shifts-sass.json) the windows still take 7,200
-instructions per image (4,960 of loop control, addresses, predicates and quad loads) and the
-rest did not change (epilogue 4,269, rewrite 3,156, copy of the next input 1,344). T = 2
-halves the windows' share per multiply, but conv2's 3 jobs then leave one of 2 warpgroups idle
-in the second round: 0.408 ms against 0.378 for T = 1 (one-off timings,
-results/nvidia-h200-conv-row-shift-plans.json).
+issuing on 60% of cycles, DRAM 45% busy, lab/conv/2026-11-23-row-shifts/nvidia-h200-profile-conv1-
+row-shifts.json). conv2 missed entirely. A window has a fixed cost, and T = 1 spreads it over 4
+multiplies where rung 9's T = 3 spread it over 12. Per region of the SASS (lab/conv/2026-11-23-row-
+shifts/nvidia-h200-profile-conv2-row-shifts-sass.json) the windows still take 7,200 instructions per
+image (4,960 of loop control, addresses, predicates and quad loads) and the rest did not change
+(epilogue 4,269, rewrite 3,156, copy of the next input 1,344). T = 2 halves the windows' share per
+multiply, but conv2's 3 jobs then leave one of 2 warpgroups idle in the second round: 0.408 ms
+against 0.378 for T = 1 (one-off timings, lab/conv/2026-11-23-row-shifts/nvidia-h200-conv-row-shift-
+plans.json).
 
 Lab notes: docs/notes/conv.md#rung-10-wgmma-blocks
 """
@@ -107,6 +108,7 @@ PLANS = PlanCache(launch_plan)
 
 @rung(
     name="wgmma-blocks",
+    parent="wgmma",
     title="Hopper: wgmma on 2 x 2 output blocks (row shifts packed too, N = 64 for 16 filters)",
     dtypes=("float16",),
     needs=("cupy",),

@@ -14,23 +14,24 @@ up (at C = 2, T = 2 and N = 64 ptxas serialized the wgmma for want of registers)
 Why: rung 10 runs one window per channel, 4 windows and 4 waits per conv2 job, each paying loop
 control, address arithmetic and predicates for only 4 multiplies; its rewrite recomputes four
 addresses and tests for every quad.
-Prediction: rung 10's conv2 profile (results/nvidia-h200-profile-conv2-row-shifts-sass.json)
-put 7,200 warp instructions per image in the windows, 3,156 in the rewrite and 4,269 in the
-epilogue, of 17,934. One group per job leaves about a fifth of the windows, the sliding rewrite
-about half of the rewrite: near 11,000 per image, so conv2 near 0.23 ms if the schedulers kept
-issuing on half of the cycles.
+Prediction: rung 10's conv2 profile (lab/conv/2026-11-23-row-shifts/nvidia-h200-profile-conv2-row-
+shifts-sass.json) put 7,200 warp instructions per image in the windows, 3,156 in the rewrite and
+4,269 in the epilogue, of 17,934. One group per job leaves about a fifth of the windows, the sliding
+rewrite about half of the rewrite: near 11,000 per image, so conv2 near 0.23 ms if the schedulers
+kept issuing on half of the cycles.
 Measured: on an NVIDIA H200 by ``ladder bench`` (results/nvidia-h200.json): conv2 0.288 ms
 (rung 10: 0.381), 2.47x its floor; conv1 0.234 ms (rung 10: 0.293; rung 8: 0.224), 1.51x; the
 sum 34.48x faster than cuDNN FP32. Nsight Compute on conv2
-(results/nvidia-h200-profile-conv2-one-group.json): 11,223 warp instructions per image, 320
-HGMMA as before, the schedulers issuing on 42.55% of cycles (rung 10: 51%).
+(lab/conv/2026-11-23-one-group/nvidia-h200-profile-conv2-one-group.json): 11,223 warp instructions
+per image, 320 HGMMA as before, the schedulers issuing on 42.55% of cycles (rung 10: 51%).
 Verdict: the instructions went as predicted; the time did not follow them all the way. With
 fewer instructions to hide them behind, the waits show (per region,
-results/nvidia-h200-profile-conv2-one-group-sass.json): 13.3% of the stall samples at the first
-staging barrier, where warps wait for the slowest job of the last round (5 warpgroup jobs for
-2 slots: 3 rounds, one slot idle in the last) and for the next image's copy; 18.1% in the
-multiplies and their wait, 19.6% in the quad loads before them, 21.8% in the epilogue. 2 blocks
-of 8 warps per SM (128 registers for conv2's kernel) leave 4 warps per scheduler to hide them.
+lab/conv/2026-11-23-one-group/nvidia-h200-profile-conv2-one-group-sass.json): 13.3% of the stall
+samples at the first staging barrier, where warps wait for the slowest job of the last round (5
+warpgroup jobs for 2 slots: 3 rounds, one slot idle in the last) and for the next image's copy;
+18.1% in the multiplies and their wait, 19.6% in the quad loads before them, 21.8% in the epilogue.
+2 blocks of 8 warps per SM (128 registers for conv2's kernel) leave 4 warps per scheduler to hide
+them.
 
 Lab notes: docs/notes/conv.md#rung-11-wgmma-one-group
 """
@@ -101,6 +102,7 @@ PLANS = PlanCache(launch_plan)
 
 @rung(
     name="wgmma-one-group",
+    parent="wgmma-blocks",
     title="Hopper: one wgmma group per job (every channel's quads in registers, one wait)",
     dtypes=("float16",),
     needs=("cupy",),

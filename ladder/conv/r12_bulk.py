@@ -11,26 +11,27 @@ image out with one bulk copy at the next image's first staging barrier. The buff
 images, an even Wo, M Ho Wo a multiple of 8 and the room (conv2: 37 KB, 110 KB per block, still
 two blocks per SM); it is used only where it costs no resident block (``out_buffer_or_not``):
 conv1's 70 registers allow 3 blocks per SM, its 50 KB buffer only 2, so conv1 runs without it.
-Why: rung 11's conv2 profile (results/nvidia-h200-profile-conv2-one-group-sass.json) put 1,285
-of its 11,223 warp instructions per image in the copy of the next input and 3,690 in the
-epilogue (a 64-bit global address per store), with 21.8% of the stall samples in the epilogue.
+Why: rung 11's conv2 profile (lab/conv/2026-11-23-one-group/nvidia-h200-profile-conv2-one-group-
+sass.json) put 1,285 of its 11,223 warp instructions per image in the copy of the next input and
+3,690 in the epilogue (a 64-bit global address per store), with 21.8% of the stall samples in the
+epilogue.
 Prediction: the copy shrinks to a few dozen instructions and the epilogue to about a third:
 about 8,500 per image, so conv2 near 0.23 ms, within 2x its floor (0.235 ms; the floor is
 0.117), if the schedulers kept issuing as often.
 Measured: on an NVIDIA H200 by ``ladder bench`` (results/nvidia-h200.json): conv2 0.255 ms
 (rung 11: 0.288), 2.19x its floor; conv1 0.219 ms (rung 11: 0.234), 1.42x; the sum 37.94x
-faster than cuDNN FP32. Nsight Compute on conv2 (results/nvidia-h200-profile-conv2-bulk.json):
-9,551 warp instructions per image, the schedulers issuing on 39.99% of cycles (rung 11:
+faster than cuDNN FP32. Nsight Compute on conv2 (lab/conv/2026-11-23-bulk/nvidia-h200-profile-conv2-
+bulk.json): 9,551 warp instructions per image, the schedulers issuing on 39.99% of cycles (rung 11:
 42.55%).
 Verdict: missed: fewer instructions, but not as few as predicted, and again the time fell less
-than the instructions. One-off timings of the parts (results/nvidia-h200-conv-bulk-variants.json)
-show conv2's gain is the output buffer and conv1's the bulk input. The stall samples
-(results/nvidia-h200-profile-conv2-bulk-stalls.json): 13.1% after the first staging barrier
-(the slowest job of the last round, the next input), 9.7% at the wgmma wait, 5.6% at the first
-multiply, 5.1% on the quad loads. Three tries (lab notes) ruled out the idle slot of the last
-round and the buffer's bank conflicts; what is left is the chain inside each job (quad loads,
-16 multiplies, one wait, the epilogue, in that order), which four warpgroups per SM do not
-hide. That is the inference from the tries, not a direct measurement. Rung 13 breaks the chain.
+than the instructions. One-off timings of the parts (lab/conv/2026-11-23-bulk/nvidia-h200-conv-bulk-
+variants.json) show conv2's gain is the output buffer and conv1's the bulk input. The stall samples
+(lab/conv/2026-11-23-bulk/nvidia-h200-profile-conv2-bulk-stalls.json): 13.1% after the first staging
+barrier (the slowest job of the last round, the next input), 9.7% at the wgmma wait, 5.6% at the
+first multiply, 5.1% on the quad loads. Three tries (lab notes) ruled out the idle slot of the last
+round and the buffer's bank conflicts; what is left is the chain inside each job (quad loads, 16
+multiplies, one wait, the epilogue, in that order), which four warpgroups per SM do not hide. That
+is the inference from the tries, not a direct measurement. Rung 13 breaks the chain.
 
 Lab notes: docs/notes/conv.md#rung-12-wgmma-bulk
 """
@@ -130,6 +131,7 @@ PLANS = PlanCache(launch_plan)
 
 @rung(
     name="wgmma-bulk",
+    parent="wgmma-one-group",
     title="Hopper: rung 11 with bulk copies (TMA) for the input and each image's output",
     dtypes=("float16",),
     needs=("cupy",),

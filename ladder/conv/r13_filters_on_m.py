@@ -27,16 +27,17 @@ Measured: on an NVIDIA H200 by ``ladder bench`` (results/nvidia-h200.json): conv
 (rung 12: 0.255), 1.51x its floor; conv1 0.219 ms on rung 12's kernels, 1.42x; the sum 45.48x
 faster than cuDNN FP32. All three targets are met: the sum at least 5x faster than cuDNN FP32,
 each layer within 2x of its floor. Nsight Compute on conv2
-(results/nvidia-h200-profile-conv2-filters-on-m.json): 3,683 warp instructions per image, 128
-of them HGMMA, the schedulers issuing on 26.3% of cycles, DRAM 54.55% busy.
+(lab/conv/2026-11-24-filters-on-m/nvidia-h200-profile-conv2-filters-on-m.json): 3,683 warp
+instructions per image, 128 of them HGMMA, the schedulers issuing on 26.3% of cycles, DRAM 54.55%
+busy.
 Verdict: the target held; 0.15 ms missed. Instructions are not the limit (issue on a quarter of
 cycles). One-off runs of the first version with one stage left out
-(results/nvidia-h200-conv-filters-on-m-tried.json) each saved 0.03 to 0.06 ms (rewrite,
-multiplies, epilogue), together more than the kernel's distance from its memory floor: their
-latencies lie on one chain per block, which two blocks per SM do not hide. Pairing the jobs
-and loading table entries ahead shortened the chain (stall samples waiting for the multiplies:
-26.8% to 11.7%, results/nvidia-h200-profile-conv2-filters-on-m-sass.json); the rewrite of the
-next image still cannot start before the last job of this one has read the chunks.
+(lab/conv/2026-11-24-filters-on-m/nvidia-h200-conv-filters-on-m-tried.json) each saved 0.03 to 0.06
+ms (rewrite, multiplies, epilogue), together more than the kernel's distance from its memory floor:
+their latencies lie on one chain per block, which two blocks per SM do not hide. Pairing the jobs
+and loading table entries ahead shortened the chain (stall samples waiting for the multiplies: 26.8%
+to 11.7%, lab/conv/2026-11-24-filters-on-m/nvidia-h200-profile-conv2-filters-on-m-sass.json); the
+rewrite of the next image still cannot start before the last job of this one has read the chunks.
 
 Lab notes: docs/notes/conv.md#rung-13-filters-on-m
 """
@@ -276,6 +277,7 @@ PLANS = PlanCache(launch_plan)
 
 @rung(
     name="filters-on-m",
+    parent="wgmma-bulk",
     title="Hopper: filters on wgmma's M (weights in registers), pixels on a wide N (shared memory)",
     dtypes=("float16",),
     needs=("cupy",),

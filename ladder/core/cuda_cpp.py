@@ -101,6 +101,16 @@ def _nvrtc() -> Any:
     return nvrtc
 
 
+def supported_archs() -> list[str]:
+    """The architectures NVRTC here builds for (``sm_75``, ...); empty where NVRTC is missing.
+    Numba's kernels go through NVVM and nvJitLink of the same CUDA release, which build the
+    same set."""
+    try:
+        return [f"sm_{n}" for n in _check(_nvrtc().nvrtcGetSupportedArchs(), "list archs")]
+    except (CudaBuildError, RuntimeError, OSError):
+        return []
+
+
 def _check(result: tuple[Any, ...], what: str) -> Any:
     status, *rest = result
     if int(status) != 0:

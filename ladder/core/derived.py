@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 from ladder.core import roofline
-from ladder.core.rung import Problem, get_problem
+from ladder.core.rung import Problem, get_problem, rungs
 from ladder.core.timing import Status, run_status
 
 
@@ -26,6 +26,19 @@ def _registered(name: str) -> Problem | None:
         return get_problem(name)
     except KeyError:  # a results file may hold runs of a problem no longer registered
         return None
+
+
+def number(run: dict[str, Any], numbers: dict[tuple[str, str], int] | None = None) -> int:
+    """A run's rung number as the registry numbers it now (a rung's identity is its problem
+    and name; its number is display order, which an inserted rung changes), or the number
+    written with the run for a rung no longer registered. ``numbers``: ``_numbers()``, where
+    a caller looks up many runs."""
+    found = (numbers or _numbers()).get((run["problem"], run["rung"]))
+    return found if found is not None else run.get("number", 99)
+
+
+def _numbers() -> dict[tuple[str, str], int]:
+    return {(r.problem, r.name): r.number for r in rungs()}
 
 
 def is_memory(group: list[dict[str, Any]]) -> bool:
@@ -43,8 +56,9 @@ def groups(runs: list[dict[str, Any]]) -> dict[tuple[str, str, tuple[int, ...]],
     found: dict[tuple[str, str, tuple[int, ...]], list[dict]] = {}
     for run in runs:
         found.setdefault((run["problem"], run["dtype"], tuple(run["shape"])), []).append(run)
+    numbers = _numbers()
     for group in found.values():
-        group.sort(key=lambda r: (r["reference"], r["number"]))
+        group.sort(key=lambda r: (r["reference"], number(r, numbers)))
     return found
 
 
@@ -91,7 +105,7 @@ def contenders(group: list[dict[str, Any]]) -> list[dict[str, Any]]:
         kind = "peer" if r.get("peer") else "library" if r["reference"] else "rung"
         out.append(
             {
-                "label": f"rung {r['number']} {r['rung']}" if kind == "rung" else label(r),
+                "label": f"rung {number(r)} {r['rung']}" if kind == "rung" else label(r),
                 "kind": kind,
                 "rung": r["rung"],
                 "config": r.get("config"),
@@ -169,7 +183,7 @@ def best_rows(doc: dict[str, Any]) -> list[dict[str, Any]]:
                 "dtype": dtype,
                 "shape": shape,
                 "rung": best["rung"],
-                "number": best["number"],
+                "number": number(best),
                 "median_ms": best["median_ms"],
                 "library": label(lib) if lib else None,
                 "library_ms": lib["median_ms"] if lib else None,

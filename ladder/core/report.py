@@ -22,8 +22,6 @@ from ladder.core import derived, device
 from ladder.core.rung import GENERATIONS, Rung
 from ladder.core.timing import Status, run_status
 
-README_START = "<!-- results:start -->"
-README_END = "<!-- results:end -->"
 GPUS_START = "<!-- gpus:start -->"
 GPUS_END = "<!-- gpus:end -->"
 
@@ -83,6 +81,14 @@ def read_results(path: str | Path) -> dict[str, Any]:
     return doc
 
 
+def plain(text: str) -> str:
+    """``text`` for a rich table or console, shown as written: square brackets, as in
+    ``pip install 'numba-ladder[triton]'``, are not taken for style tags."""
+    from rich.markup import escape
+
+    return escape(text)
+
+
 def _fmt(value: float | None, spec: str) -> str:
     """``value`` formatted, or a dash for a figure not measured (None, or NaN: a rung that did
     not run has no error)."""
@@ -97,7 +103,7 @@ def _time_cell(row: dict[str, Any]) -> str:
 
 def _status(row: dict[str, Any]) -> str:
     status = run_status(row)
-    return str(status) if status is Status.OK else f"{status}: {row.get('error') or '—'}"
+    return str(status) if status is Status.OK else plain(f"{status}: {row.get('error') or '—'}")
 
 
 def rich_table(group: list[dict[str, Any]], ceilings: dict[str, Any] | None, title: str):
@@ -194,7 +200,7 @@ def check_table(reports: list[Any]):
             _fmt(r["smem_bytes"], "d"),
             _fmt(r["stack_bytes"], "d"),
             spills,
-            r["error"] or r.get("skipped") or "ok",
+            plain(r["error"] or r.get("skipped") or "ok"),
         )
     return table
 
@@ -227,11 +233,6 @@ def generations_markdown(found: list[Rung]) -> str:
     every = " | ".join("yes" for _ in GENERATIONS)
     lines.append(f"| all problems | every other rung | {every} | |")
     return "\n".join(lines) + f"\n\n{generations_note()}\n"
-
-
-def update_generations_readme(readme: str | Path, found: list[Rung]) -> None:
-    """Replace the README block between the GPU-generation markers with the table."""
-    replace_block(readme, GPUS_START, GPUS_END, generations_markdown(found))
 
 
 def profile_table(profiles: list[Any], gpu: str):
@@ -275,7 +276,7 @@ def profile_table(profiles: list[Any], gpu: str):
             "—" if ld is None else f"{ld:.0f}/{st or 0:.0f}",
             *(_fmt(main.get(name), ".4g") for name in extra),
             _fmt(below / us if (below and us) else None, ".2f"),
-            row.get("error") or "ok",
+            plain(row.get("error") or "ok"),
         )
         below = us or below
     return table
@@ -301,11 +302,12 @@ def sanitize_table(results: list[Any], gpu: str):
         cells = [str(by_tool[t]["errors"]) if t in by_tool else "—" for t in tools]
         checked = all(r["checked"] for r in by_tool.values())
         first = next((r["messages"][0] for r in by_tool.values() if r["messages"]), "")
-        table.add_row(f"{number} {name}", dtype, *cells, "ok" if checked else "WRONG", first)
+        answers = "ok" if checked else "WRONG"
+        table.add_row(f"{number} {name}", dtype, *cells, answers, plain(first))
     return table
 
 
-def _group_table(group: list[dict[str, Any]], ceilings: dict[str, Any] | None) -> list[str]:
+def group_table(group: list[dict[str, Any]], ceilings: dict[str, Any] | None) -> list[str]:
     problem, dtype, shape = group[0]["problem"], group[0]["dtype"], tuple(group[0]["shape"])
     memory = derived.is_memory(group)
     head = "| # | rung | median ms | host µs/call | b2b µs/call | graph µs/call |"
@@ -340,12 +342,10 @@ def _group_table(group: list[dict[str, Any]], ceilings: dict[str, Any] | None) -
     return [*lines, ""]
 
 
-LOSSES_NOTE = "docs/notes/peers.md"  # what limits a best rung where a library or peer wins
-
-
-def _losses(doc: dict[str, Any]) -> list[str]:
-    """Markdown: each case whose best rung is slower than a library configuration or a peer
-    measured in the same run, with both times; nothing when the rungs win everywhere."""
+def losses(doc: dict[str, Any], notes: str | None = None) -> list[str]:
+    """Markdown lines: each case whose best rung is slower than a library configuration or a
+    peer measured in the same run, with both times; nothing when the rungs win everywhere.
+    ``notes``: a link to the lab notes that say what limits the rungs."""
     lost = []
     for (problem, dtype, shape), group in derived.groups(doc["runs"]).items():
         found = derived.contenders(group)
@@ -360,99 +360,15 @@ def _losses(doc: dict[str, Any]) -> list[str]:
         )
     if not lost:
         return []
-    return [
-        f"Where the best rung loses (what limits each is in [{LOSSES_NOTE}]({LOSSES_NOTE})):",
-        "",
-        *lost,
-        "",
-    ]
+    where = f" (what limits each: [the lab notes]({notes}))" if notes else ""
+    return [f"Where the best rung loses{where}:", "", *lost, ""]
 
 
 def _kind(row: dict[str, Any]) -> str:
     """A table's first cell: the rung's number, 'peer' for a peer, 'ref' for a library."""
     if row.get("peer"):
         return "peer"
-    return "ref" if row["reference"] else str(row["number"])
-
-
-def markdown(
-    doc: dict[str, Any], figures: dict[str, str] | None = None, overview: str | None = None
-) -> str:
-    """The README's results section: the ceilings, the ``overview`` figure, one headline row per
-    (problem, dtype, shape) (the best rung against its library), then per problem a collapsed
-    section with its figure (``figures``: problem -> image path), its own summary and every
-    table."""
-    ceilings = doc.get("ceilings") or {}
-    lines = [
-        f"Measured on **{doc['gpu']}** (driver {doc.get('driver')}, {doc['date'][:10]}) by "
-        f"`ladder bench`. Each table's library was measured in the same run as its rungs, and "
-        f"× library is against the fastest library row of the table (named in the headline); the "
-        f"ceilings, by the latest run ({str(ceilings.get('measured', '—'))[:10]}): FP32 peak "
-        f"{_fmt(ceilings.get('fp32_peak_tflops'), '.1f')} TFLOP/s (from the clock), cuBLAS FP32 "
-        f"{_fmt(ceilings.get('cublas_fp32_tflops'), '.1f')} TFLOP/s, cuBLAS FP16 "
-        f"{_fmt(ceilings.get('cublas_fp16_tflops'), '.1f')} TFLOP/s, device copy "
-        f"{_fmt(ceilings.get('copy_tbps'), '.2f')} TB/s.",
-        "",
-        *([f"![ladder results]({overview})", ""] if overview else []),
-        "The best rung of each ladder against the library, and against this project's Triton "
-        "kernel where there is one, measured in the same run (× above 1: the rung is faster):",
-        "",
-        "| problem | dtype | shape | best rung | median ms | library | library ms | × library "
-        "| Triton ms | × Triton |",
-        "|---|---|---|---|---:|---|---:|---:|---:|---:|",
-    ]
-    for row in derived.best_rows(doc):
-        lines.append(
-            f"| {row['problem']} | {row['dtype']} | {' × '.join(map(str, row['shape']))} | "
-            f"{row['number']} {row['rung']} | {_fmt(row['median_ms'], '.3f')} | "
-            f"{row['library'] or '—'} | {_fmt(row['library_ms'], '.3f')} | "
-            f"{_fmt(row['vs_library'], '.3f')} | {_fmt(row.get('peer_ms'), '.3f')} | "
-            f"{_fmt(row.get('vs_peer'), '.3f')} |"
-        )
-    lines.append("")
-    lines += _losses(doc)
-    every = contenders_markdown(doc)
-    if every:
-        lines += [
-            "<details><summary><b>Every library configuration and peer</b>, per case, fastest "
-            "first</summary>",
-            "",
-            *(
-                [f"![contenders]({figures['contenders']})", ""]
-                if figures and "contenders" in figures
-                else []
-            ),
-            every.rstrip(),
-            "",
-            "</details>",
-            "",
-        ]
-    by_problem: dict[str, list[list[dict[str, Any]]]] = {}
-    for (problem, _, _), group in derived.groups(doc["runs"]).items():
-        by_problem.setdefault(problem, []).append(group)
-    for problem, problem_groups in by_problem.items():
-        lines += [f"<details><summary><b>{problem}</b>: every rung</summary>", ""]
-        if figures and problem in figures:
-            lines += [f"![{problem}]({figures[problem]})", ""]
-        runs = [r for group in problem_groups for r in group]
-        extra = derived.problem_summary(problem, runs, ceilings)
-        if extra:
-            lines += [extra.rstrip(), ""]
-        for group in problem_groups:
-            lines += _group_table(group, doc.get("ceilings"))
-        lines += ["</details>", ""]
-    return "\n".join(lines).rstrip() + "\n"
-
-
-def update_readme(
-    readme: str | Path,
-    doc: dict[str, Any],
-    plot_path: str | None,
-    figures: dict[str, str] | None = None,
-) -> None:
-    """Replace the README block between the results markers with tables made from ``doc``;
-    ``plot_path`` is the overview figure, ``figures`` one figure per problem."""
-    replace_block(readme, README_START, README_END, markdown(doc, figures, plot_path))
+    return "ref" if row["reference"] else str(derived.number(row))
 
 
 def replace_block(readme: str | Path, start: str, end: str, body: str) -> None:

@@ -114,9 +114,15 @@ def tensor_cores_below_fp32(dtype: str) -> str:
     return "fp32" if dtype == "float32" else "tensor"
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, repr=False)
 class Rung:
-    """One rung of a ladder, or a library reference registered beside the rungs."""
+    """One rung of a ladder, or a library reference registered beside the rungs.
+
+    A rung's identity is ``key``, ``problem/name``: results, tests and prose refer to it by
+    that. Its ``number`` is display order, derived from its package's declared ladder
+    (``import_rungs``), so inserting a rung renumbers the ones above it and changes no data.
+    ``parent`` names the rung it changes (``ladder diff`` shows the difference), None for the
+    first rung of a ladder and for references."""
 
     problem: str
     number: int
@@ -148,10 +154,16 @@ class Rung:
     # N x K), the transposed operand read where it lies (``ladder.ops``' backward); ValueError
     # for inputs it does not take. None: the rung takes row-major operands only
     transposed: Callable[[Any, Any, Any, str], Any] | None = None
+    parent: str | None = None  # the name of the rung this one changes, in the same ladder
+    package: str = ""  # the Python package whose ladder numbers it ("ladder.gemm")
 
     @property
     def key(self) -> str:
         return f"{self.problem}/{self.name}"
+
+    def __repr__(self) -> str:  # the docstring (the story) is too long for a repr
+        kind = "peer" if self.peer else "reference" if self.reference else f"rung {self.number}"
+        return f"<Rung {self.key} ({kind})>"
 
     def units_for(self, dtype: str) -> str:
         """What this rung computes on for inputs of ``dtype``: one of UNITS."""
@@ -296,17 +308,37 @@ class Problem(Protocol):
 
 _RUNGS: dict[str, Rung] = {}
 _PROBLEMS: dict[str, Problem] = {}
+_LADDERS: dict[str, Ladder] = {}  # by package ("ladder.gemm")
+_UNSET: Any = object()  # ``parent`` not given
+
+
+@dataclass(frozen=True)
+class Ladder:
+    """A package's ladder, declared in its ``__init__`` (``import_rungs``): the rung names in
+    order, and the CPU baseline, if there is one, which is rung 0. Every problem of the package
+    (``gemm`` and ``gemm-fp8``; ``attention`` and ``attention-causal``) numbers its rungs by
+    their place here, so a rung keeps its number in each problem it solves."""
+
+    package: str
+    names: tuple[str, ...]
+    baseline: str | None = None
+
+    def number(self, name: str) -> int | None:
+        """The display number of ``name``: 0 for the baseline, then 1, 2, ... in order; None
+        for a name not in the ladder."""
+        if name == self.baseline:
+            return 0
+        return self.names.index(name) + 1 if name in self.names else None
+
+    @property
+    def every(self) -> tuple[str, ...]:
+        """Every name, the baseline first."""
+        return ((self.baseline,) if self.baseline else ()) + self.names
 
 
 def register_problem(problem: Problem) -> Problem:
     _PROBLEMS[problem.name] = problem
     return problem
-
-
-def _module_number(module: str) -> int | None:
-    """The rung number in a module's file name: ``r07_wide_loads`` is rung 7; None otherwise."""
-    found = re.match(r"r(\d\d)_", module.rsplit(".", 1)[-1])
-    return int(found.group(1)) if found else None
 
 
 def _package_problem(module: str) -> str:
@@ -315,10 +347,43 @@ def _package_problem(module: str) -> str:
     return module.rsplit(".", 2)[-2].replace("_", "-")
 
 
+def _ladder_place(where: str, name: str, module: str, parent: Any) -> tuple[str, int, str | None]:
+    """(package, number, parent) of a rung ``name`` registered from ``module``: its number from
+    its package's declared ladder, its parent checked to come before it there. ValueError
+    naming what to declare otherwise."""
+    package = module.rsplit(".", 1)[0]
+    declared = _LADDERS.get(package)
+    if declared is None:
+        raise ValueError(
+            f"rung {where}/{name}: package {package} declares no ladder; its __init__ calls "
+            f"import_rungs(__name__, __path__, LADDER) with the rung names in order"
+        )
+    number = declared.number(name)
+    if number is None:
+        raise ValueError(
+            f"rung {where}/{name}: not in {package}'s LADDER ({', '.join(declared.every)}); "
+            f"add it where it belongs in the ladder"
+        )
+    if parent is _UNSET:
+        raise ValueError(
+            f"rung {where}/{name}: declare parent=, the rung it changes (None for the first "
+            f"rung of a ladder): ladder diff shows the rung against it"
+        )
+    if parent is not None:
+        place = declared.number(parent)
+        if place is None or place >= number:
+            raise ValueError(
+                f"rung {where}/{name}: parent {parent!r} must be a rung before it in "
+                f"{package}'s LADDER ({', '.join(declared.every)})"
+            )
+    return package, number, parent
+
+
 def rung(
     *,
     name: str,
     title: str,
+    parent: str | None = _UNSET,
     dtypes: Iterable[str] = ("float32",),
     needs: Iterable[str] = ("numba",),
     min_cc: tuple[int, int] | None = None,
@@ -335,11 +400,12 @@ def rung(
 ) -> Callable[[Launcher], Launcher]:
     """Register the decorated launcher as a rung; its module docstring is the rung's story.
 
-    The rung's number is its file's (``rNN_name.py``) and its problem its package's (see
-    ``_package_problem``), so neither is typed twice. ``problem`` is given only where one
-    package holds several problems (attention and attention-causal). A library reference lives
-    outside the numbered files; references are numbered 90, 91, ... in registration order, after
-    every rung.
+    A rung's name must be in its package's declared ladder (``import_rungs``), which gives its
+    number; ``parent`` names the rung it changes, an earlier one of that ladder (None for the
+    first). Its problem is its package's (see ``_package_problem``), so it is not typed twice;
+    ``problem`` is given only where one package holds several problems (attention and
+    attention-causal). A library reference (or a peer) lives outside the ladder and declares
+    no parent; references are numbered 90, 91, ... in registration order, after every rung.
 
     ``units`` says what the rung computes on, one of UNITS or a function of the dtype that
     returns one (a library that uses tensor cores for some dtypes only:
@@ -366,16 +432,15 @@ def rung(
                 f"rung {where}/{name}: min_cc and max_cc need cc_needs=, the instructions that "
                 f"set them (ladder list --gpus says it for every GPU outside the range)"
             )
-        number = _module_number(module)
         found = _resolve_units(where, name, units, dtypes)
         reference_ = reference or peer
         if reference_:
+            if parent is not _UNSET:
+                raise ValueError(f"rung {where}/{name}: a reference or peer has no parent")
             number = 90 + sum(r.reference and r.problem == where for r in _RUNGS.values())
-        elif number is None:
-            raise ValueError(
-                f"rung {where}/{name}: a rung lives in a file named rNN_<name>.py (NN its "
-                f"number); {module} is not"
-            )
+            package, parent_ = module.rsplit(".", 1)[0], None
+        else:
+            package, number, parent_ = _ladder_place(where, name, module, parent)
         entry = Rung(
             problem=where,
             number=number,
@@ -395,6 +460,8 @@ def rung(
             prepare=prepare,
             describe=describe,
             transposed=transposed,
+            parent=parent_,
+            package=package,
         )
         if entry.key in _RUNGS:
             if _RUNGS[entry.key].launch is launch:
@@ -469,11 +536,35 @@ def _resolve_units(problem: str, name: str, units: Units | None, dtypes: Iterabl
     return units
 
 
-def import_rungs(package: str, path: Iterable[str]) -> None:
-    """Import every ``rNN_*.py`` module of a problem package, in ladder order."""
+def import_rungs(
+    package: str,
+    path: Iterable[str],
+    ladder: Iterable[str],
+    *,
+    baseline: str | None = None,
+) -> None:
+    """Declare a package's ladder, ``ladder`` its rung names in order (``baseline``, a CPU
+    baseline, is rung 0 before them), then import every ``rNN_*.py`` module of the package, in
+    file order. Every declared name must be registered by one of them: ValueError otherwise."""
+    declared = Ladder(package, tuple(ladder), baseline)
+    if len(set(declared.every)) != len(declared.every):
+        raise ValueError(f"{package}: a name appears twice in its LADDER {declared.every}")
+    _LADDERS[package] = declared
     names = sorted(m.name for m in pkgutil.iter_modules(list(path)) if re.match(r"r\d\d_", m.name))
     for name in names:
         importlib.import_module(f"{package}.{name}")
+    registered = {r.name for r in _RUNGS.values() if r.package == package}
+    missing = [n for n in declared.every if n not in registered]
+    if missing:
+        raise ValueError(
+            f"{package}: LADDER names {', '.join(missing)}, which no rNN_*.py module registers"
+        )
+
+
+def ladders() -> dict[str, Ladder]:
+    """Every declared ladder, by package."""
+    _load()
+    return dict(_LADDERS)
 
 
 def _load() -> None:
@@ -530,7 +621,24 @@ def get_rung(problem: str, name: str) -> Rung:
     """A rung by problem and short name, or by its number written as 'r05' or '5'; KeyError
     naming the problems or the problem's rungs otherwise."""
     for r in rungs(problem):
-        if name in (r.name, f"r{r.number:02d}", str(r.number)):
+        if name in (r.name, f"r{r.number:02d}", str(r.number)) and not (
+            r.reference and name != r.name
+        ):
             return r
     known = ", ".join(r.name for r in rungs(problem))
     raise KeyError(f"unknown rung {name!r} for {problem}; known: {known}")
+
+
+def parent_of(r: Rung) -> Rung | None:
+    """The rung ``r`` changes (its declared ``parent``): the rung of that name in the same
+    problem, else in another problem of the same package (GEMM's ``fp8`` changes
+    ``gemm/persistent``); None for a first rung or a reference."""
+    if r.parent is None:
+        return None
+    same = _RUNGS.get(f"{r.problem}/{r.parent}")
+    if same is not None:
+        return same
+    for other in rungs():
+        if other.package == r.package and other.name == r.parent and not other.reference:
+            return other
+    raise KeyError(f"rung {r.key}: its parent {r.parent!r} is not registered")

@@ -10,4 +10,29 @@ from ladder.gemm import (  # noqa: F401  (registers the problems, cuBLAS through
     triton_peer,
 )
 
-import_rungs(__name__, __path__)
+# The ladder, in order: each rung's number is its place here (the baseline is rung 0).
+LADDER = (
+    "naive",
+    "coalesced",
+    "shared-tiling",
+    "thread-tiling-1d",
+    "register-blocked-2d",
+    "transposed-tiles",
+    "wide-loads",
+    "warp-tiling",
+    "double-buffered",
+    "tuned",
+    "fp16-staging",
+    "wmma",
+    "wmma-shared",
+    "cp-async",
+    "mma-sync",
+    "tma",
+    "wgmma-descriptors",
+    "wgmma",
+    "smem-epilogue",
+    "persistent",
+    "fp8",  # the problem gemm-fp8
+)
+
+import_rungs(__name__, __path__, LADDER, baseline="cpu-numpy")

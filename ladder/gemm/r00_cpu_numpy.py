@@ -30,6 +30,7 @@ from ladder.core.rung import rung
 
 @rung(
     name="cpu-numpy",
+    parent=None,
     title="CPU: NumPy / host BLAS",
     needs=("cpu",),
 )

@@ -67,6 +67,6 @@ def plan(a: Operand, b: Operand, c: Operand) -> NumbaLaunch:
 PLANS = PlanCache(plan)
 
 
-@rung(name="naive", title="Naive: one thread per output, uncoalesced")
+@rung(name="naive", parent=None, title="Naive: one thread per output, uncoalesced")
 def launch(A: Any, B: Any, C: Any = None) -> Any:
     return launch_planned(PLANS, A, B, C)

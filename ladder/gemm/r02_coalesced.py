@@ -56,6 +56,6 @@ def plan(a: Operand, b: Operand, c: Operand) -> NumbaLaunch:
 PLANS = PlanCache(plan)
 
 
-@rung(name="coalesced", title="Coalesced: warps read rows of B")
+@rung(name="coalesced", parent="naive", title="Coalesced: warps read rows of B")
 def launch(A: Any, B: Any, C: Any = None) -> Any:
     return launch_planned(PLANS, A, B, C)

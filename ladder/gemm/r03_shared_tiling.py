@@ -66,6 +66,6 @@ def plan(a: Operand, b: Operand, c: Operand) -> NumbaLaunch:
 PLANS = PlanCache(plan)
 
 
-@rung(name="shared-tiling", title="Shared-memory tiling, 32x32")
+@rung(name="shared-tiling", parent="coalesced", title="Shared-memory tiling, 32x32")
 def launch(A: Any, B: Any, C: Any = None) -> Any:
     return launch_planned(PLANS, A, B, C)

@@ -88,6 +88,6 @@ def plan(a: Operand, b: Operand, c: Operand) -> NumbaLaunch:
 PLANS = PlanCache(plan)
 
 
-@rung(name="thread-tiling-1d", title="1D thread tiling, 8 outputs/thread")
+@rung(name="thread-tiling-1d", parent="shared-tiling", title="1D thread tiling, 8 outputs/thread")
 def launch(A: Any, B: Any, C: Any = None) -> Any:
     return launch_planned(PLANS, A, B, C)

@@ -100,6 +100,7 @@ PLANS = PlanCache(plan)
 
 @rung(
     name="register-blocked-2d",
+    parent="thread-tiling-1d",
     title="2D register blocking, 8x8 outputs/thread",
 )
 def launch(A: Any, B: Any, C: Any = None) -> Any:

@@ -110,6 +110,7 @@ PLANS = PlanCache(plan)
 
 @rung(
     name="transposed-tiles",
+    parent="register-blocked-2d",
     title="Unsigned indices, transposed padded A tile",
 )
 def launch(A: Any, B: Any, C: Any = None) -> Any:

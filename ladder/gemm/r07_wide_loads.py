@@ -139,6 +139,6 @@ scalar_kernel = make_kernel(wide_global=False)
 PLANS = float4_plans(wide_kernel, scalar_kernel, BM, BN, THREADS)
 
 
-@rung(name="wide-loads", title="16-byte loads and stores (float4)")
+@rung(name="wide-loads", parent="transposed-tiles", title="16-byte loads and stores (float4)")
 def launch(A: Any, B: Any, C: Any = None) -> Any:
     return launch_planned(PLANS, A, B, C)

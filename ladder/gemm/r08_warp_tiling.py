@@ -326,6 +326,6 @@ scalar_kernel = make_kernel(DEFAULT, wide_global=False)
 PLANS = float4_plans(wide_kernel, scalar_kernel, BM, BN, THREADS)
 
 
-@rung(name="warp-tiling", title="Warp tiling: 64 x 64 per warp")
+@rung(name="warp-tiling", parent="wide-loads", title="Warp tiling: 64 x 64 per warp")
 def launch(A: Any, B: Any, C: Any = None) -> Any:
     return launch_planned(PLANS, A, B, C)

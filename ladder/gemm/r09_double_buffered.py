@@ -121,6 +121,6 @@ scalar_kernel = make_kernel(DEFAULT, wide_global=False)
 PLANS = float4_plans(wide_kernel, scalar_kernel, DEFAULT.bm, DEFAULT.bn, DEFAULT.threads)
 
 
-@rung(name="double-buffered", title="Double-buffered shared tiles")
+@rung(name="double-buffered", parent="warp-tiling", title="Double-buffered shared tiles")
 def launch(A: Any, B: Any, C: Any = None) -> Any:
     return launch_planned(PLANS, A, B, C)

@@ -85,6 +85,6 @@ def plan(a: Operand, b: Operand, c: Operand) -> NumbaLaunch:
 PLANS = PlanCache(plan)
 
 
-@rung(name="tuned", title="Tile sizes chosen by a sweep")
+@rung(name="tuned", parent="double-buffered", title="Tile sizes chosen by a sweep")
 def launch(A: Any, B: Any, C: Any = None) -> Any:
     return launch_planned(PLANS, A, B, C)

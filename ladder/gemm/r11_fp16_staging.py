@@ -108,6 +108,7 @@ PLANS = PlanCache(plan)
 
 @rung(
     name="fp16-staging",
+    parent="transposed-tiles",
     title="FP16 in memory, FP32 FMA (no tensor cores)",
     dtypes=("float16",),
 )

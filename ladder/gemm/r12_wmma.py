@@ -55,6 +55,7 @@ LAUNCHER = TiledLauncher((BM, BN, BK), kernel_for)
 
 @rung(
     name="wmma",
+    parent="fp16-staging",
     title="WMMA, one warp per 16 x 16 tile, from global",
     dtypes=("float16",),
     needs=("cupy",),

@@ -61,6 +61,7 @@ LAUNCHER = TiledLauncher((BM, BN, BK), kernel_for)
 
 @rung(
     name="wmma-shared",
+    parent="wmma",
     title="WMMA, 128 x 128 block tiles staged in shared memory",
     dtypes=("float16",),
     needs=("cupy",),

@@ -71,6 +71,7 @@ LAUNCHER = TiledLauncher((BM, BN, BK), kernel_for)
 
 @rung(
     name="cp-async",
+    parent="wmma-shared",
     title="WMMA fed by cp.async into a 4-stage shared-memory ring",
     dtypes=("float16",),
     needs=("cupy",),

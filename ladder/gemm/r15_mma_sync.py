@@ -72,6 +72,7 @@ LAUNCHER = TiledLauncher((BM, BN, BK), kernel_for)
 
 @rung(
     name="mma-sync",
+    parent="cp-async",
     title="mma.sync + ldmatrix, swizzled 4-stage cp.async, 64 x 64 warp tiles",
     dtypes=("float16",),
     needs=("cupy",),

@@ -63,6 +63,7 @@ LAUNCHER = TiledLauncher((BM, BN, BK), kernel_for)
 
 @rung(
     name="tma",
+    parent="mma-sync",
     title="TMA: rung 15's tiles by the bulk tensor copy engine, mbarrier completion",
     dtypes=("float16", "bfloat16"),
     needs=("cupy",),

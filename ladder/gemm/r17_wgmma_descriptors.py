@@ -61,6 +61,7 @@ LAUNCHER = TiledLauncher((BM, BN, BK), kernel_for)
 
 @rung(
     name="wgmma-descriptors",
+    parent="tma",
     title="wgmma from shared-memory descriptors, fed by rung 16's TMA ring",
     dtypes=("float16", "bfloat16"),
     needs=("cupy",),

@@ -118,6 +118,7 @@ def launch_transposed(A: Any, B: Any, C: Any, layout: str) -> Any:
 
 @rung(
     name="wgmma",
+    parent="wgmma-descriptors",
     title="Warp specialization: a producer warpgroup, empty barriers, setmaxnreg",
     dtypes=("float16", "bfloat16"),
     needs=("cupy",),

@@ -77,6 +77,7 @@ LAUNCHER = TiledLauncher((BM, BN, BK), kernel_for)
 
 @rung(
     name="smem-epilogue",
+    parent="wgmma",
     title="Hopper: rung 18, C staged in shared memory, whole-line stores",
     dtypes=("float16", "bfloat16"),
     needs=("cupy",),

@@ -71,6 +71,7 @@ LAUNCHER = TiledLauncher((BM, BN, BK), kernel_for)
 
 @rung(
     name="persistent",
+    parent="smem-epilogue",
     title="Persistent: one block per SM over many tiles, copies under the epilogue",
     dtypes=("float16", "bfloat16"),
     needs=("cupy",),

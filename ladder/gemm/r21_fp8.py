@@ -84,6 +84,7 @@ LAUNCHER = Fp8Launcher((BM, BN, BK), kernel_for)
 
 @rung(
     name="fp8",
+    parent="persistent",
     title="FP8: rung 20 on e4m3/e5m2 wgmma, per-tensor scales, bfloat16 out",
     problem="gemm-fp8",
     dtypes=DTYPES,

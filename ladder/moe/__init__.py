@@ -9,4 +9,15 @@ registers its launcher for the problems it solves. ``common`` holds the kernels 
 from ladder.core.rung import import_rungs
 from ladder.moe import problem, references  # noqa: F401  (registers problems, libraries)
 
-import_rungs(__name__, __path__)
+# The ladder, in order: each rung's number is its place here, in moe-top2, moe-top8 and
+# grouped-gemm alike (grouped-gemm takes rungs 3 and 5, the expert GEMM alone).
+LADDER = (
+    "expert-loop",
+    "sorted-tokens",
+    "grouped",
+    "fused-gather-scatter",
+    "wgmma-grouped",
+    "wide-gather",
+)
+
+import_rungs(__name__, __path__, LADDER)

@@ -82,7 +82,7 @@ def route(logits: Any, k: int, stream: Any) -> tuple[Any, Any]:
     return ids, gates
 
 
-@moe_rung(name="expert-loop", title="A loop over experts from the host (the baseline)")
+@moe_rung(name="expert-loop", parent=None, title="A loop over experts from the host (the baseline)")
 def launch(x: Any, logits: Any, w1: Any, w2: Any, out: Any = None, k: int = 2) -> Any:
     xs, lg, w1s, w2s, y, shape = operands(x, logits, w1, w2, out, k, ("float32", "float16"))
     if 0 in y.shape:

@@ -68,7 +68,11 @@ class Buffers:
 PLANS = PlanCache(Buffers)
 
 
-@moe_rung(name="sorted-tokens", title="Count, scan and permute on the GPU; contiguous experts")
+@moe_rung(
+    name="sorted-tokens",
+    parent="expert-loop",
+    title="Count, scan and permute on the GPU; contiguous experts",
+)
 def launch(x: Any, logits: Any, w1: Any, w2: Any, out: Any = None, k: int = 2) -> Any:
     xs, lg, w1s, w2s, y, shape = operands(x, logits, w1, w2, out, k, ("float32", "float16"))
     if 0 in y.shape:

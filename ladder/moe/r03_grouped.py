@@ -94,7 +94,11 @@ def grouped_grid(rows: int, cols: int, experts: int) -> tuple[int, int]:
 PLANS = PlanCache(Buffers)
 
 
-@moe_rung(name="grouped", title="One grouped launch per GEMM, tiles scheduled on the GPU")
+@moe_rung(
+    name="grouped",
+    parent="sorted-tokens",
+    title="One grouped launch per GEMM, tiles scheduled on the GPU",
+)
 def launch(x: Any, logits: Any, w1: Any, w2: Any, out: Any = None, k: int = 2) -> Any:
     xs, lg, w1s, w2s, y, shape = operands(x, logits, w1, w2, out, k, ("float32", "float16"))
     if 0 in y.shape:
@@ -125,6 +129,7 @@ TILE_STARTS = PlanCache(lambda offsets: cuda.device_array(offsets.shape, np.int3
 @rung(
     problem="grouped-gemm",
     name="grouped",
+    parent=None,
     title="One grouped launch, tiles scheduled on the GPU",
     dtypes=("float32", "float16"),
 )

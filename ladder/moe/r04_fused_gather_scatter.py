@@ -111,7 +111,9 @@ PLANS = PlanCache(Buffers)
 
 
 @moe_rung(
-    name="fused-gather-scatter", title="Gather fused into the loads, scatter into the epilogue"
+    name="fused-gather-scatter",
+    parent="grouped",
+    title="Gather fused into the loads, scatter into the epilogue",
 )
 def launch(x: Any, logits: Any, w1: Any, w2: Any, out: Any = None, k: int = 2) -> Any:
     xs, lg, w1s, w2s, y, shape = operands(x, logits, w1, w2, out, k, ("float32", "float16"))

@@ -180,6 +180,7 @@ PLANS = PlanCache(Plan)
 
 @moe_rung(
     name="wgmma-grouped",
+    parent="fused-gather-scatter",
     title="Tensor cores: grouped wgmma + TMA, SiLU and gate in the epilogues",
     dtypes=DTYPES,
     needs=("cupy",),
@@ -267,6 +268,7 @@ GROUPED_PLANS = PlanCache(GroupedPlan)
 @rung(
     problem="grouped-gemm",
     name="wgmma-grouped",
+    parent="grouped",
     title="Tensor cores: grouped wgmma + TMA",
     dtypes=DTYPES,
     needs=("cupy",),

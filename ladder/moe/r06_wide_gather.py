@@ -64,6 +64,7 @@ def gather_words(x: Operand, p: Plan, k: int, stream: Any) -> None:
 
 @moe_rung(
     name="wide-gather",
+    parent="wgmma-grouped",
     title="Tensor cores, x's rows gathered 8 bytes at a time",
     dtypes=DTYPES,
     needs=("cupy",),

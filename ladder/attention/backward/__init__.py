@@ -9,4 +9,6 @@ libraries (PyTorch's SDPA backward, each backend pinned).
 from ladder.attention.backward import problem, references  # noqa: F401  (registers them)
 from ladder.core.rung import import_rungs
 
-import_rungs(__name__, __path__)
+LADDER = ("materialized", "flash", "tensor-core", "wgmma")
+
+import_rungs(__name__, __path__, LADDER)

@@ -27,9 +27,10 @@ skips the masked half, so the causal call takes most of the plain call's time an
 TFLOP/s nearly halve.
 Measured: on an NVIDIA H100 80GB HBM3 (``ladder run``), float16, [4, 16, 16, 4096, 64] (B, H,
 HKV, N, d): 716.254 ms and 0.96 TFLOP/s (SDPA's backward: 1.572 ms), causal 643.089 ms and
-0.53 TFLOP/s (results/nvidia-h100-80gb-hbm3-attention-backward-4096-64.json and
-results/nvidia-h100-80gb-hbm3-attention-backward-causal-4096-64.json); d = 128: 1429.092 ms
-(results/nvidia-h100-80gb-hbm3-attention-backward-4096-128.json).
+0.53 TFLOP/s (lab/attention/2026-11-27-backward/nvidia-h100-80gb-hbm3-attention-backward-4096-
+64.json and lab/attention/2026-11-27-backward/nvidia-h100-80gb-hbm3-attention-backward-causal-4096-
+64.json); d = 128: 1429.092 ms (lab/attention/2026-11-27-backward/nvidia-h100-80gb-hbm3-attention-
+backward-4096-128.json).
 Verdict: held: the forward's rung 1 rate (0.9 TFLOP/s on an H200) and about two and a half
 times its time; causal takes 0.90 of the plain call and its TFLOP/s nearly halve. d = 128
 doubles every product, and the time (2.00x) with it.
@@ -189,6 +190,7 @@ PLANS = PlanCache(plan, size=1)  # each plan holds a B x H x N x N buffer: keep 
 
 @backward_rung(
     name="materialized",
+    parent=None,
     title="Six kernels: D, P, dV, dS, dQ, dK (P and dS N x N in global memory)",
     bytes_moved=_bytes_moved,
 )

@@ -32,10 +32,10 @@ times at N = 4096, and far below the library's tensor-core backward.
 Measured: on an NVIDIA H100 80GB HBM3 (``ladder run``), float16, [4, 16, 16, 4096, 64] (B, H,
 HKV, N, d): 98.806 ms and 6.95 TFLOP/s credited, 7.25x rung 1; causal 50.244 ms, 12.80x; d =
 128: 367.525 ms and 3.74 TFLOP/s, 3.89x; causal 186.856 ms, 6.86x (the files of rung 3:
-results/nvidia-h100-80gb-hbm3-attention-backward-4096-64.json,
-results/nvidia-h100-80gb-hbm3-attention-backward-causal-4096-64.json,
-results/nvidia-h100-80gb-hbm3-attention-backward-4096-128.json,
-results/nvidia-h100-80gb-hbm3-attention-backward-causal-4096-128.json).
+lab/attention/2026-11-27-backward/nvidia-h100-80gb-hbm3-attention-backward-4096-64.json,
+lab/attention/2026-11-27-backward/nvidia-h100-80gb-hbm3-attention-backward-causal-4096-64.json,
+lab/attention/2026-11-27-backward/nvidia-h100-80gb-hbm3-attention-backward-4096-128.json,
+lab/attention/2026-11-27-backward/nvidia-h100-80gb-hbm3-attention-backward-causal-4096-128.json).
 Verdict: missed "well over ten times" except causal d = 64. At d = 64 the credited rate, 1.4x
 lower for the recomputation, matches the forward flash rung's (9.6 TFLOP/s on an H200) divided
 by 1.4; at d = 128 the tiles shrink to 16 x 16, so each staged value serves half as many
@@ -336,6 +336,7 @@ PLANS = PlanCache(plan)
 
 @backward_rung(
     name="flash",
+    parent="materialized",
     title="Flash backward: dK/dV per key tile, dQ per query tile, P and dS in shared memory",
 )
 def launch(

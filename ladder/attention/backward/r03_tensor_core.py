@@ -21,10 +21,10 @@ Measured: on an NVIDIA H100 80GB HBM3 (``ladder run``; the libraries in the same
 [4, 16, 16, 4096, 64] (B, H, HKV, N, d): 3.167 ms and 216.95 TFLOP/s credited, 31.19x rung 2;
 SDPA's default call (cuDNN) 1.572 ms, FlashAttention-2's 2.567 ms; causal 1.720 ms against
 0.940; d = 128: 6.659 ms and 206.40 TFLOP/s against 2.627 ms; causal 3.537 against 1.502
-(results/nvidia-h100-80gb-hbm3-attention-backward-4096-64.json,
-results/nvidia-h100-80gb-hbm3-attention-backward-causal-4096-64.json,
-results/nvidia-h100-80gb-hbm3-attention-backward-4096-128.json,
-results/nvidia-h100-80gb-hbm3-attention-backward-causal-4096-128.json).
+(lab/attention/2026-11-27-backward/nvidia-h100-80gb-hbm3-attention-backward-4096-64.json,
+lab/attention/2026-11-27-backward/nvidia-h100-80gb-hbm3-attention-backward-causal-4096-64.json,
+lab/attention/2026-11-27-backward/nvidia-h100-80gb-hbm3-attention-backward-4096-128.json,
+lab/attention/2026-11-27-backward/nvidia-h100-80gb-hbm3-attention-backward-causal-4096-128.json).
 Verdict: the rate held with the mask (200 and 194 TFLOP/s) and beat the 120 to 200 predicted
 without it (217 and 206), and 29x to 55x rung 2; against the fastest library 0.50x at d = 64
 (causal 0.55x) and 0.39x at d = 128 (causal 0.42x), short of the 0.6x target; against
@@ -73,6 +73,7 @@ PLANS = PlanCache(plan)
 
 @backward_rung(
     name="tensor-core",
+    parent="flash",
     title="Flash backward on the tensor cores: mma.sync, ldmatrix, cp.async (CUDA C++)",
     dtypes=("float16",),
     needs=("cupy",),

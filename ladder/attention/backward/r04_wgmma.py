@@ -26,12 +26,13 @@ run), float16, [4, 16, 16, 4096, 64] (B, H, HKV, N, d): 2.104 ms and 326.57 TFLO
 (rung 3: 3.183 ms; SDPA pinned to cuDNN: 1.544 ms; FlashAttention-2: 2.585 ms); causal
 1.146 ms (rung 3 1.721, SDPA's default call, cuDNN: 0.950); d = 128: 3.892 ms (rung 3 6.648,
 default call 2.588), causal 1.992 ms (rung 3 3.558, default call 1.478)
-(results/nvidia-h100-80gb-hbm3-attention-backward-4096-64-wgmma.json,
-results/nvidia-h100-80gb-hbm3-attention-backward-causal-4096-64-wgmma.json,
-results/nvidia-h100-80gb-hbm3-attention-backward-4096-128-wgmma.json,
-results/nvidia-h100-80gb-hbm3-attention-backward-causal-4096-128-wgmma.json). bfloat16, d = 64
-(the same kernels built with .bf16 products): 2.082 ms against cuDNN's 1.538 ms, 0.74x
-(results/nvidia-h100-80gb-hbm3-attention-backward-4096-64-bfloat16-wgmma.json).
+(lab/attention/2026-11-27-backward/nvidia-h100-80gb-hbm3-attention-backward-4096-64-wgmma.json,
+lab/attention/2026-11-27-backward/nvidia-h100-80gb-hbm3-attention-backward-causal-4096-64-
+wgmma.json, lab/attention/2026-11-27-backward/nvidia-h100-80gb-hbm3-attention-backward-4096-128-
+wgmma.json, lab/attention/2026-11-27-backward/nvidia-h100-80gb-hbm3-attention-backward-causal-4096-
+128-wgmma.json). bfloat16, d = 64 (the same kernels built with .bf16 products): 2.082 ms against
+cuDNN's 1.538 ms, 0.74x (lab/attention/2026-11-27-backward/nvidia-h100-80gb-hbm3-attention-backward-
+4096-64-bfloat16-wgmma.json).
 Verdict: held at d = 64: 1.51x rung 3 (causal 1.50x), 0.73x the fastest library (causal
 0.83x), past the 0.6x target, and 1.23x FlashAttention-2's backward. Exceeded at d = 128:
 1.71x and 1.79x, 0.67x and 0.74x the fastest call, likely because rung 3 at d = 128 ran query
@@ -80,6 +81,7 @@ PLANS = PlanCache(plan)
 
 @backward_rung(
     name="wgmma",
+    parent="tensor-core",
     title="Flash backward on wgmma: every product on Hopper's warpgroup multiply",
     dtypes=("float16", "bfloat16"),
     needs=("cupy",),

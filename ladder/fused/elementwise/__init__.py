@@ -13,4 +13,6 @@ from ladder.fused.elementwise import (  # noqa: F401  (registers the libraries a
     triton_peer,
 )
 
-import_rungs(__name__, __path__)
+LADDER = ("three-kernels", "fp16-casts", "fused")
+
+import_rungs(__name__, __path__, LADDER)

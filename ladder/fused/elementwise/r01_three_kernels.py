@@ -111,6 +111,7 @@ def _bytes(size: tuple[int, ...], dtype: str) -> float:
 
 @rung(
     name="three-kernels",
+    parent=None,
     title="Three kernels, intermediates in memory",
     dtypes=DTYPES,
     bytes_moved=_bytes,

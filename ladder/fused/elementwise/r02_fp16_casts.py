@@ -126,6 +126,7 @@ def _bytes(size: tuple[int, ...], dtype: str) -> float:
 
 @rung(
     name="fp16-casts",
+    parent="three-kernels",
     title="float16 around a float32 kernel: cast, compute, cast back",
     dtypes=DTYPES,
     bytes_moved=_bytes,

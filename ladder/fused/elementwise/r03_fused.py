@@ -153,6 +153,7 @@ def _bytes(size: tuple[int, ...], dtype: str) -> float:
 
 @rung(
     name="fused",
+    parent="three-kernels",
     title="One fused kernel, 4-wide vector accesses",
     dtypes=DTYPES,
     bytes_moved=_bytes,

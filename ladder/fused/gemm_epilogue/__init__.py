@@ -9,4 +9,6 @@ cuBLAS SGEMM followed by a CuPy bias + GELU kernel, and ``torch.compile`` of ``g
 from ladder.core.rung import import_rungs
 from ladder.fused.gemm_epilogue import references  # noqa: F401  (registers the libraries)
 
-import_rungs(__name__, __path__)
+LADDER = ("gemm-then-epilogue", "fused-epilogue")
+
+import_rungs(__name__, __path__, LADDER)

@@ -93,6 +93,7 @@ def _bytes(size: tuple[int, ...], dtype: str) -> float:
 
 @rung(
     name="gemm-then-epilogue",
+    parent=None,
     title="GEMM (rung 9), then a bias + GELU kernel",
     bytes_moved=_bytes,
 )

@@ -142,6 +142,7 @@ def launch_activation(activation: Any, A: Any, B: Any, bias: Any, out: Any = Non
 
 @rung(
     name="fused-epilogue",
+    parent="gemm-then-epilogue",
     title="Bias + GELU fused into rung 9's store",
 )
 def launch(A: Any, B: Any, bias: Any, out: Any = None) -> Any:

@@ -12,4 +12,6 @@ from ladder.fused.layernorm import (  # noqa: F401  (registers the libraries and
     triton_peer,
 )
 
-import_rungs(__name__, __path__)
+LADDER = ("two-pass", "welford")
+
+import_rungs(__name__, __path__, LADDER)

@@ -152,6 +152,7 @@ def _bytes(size: tuple[int, ...], dtype: str) -> float:
 
 @rung(
     name="two-pass",
+    parent=None,
     title="Two-pass statistics kernel, then a normalization kernel",
     dtypes=DTYPES,
     bytes_moved=_bytes,

@@ -320,6 +320,7 @@ def _bytes(size: tuple[int, ...], dtype: str) -> float:
 
 @rung(
     name="welford",
+    parent="two-pass",
     title="One pass: Welford, row in registers, 16-byte loads",
     dtypes=DTYPES,
     bytes_moved=_bytes,

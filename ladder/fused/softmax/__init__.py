@@ -13,4 +13,6 @@ from ladder.fused.softmax import (  # noqa: F401  (registers the libraries and t
     triton_peer,
 )
 
-import_rungs(__name__, __path__)
+LADDER = ("three-kernels", "block-per-row", "warp-shuffle", "online", "rows-in-registers")
+
+import_rungs(__name__, __path__, LADDER)

@@ -132,6 +132,7 @@ def _bytes_moved(size: tuple[int, ...], dtype: str) -> float:
 
 @rung(
     name="three-kernels",
+    parent=None,
     title="Three kernels: max, sum, normalize (one thread per row)",
     dtypes=("float32", "float16"),
     bytes_moved=_bytes_moved,

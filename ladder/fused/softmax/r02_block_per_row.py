@@ -105,6 +105,7 @@ PLANS = PlanCache(plan)
 
 @rung(
     name="block-per-row",
+    parent="three-kernels",
     title="One kernel, a block per row, shared-memory tree reductions",
     dtypes=("float32", "float16"),
     bytes_moved=lambda size, dtype: float(4 * size[0] * size[1] * resolve(dtype).itemsize),

@@ -108,6 +108,7 @@ PLANS = PlanCache(plan)
 
 @rung(
     name="warp-shuffle",
+    parent="block-per-row",
     title="Warp-shuffle reductions, one shared exchange across warps",
     dtypes=("float32", "float16"),
     bytes_moved=lambda size, dtype: float(4 * size[0] * size[1] * resolve(dtype).itemsize),

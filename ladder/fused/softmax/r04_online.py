@@ -118,6 +118,7 @@ PLANS = PlanCache(plan)
 
 @rung(
     name="online",
+    parent="warp-shuffle",
     title="Online softmax: max and sum in one pass (2 reads, 1 write)",
     dtypes=("float32", "float16"),
     bytes_moved=lambda size, dtype: float(3 * size[0] * size[1] * resolve(dtype).itemsize),

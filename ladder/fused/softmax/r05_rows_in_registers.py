@@ -301,6 +301,7 @@ def _bytes_moved(size: tuple[int, ...], dtype: str) -> float:
 
 @rung(
     name="rows-in-registers",
+    parent="online",
     title="The row in registers: one read, one write, 16-byte loads",
     dtypes=("float32", "float16"),
     bytes_moved=_bytes_moved,
