@@ -1,5 +1,5 @@
-"""The ``ladder`` command: list | info | run | bench | plot | check | profile | sanitize |
-transfer.
+"""The ``ladder`` command: list | info | run | bench | render | plot | diff | check | profile |
+sanitize | transfer | models.
 
 ``python -m ladder`` is the same command.
 """
@@ -321,13 +321,36 @@ def cmd_run(args: argparse.Namespace) -> int:
     return _exit_code(runs)
 
 
+SECTIONS = ("transfer", "models")  # benchmarks that are not ladders, kept in the same file
+
+
+def _section(name: str, dtypes: list[str] | None) -> dict[str, Any]:
+    """Measure one of SECTIONS and return its document (progress on stderr)."""
+
+    def log(text: object) -> None:
+        print(f"ladder: {name}: {text}", file=sys.stderr, flush=True)
+
+    if name == "transfer":
+        from ladder.transfer import bench as transfer_bench
+
+        return transfer_bench.run(log=log)
+    try:
+        from ladder.models import bench as models_bench
+    except ImportError as err:
+        raise ValueError(f"--problems models needs PyTorch ({err}): the ops extra") from None
+    wanted = tuple(dtypes) if dtypes else None
+    return models_bench.run(dtypes=wanted, log=log)
+
+
 def cmd_bench(args: argparse.Namespace) -> int:
     import time
 
     from ladder.core import canonical
 
     console = _console()
-    names = args.problems or list(problems())
+    asked = args.problems or [*problems(), *SECTIONS]
+    sections = [n for n in asked if n in SECTIONS]
+    names = [n for n in asked if n not in SECTIONS]
     cases = []
     for name in names:
         problem = get_problem(name)
@@ -338,7 +361,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
                 dtype
             )
             cases += [(name, size, dtype) for size in sizes]
-    if not cases:
+    if not cases and not sections:
         raise ValueError(
             f"--dtypes {' '.join(args.dtypes)}: none of --problems {' '.join(names)} takes them"
         )
@@ -347,12 +370,17 @@ def cmd_bench(args: argparse.Namespace) -> int:
     ceilings = roofline.ceilings(remeasure=True)
     with conditions.Sampler() as sampler:
         runs = _measure_all(cases, {n: rungs(n) for n in names}, args.repeats)
+        measured = {name: _section(name, args.dtypes) for name in sections}
     date, measured_at = canonical.now(), canonical.commit()
-    during = sampler.summary() | {"measured": sorted({f"{n}/{d}" for n, _, d in cases})}
+    pairs = sorted({f"{n}/{d}" for n, _, d in cases}) + sections
+    during = sampler.summary() | {"measured": pairs}
     piece = report.results_document(canonical.stamp(runs, date, measured_at), ceilings)
+    piece["sections"] = {
+        name: doc | {"date": date, "commit": measured_at} for name, doc in measured.items()
+    }
     piece["piece"] = canonical.piece_record(
-        runs, during, ceilings, piece["versions"], args.argv, time.perf_counter() - began,
-        date, measured_at,
+        runs, sections, during, ceilings, piece["versions"], args.argv,
+        time.perf_counter() - began, date, measured_at,
     )  # fmt: skip
     if out is None:
         doc = canonical.merged(None, piece)
@@ -518,6 +546,26 @@ def cmd_sanitize(args: argparse.Namespace) -> int:
     return 1 if bad or missed else 0
 
 
+def cmd_diff(args: argparse.Namespace) -> int:
+    from ladder.core import diff
+
+    r = get_rung(args.problem, args.rung)  # main checked both
+    parent = get_rung(args.problem, args.parent) if args.parent else None
+    found = diff.files(r, parent, args.context)
+    shown = parent or diff.parent_of(r)
+    summary = ", ".join(f"{f.new.name}: {f.changed} lines changed" for f in found)
+    print(f"{r.key} (rung {r.number}) against {shown.key} (rung {shown.number}): {summary}")
+    body = diff.text(r, parent, args.context)
+    console = _console()
+    if console.is_terminal:
+        from rich.syntax import Syntax
+
+        console.print(Syntax(body, "diff", theme="ansi_dark", background_color="default"))
+    else:
+        print(body, end="")
+    return 0
+
+
 def cmd_transfer(args: argparse.Namespace) -> int:
     from ladder.transfer import bench
 
@@ -642,7 +690,13 @@ def build_parser() -> argparse.ArgumentParser:
         "bench",
         "problems at their standard sizes, merged into results/<gpu>.json (the canonical file)",
     )
-    p.add_argument("--problems", nargs="+", metavar="PROBLEM", help=f"only these: {PROBLEMS}")
+    p.add_argument(
+        "--problems",
+        nargs="+",
+        metavar="PROBLEM",
+        help=f"only these: {PROBLEMS}; also {', '.join(SECTIONS)} (data movement, and the "
+        "models on the ladder's operators)",
+    )
     p.add_argument("--dtypes", nargs="+", metavar="DTYPE", help="only these dtypes")
     p.add_argument("--repeats", type=_positive)
     p.add_argument(
@@ -695,6 +749,15 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--tools", nargs="+", default=["memcheck", "racecheck"])
     p.add_argument("--json", help="also write the results to this file")
     p.set_defaults(func=cmd_sanitize)
+
+    p = command("diff", "a rung against its parent: the lesson, as a unified diff")
+    p.add_argument("problem", help=f"one of {PROBLEMS}")
+    p.add_argument("rung", help="a rung's name or number")
+    p.add_argument("--parent", metavar="RUNG", help="against this rung instead of the parent")
+    p.add_argument(
+        "--context", type=int, default=3, metavar="N", help="lines of context (default 3)"
+    )
+    p.set_defaults(func=cmd_diff)
 
     p = command(
         "transfer", "data movement: transfers, overlap, launch costs -> results/<gpu>-transfer.json"
@@ -812,8 +875,14 @@ def _check_arguments(args: argparse.Namespace) -> None:
             _known_rung(problem.name, rung_name, "--rungs")
     if args.command == "profile" and args.rung != "all":
         _known_rung(args.problem, args.rung, "RUNG")
+    if args.command == "diff":
+        _known_rung(args.problem, args.rung, "RUNG")
+        if args.parent:
+            _known_rung(args.problem, args.parent, "--parent")
     if args.command == "bench":  # (plot checks its --problems against its results file)
         for problem_name in args.problems or ():
+            if problem_name in SECTIONS:
+                continue
             try:
                 get_problem(problem_name)
             except KeyError as err:

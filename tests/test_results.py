@@ -26,7 +26,7 @@ def _run(problem: str, name: str, dtype: str = "float32", ms: float = 1.0, **ext
 
 
 def _piece(gpu: str, runs: list[dict], date: str = "2026-11-28T10:00:00+0000") -> dict:
-    record = canonical.piece_record(runs, None, None, {}, ["bench"], 1.0, date, "abc")
+    record = canonical.piece_record(runs, [], None, None, {}, ["bench"], 1.0, date, "abc")
     return {"gpu": gpu, "date": date, "runs": canonical.stamp(runs, date, "abc"), "piece": record}
 
 

@@ -3,7 +3,10 @@
 
 A canonical file is built up in pieces: each ``ladder bench`` (a problem or a few, one dtype
 or all) measures its cases and merges them into the file, replacing the runs of the
-(problem, dtype) pairs it measured and keeping every other run. Each run carries the date and
+(problem, dtype) pairs it measured and keeping every other run. Two benchmarks that are not
+ladders live in it too, under ``sections``: ``transfer`` (data movement: link bandwidth,
+copy/compute overlap, launch costs) and ``models`` (LeNet and a GPT-2 block on the ladder's
+operators against PyTorch), each replaced whole when measured again. Each run carries the date and
 the commit it was measured at (``date``, ``commit``); each piece is recorded in ``pieces``
 with its conditions (clocks, throttle reasons), ceilings, versions, arguments and how long it
 took. Pieces may run at once on several GPUs of one machine: the merge holds a lock on the
@@ -103,7 +106,8 @@ def merged(earlier: dict[str, Any] | None, piece: dict[str, Any]) -> dict[str, A
         raise ValueError(
             f"a piece measured on {piece['gpu']} cannot go into the file of {earlier['gpu']}"
         )
-    redone = _pairs(piece["runs"])
+    sections = piece.get("sections") or {}
+    redone = _pairs(piece["runs"]) | set(sections)
     kept_runs = [] if earlier is None else earlier["runs"]
     kept_runs = [r for r in kept_runs if f"{r['problem']}/{r['dtype']}" not in redone]
     pieces = []
@@ -111,8 +115,10 @@ def merged(earlier: dict[str, Any] | None, piece: dict[str, Any]) -> dict[str, A
         left = [m for m in record.get("measured", []) if m not in redone]
         if left:
             pieces.append(record | {"measured": left})
-    doc = {k: v for k, v in piece.items() if k not in ("runs", "piece")}
+    doc = {k: v for k, v in piece.items() if k not in ("runs", "piece", "sections")}
+    doc.pop("conditions", None)  # each piece's own, in ``pieces``
     doc["pieces"] = [*pieces, piece["piece"]]
+    doc["sections"] = ({} if earlier is None else earlier.get("sections") or {}) | sections
     doc["runs"] = kept_runs + piece["runs"]
     return doc
 
@@ -131,6 +137,7 @@ def merge_into(path: Path, piece: dict[str, Any]) -> dict[str, Any]:
 
 def piece_record(
     runs: list[dict[str, Any]],
+    sections: list[str],
     conditions: dict[str, Any] | None,
     ceilings: dict[str, Any] | None,
     versions: dict[str, Any],
@@ -144,7 +151,7 @@ def piece_record(
     return {
         "date": date,
         "commit": measured_at,
-        "measured": sorted(_pairs(runs)),
+        "measured": sorted(_pairs(runs)) + sorted(sections),
         "argv": list(argv),
         "seconds": round(seconds, 1),
         "visible_devices": os.environ.get("CUDA_VISIBLE_DEVICES"),

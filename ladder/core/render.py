@@ -5,6 +5,7 @@ command, ``ladder render``, and never typed:
   each problem and dtype, the best rung at the size ``ladder run`` defaults to against the
   fastest library in the same run, from the canonical file of the GPU the marker names;
 - ``docs/results/<problem>.md``: every case of the problem, every rung, library and peer;
+  ``docs/results/transfer.md`` and ``models.md``: the two benchmarks that are not ladders;
 - ``docs/results/README.md``: the pages, the canonical files and their pieces, and which GPU
   generations each rung runs on (from the registry);
 - the figures beside each canonical file (``results/<gpu>.png``, ``-<problem>.png``,
@@ -167,6 +168,45 @@ def problem_page(problem: str, docs: dict[str, dict[str, Any]]) -> str:
     return "\n".join(lines).rstrip() + "\n"
 
 
+SECTION_TITLES = {
+    "transfer": "data movement (ladder bench --problems transfer)",
+    "models": "models on the ladder's operators (ladder bench --problems models)",
+}
+
+
+def section_page(name: str, docs: dict[str, dict[str, Any]], root: Path = ROOT) -> str:
+    """``docs/results/<name>.md`` for a section of the canonical files (``transfer``,
+    ``models``): the section's own Markdown, per GPU, with the figures drawn beside the file."""
+    lines = [
+        f"# {SECTION_TITLES[name]}: results",
+        "",
+        "Rendered by `ladder render` from the canonical results files; do not edit.",
+        "",
+    ]
+    for slug, doc in docs.items():
+        section = (doc.get("sections") or {}).get(name)
+        if section is None:
+            continue
+        figures = sorted((root / "results").glob(f"{slug}-{name}-*.png"))
+        links = [f"../../results/{p.name}" for p in figures]
+        where = f"results/{slug}.json"
+        lines += [f"## {doc['gpu']}", "", f"From [`{where}`](../../{where}), measured "
+                  f"{str(section.get('date'))[:10]} at commit "
+                  f"{str(section.get('commit') or '—')[:12]}.", ""]  # fmt: skip
+        if name == "transfer":
+            from ladder.transfer import bench
+
+            body = bench.markdown(section, links)
+        else:
+            from ladder.models import bench as models
+
+            body = models.markdown(section, links, where)
+        lines += [body.rstrip(), ""]
+    if len(lines) == 4:
+        lines += [f"Not measured yet: `ladder bench --problems {name}` writes it.", ""]
+    return "\n".join(lines).rstrip() + "\n"
+
+
 def index_page(docs: dict[str, dict[str, Any]]) -> str:
     """``docs/results/README.md``: the problem pages, the canonical files and their pieces
     (what each measured, when, at which commit, how long it took), and which GPU generations
@@ -178,7 +218,8 @@ def index_page(docs: dict[str, dict[str, Any]]) -> str:
         "per GPU, written only by `ladder bench`, built up in pieces (a problem or a few at a "
         "time); each run records the date and commit it was measured at.",
         "",
-        "Problems: " + ", ".join(f"[{name}]({name}.md)" for name in problems()) + ".",
+        "Problems: " + ", ".join(f"[{name}]({name}.md)" for name in problems()) + ". Beside "
+        "them: " + ", ".join(f"[{name}]({name}.md)" for name in SECTION_TITLES) + ".",
         "",
     ]
     for slug, doc in docs.items():
@@ -246,6 +287,8 @@ def texts(root: Path = ROOT) -> dict[Path, str]:
     out[pages / "README.md"] = index_page(docs)
     for name in problems():
         out[pages / f"{name}.md"] = problem_page(name, docs)
+    for name in SECTION_TITLES:
+        out[pages / f"{name}.md"] = section_page(name, docs, root)
     if (root / "lab").is_dir():
         out[root / "lab" / "README.md"] = lab.index_markdown(lab.entries(root / "lab"))
     return out
@@ -265,10 +308,19 @@ def draw(root: Path = ROOT, say: Callable[[str], None] = print) -> list[Path]:
         path = folder / _figure(slug, "contenders")
         try:
             report.plot_contenders(doc, path)
+            drawn.append(path)
+            say(f"drew {path}")
         except ValueError:  # no library or peer measured (a simulated file)
-            continue
-        drawn.append(path)
-        say(f"drew {path}")
+            pass
+        sections = doc.get("sections") or {}
+        if "transfer" in sections:
+            from ladder.transfer import bench
+
+            drawn += bench.figures(sections["transfer"], folder, f"{slug}-transfer")
+        if "models" in sections:
+            from ladder.models import plot
+
+            drawn += plot.figures(sections["models"], folder, f"{slug}-models")
     return drawn
 
 
@@ -278,11 +330,12 @@ def stale(root: Path = ROOT) -> list[Path]:
 
 
 def write(root: Path = ROOT, figures: bool = True, say: Callable[[str], None] = print) -> None:
-    """Render every text (and, with ``figures``, every figure) from the canonical files."""
+    """Render every figure (with ``figures``) and then every text, which links the figures,
+    from the canonical files."""
+    if figures:
+        draw(root, say)
     for path, text in texts(root).items():
         if not path.is_file() or path.read_text() != text:
             path.parent.mkdir(parents=True, exist_ok=True)
             path.write_text(text)
             say(f"wrote {path.relative_to(root)}")
-    if figures:
-        draw(root, say)
