@@ -3,7 +3,8 @@ command, ``ladder render``, and never typed:
 
 - the README's table between ``<!-- results:start GPU -->`` and ``<!-- results:end -->``: for
   each problem and dtype, the best rung at the size ``ladder run`` defaults to against the
-  fastest library in the same run, from the canonical file of the GPU the marker names;
+  fastest library in the same run, from the canonical file of the GPU the marker names; and
+  its start-here table of the notebooks (what each teaches, what it runs on, minutes);
 - ``docs/results/<problem>.md``: every case of the problem, every rung, library and peer;
   ``docs/results/transfer.md`` and ``models.md``: the two benchmarks that are not ladders;
 - ``docs/results/README.md``: the pages, the canonical files and their pieces, and which GPU
@@ -252,6 +253,60 @@ def index_page(docs: dict[str, dict[str, Any]]) -> str:
     return "\n".join(lines).rstrip() + "\n"
 
 
+NOTEBOOKS_START, NOTEBOOKS_END = "<!-- notebooks:start -->", "<!-- notebooks:end -->"
+WORDS_PER_MINUTE = 200  # prose, read
+SECONDS_PER_CODE_LINE = 2  # code, skimmed
+SECONDS_PER_FIGURE = 20
+
+
+def skim_minutes(path: Path) -> float:
+    """About how long a notebook takes to skim with its outputs: its prose (Markdown cells and
+    Markdown outputs: a rung's story) at WORDS_PER_MINUTE, its code (cells, and code shown in
+    outputs: a diff) at SECONDS_PER_CODE_LINE a line, and SECONDS_PER_FIGURE per figure."""
+    import json
+
+    nb = json.loads(path.read_text())
+    words = code_lines = figures = 0
+    for cell in nb["cells"]:
+        source = "".join(cell["source"])
+        if cell["cell_type"] == "markdown":
+            words += len(source.split())
+            continue
+        code_lines += len(source.splitlines())
+        for out in cell.get("outputs", []):
+            data = out.get("data", {})
+            figures += "image/png" in data
+            text = "".join(out.get("text", "")) + "".join(data.get("text/markdown", ""))
+            inside = False
+            for line in text.splitlines():
+                if line.startswith("```"):
+                    inside = not inside
+                elif inside:
+                    code_lines += 1
+                else:
+                    words += len(line.split())
+    seconds = code_lines * SECONDS_PER_CODE_LINE + figures * SECONDS_PER_FIGURE
+    return words / WORDS_PER_MINUTE + seconds / 60
+
+
+def notebooks_markdown(folder: Path) -> str:
+    """The README's start-here table: each notebook in order, what it teaches and what it runs
+    on (its metadata's ``ladder.learn`` and ``ladder.runs_on``), and minutes to skim it."""
+    import json
+
+    lines = [
+        "| notebook | you will learn | runs on | minutes |",
+        "|---|---|---|---:|",
+    ]
+    for path in sorted(folder.glob("*.ipynb")):
+        meta = json.loads(path.read_text()).get("metadata", {}).get("ladder", {})
+        lines.append(
+            f"| [{path.stem}](notebooks/{path.name}) | {meta.get('learn', '—')} | "
+            f"{meta.get('runs_on', '—')} | {skim_minutes(path):.0f} |"
+        )
+    return "\n".join(lines) + "\n"
+
+
 def readme_block(readme: Path, docs: dict[str, dict[str, Any]]) -> str | None:
     """The README with its results block rendered from the file of the GPU its marker names;
     None where the README has no marker."""
@@ -264,7 +319,13 @@ def readme_block(readme: Path, docs: dict[str, dict[str, Any]]) -> str | None:
         raise ValueError(f"{readme} reports {slug}, which has no results/{slug}.json")
     body = headline_markdown(docs[slug], slug)
     pattern = re.escape(found.group(0)) + ".*?" + re.escape(END)
-    return re.sub(pattern, lambda _: f"{found.group(0)}\n{body}{END}", text, count=1, flags=re.S)
+    text = re.sub(pattern, lambda _: f"{found.group(0)}\n{body}{END}", text, count=1, flags=re.S)
+    if NOTEBOOKS_START in text and NOTEBOOKS_END in text:
+        table = notebooks_markdown(readme.parent / "notebooks")
+        pattern = re.escape(NOTEBOOKS_START) + ".*?" + re.escape(NOTEBOOKS_END)
+        block = f"{NOTEBOOKS_START}\n{table}{NOTEBOOKS_END}"
+        text = re.sub(pattern, lambda _: block, text, count=1, flags=re.S)
+    return text
 
 
 def load(folder: Path = canonical.RESULTS) -> dict[str, dict[str, Any]]:
