@@ -1,8 +1,9 @@
 """Every rung's docstring has one shape (docs/design.md, "The rung docstring"): at most
 MAX_LINES lines, five labelled parts in order (What changes, Why, Prediction, Measured,
-Verdict), no development history (commit hashes), and every results file and lab-notes file
-it cites exists. The numbers it gives under "Measured" come from the results files it cites:
-each such number must appear in one of them (as written, or rounded to the digits shown)."""
+Verdict), no development history (commit hashes), and every results file, lab file and
+lab-notes file it cites exists (a lab file through the lab's index, ``ladder.core.lab.resolve``).
+The numbers it gives under "Measured" come from the files it cites: each such number must appear
+in one of them (as written, or rounded to the digits shown)."""
 
 from __future__ import annotations
 
@@ -12,13 +13,14 @@ from pathlib import Path
 
 import pytest
 
+from ladder.core import lab
 from ladder.core.rung import rungs
 
 ROOT = Path(__file__).resolve().parent.parent
 MAX_LINES = 45
 PARTS = ("What changes:", "Why:", "Prediction:", "Measured:", "Verdict:")
 HASH = re.compile(r"\b(?=[0-9a-f]*[a-f])(?=[0-9a-f]*\d)[0-9a-f]{7,40}\b")
-CITED = re.compile(r"results/[\w.\-]+\.json")
+CITED = re.compile(r"(?:results/|lab/[\w\-]+/[\w\-]+/)[\w.\-]+\.json")
 NOTES = re.compile(r"docs/notes/[\w\-]+\.md")
 RUNGS = [r for r in rungs() if not r.reference and not r.problem.endswith("-causal")]
 
@@ -41,6 +43,12 @@ def test_docstring_has_the_shape(rung):
     assert "commit" not in doc.lower(), f"{rung.key}: development history belongs in docs/notes"
 
 
+def _cited(path: str) -> Path:
+    """A cited file: results/ read directly, a lab file only through the lab's index (which
+    raises, naming the path, for a file no lab entry lists)."""
+    return lab.resolve(path) if path.startswith("lab/") else ROOT / path
+
+
 def _joined(doc: str) -> str:
     """The docstring on one line; a path wrapped after a hyphen is joined back together."""
     return " ".join(re.sub(r"-\n\s*", "-", doc).split())
@@ -50,7 +58,7 @@ def _joined(doc: str) -> str:
 def test_cited_files_exist(rung):
     doc = _joined(_doc(rung))
     for path in CITED.findall(doc) + NOTES.findall(doc):
-        assert (ROOT / path).is_file(), f"{rung.key} cites {path}, which does not exist"
+        assert _cited(path).is_file(), f"{rung.key} cites {path}, which does not exist"
 
 
 def _times_ms(value, unit: str | None = None) -> set[float]:
@@ -90,8 +98,8 @@ def test_measured_times_come_from_the_cited_results(rung):
     cited = CITED.findall(_joined(doc))
     numbers: set[float] = set()
     for path in cited:
-        if (ROOT / path).is_file():
-            numbers |= _times_ms(json.loads((ROOT / path).read_text()))
+        if _cited(path).is_file():
+            numbers |= _times_ms(json.loads(_cited(path).read_text()))
     for text in re.findall(r"(\d+\.\d+) ms\b", measured):
         assert cited, f"{rung.key}: 'Measured' gives {text} ms but cites no results file"
         assert _matches(text, numbers), f"{rung.key}: {text} ms is in none of {cited}"

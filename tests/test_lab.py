@@ -10,7 +10,7 @@ import pytest
 
 from ladder.core import lab
 
-LAB = lab.ROOT / "lab"
+LAB = lab.LAB
 READMES = sorted(LAB.glob("*/*/README.md"))
 CODE = {".py", ".cu", ".cuh", ".c", ".cpp", ".h", ".sh", ".ipynb"}
 
@@ -85,4 +85,4 @@ def test_parse_refuses_a_readme_out_of_shape(tmp_path):
     swapped = "# x\n\n- Question: q\n- Command: c\n- Answer: a\n- Files: `f`\n"
     (folder / "README.md").write_text(swapped)
     with pytest.raises(ValueError, match="2026-01-01-x"):
-        lab.parse(folder / "README.md", root=tmp_path)
+        lab.parse(folder / "README.md")

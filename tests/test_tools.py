@@ -2,7 +2,8 @@
 
 The compile report runs for real (Numba's compile_ptx and NVRTC need no GPU). Nsight Compute
 and compute-sanitizer need a GPU; their output formats are tested here on samples copied from
-a run on an H200, and the commands themselves were run there (results/nvidia-h200-*.json).
+a run on an H200, and the commands themselves were run there (lab/gemm/2026-11-22-profiles/,
+lab/tools/2026-11-22-sanitize/ and the other profile and sanitize entries of lab/README.md).
 """
 
 import json

@@ -27,6 +27,7 @@ from functools import lru_cache
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
+LAB = ROOT / "lab"
 AREAS = ("gemm", "conv", "attention", "fused", "moe", "transfer", "models", "harness", "tools")
 FIELDS = ("Question", "Answer", "Command", "Files")
 FOLDER = re.compile(r"\d{4}-\d{2}-\d{2}-[a-z0-9]+(?:-[a-z0-9]+)*")
@@ -65,10 +66,11 @@ class Entry:
         return self.path.split("/")[2]
 
 
-def parse(readme: Path, root: Path = ROOT) -> Entry:
-    """The entry whose README is ``readme``; ValueError naming it where the README is not in
-    the form the module docstring gives (a title, a blank line, the four fields in order)."""
-    folder = readme.parent.relative_to(root).as_posix()
+def parse(readme: Path) -> Entry:
+    """The entry whose README is ``readme`` (``<root>/lab/<area>/<entry>/README.md``);
+    ValueError naming it where the README is not in the form the module docstring gives (a
+    title, a blank line, the four fields in order)."""
+    folder = readme.parent.relative_to(readme.parents[3]).as_posix()
     lines = readme.read_text().splitlines()
     if len(lines) != 2 + len(FIELDS) or not lines[0].startswith("# ") or lines[1]:
         raise ValueError(f"{folder}/README.md: wanted a title, a blank line and {FIELDS}")
@@ -84,9 +86,9 @@ def parse(readme: Path, root: Path = ROOT) -> Entry:
     return Entry(folder, lines[0][2:].strip(), *values[:3], files)
 
 
-def entries(root: Path = ROOT) -> list[Entry]:
-    """Every entry of the lab under ``root``, by area (in ``AREAS`` order), then by folder."""
-    found = [parse(p, root) for p in sorted((root / "lab").glob("*/*/README.md"))]
+def entries(lab: Path = LAB) -> list[Entry]:
+    """Every entry of the lab folder ``lab``, by area (in ``AREAS`` order), then by folder."""
+    found = [parse(p) for p in sorted(lab.glob("*/*/README.md"))]
     return sorted(found, key=lambda e: (AREAS.index(e.area) if e.area in AREAS else 99, e.name))
 
 
@@ -110,13 +112,13 @@ def index_markdown(found: list[Entry]) -> str:
 def write_index(root: Path = ROOT) -> Path:
     """Write ``lab/README.md`` under ``root`` from the entries; return its path."""
     out = root / "lab" / "README.md"
-    out.write_text(index_markdown(entries(root)))
+    out.write_text(index_markdown(entries(root / "lab")))
     return out
 
 
 @lru_cache(maxsize=4)
-def _listed(root: Path) -> frozenset[str]:
-    return frozenset(f"{e.path}/{name}" for e in entries(root) for name in e.files)
+def _listed(lab: Path) -> frozenset[str]:
+    return frozenset(f"{e.path}/{name}" for e in entries(lab) for name in e.files)
 
 
 def resolve(path: str, root: Path = ROOT) -> Path:
@@ -126,7 +128,7 @@ def resolve(path: str, root: Path = ROOT) -> Path:
     if not (root / "lab").is_dir():
         raise ValueError(f"{path}: {NOT_HERE}")
     clean = Path(path).as_posix().removeprefix("./")
-    if clean not in _listed(root):
+    if clean not in _listed(root / "lab"):
         raise ValueError(f"{path}: no lab entry lists this file (lab/README.md is the index)")
     return root / clean
 

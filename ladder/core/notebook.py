@@ -135,8 +135,14 @@ def profile_figures(path: str) -> dict[str, Any]:
 
 
 def committed(name: str) -> Path | None:
-    """The committed results file ``name`` (``results/<name>`` of the repository), found from
-    a notebook's folder or the repository's, or None where it is not (an installed package)."""
+    """A committed file: a canonical results file by name (``results/<name>`` of the
+    repository, found from a notebook's folder or the repository's), or a lab file by its
+    repository path (``lab/...``, through the lab's index, which refuses a file no entry
+    lists); None where it is not here (an installed package)."""
+    if name.startswith("lab/"):
+        from ladder.core import lab
+
+        return lab.resolve(name) if lab.LAB.is_dir() else None
     for path in (Path(name), Path("..") / "results" / name, Path("results") / name):
         if path.is_file():
             return path
@@ -147,19 +153,20 @@ def committed(name: str) -> Path | None:
 def contenders(
     name: str, problems: list[str], dtypes: list[str] | None = None, figure: bool = True
 ) -> dict[str, Any] | None:
-    """From the committed results file ``name``: per case, the best rung, every library
-    configuration and every peer, fastest first (a table), and their bars
+    """From the committed results file ``name`` (as ``committed`` takes it): per case, the best
+    rung, every library configuration and every peer, fastest first (a table), and their bars
     (``report.plot_contenders``). None, said, where the file is not here."""
     from IPython.display import Markdown, display
 
+    shown = name if name.startswith("lab/") else f"results/{name}"
     path = committed(name)
     if path is None:
-        print(f"results/{name} is not here (it comes with the repository, not the package)")
+        print(f"{shown} is not here (it comes with the repository, not the package)")
         return None
     doc = report.read_results(path)
     display(
         Markdown(
-            f"From `results/{path.name}`, measured on {doc['gpu']} in one run per problem:\n\n"
+            f"From `{shown}`, measured on {doc['gpu']} in one run per problem:\n\n"
             + report.contenders_markdown(doc, problems, dtypes)
         )
     )

@@ -13,8 +13,8 @@ peak (66.9 TFLOP/s on the H200, from its SMs, lanes and clock).
 Measured: on an NVIDIA H200 by ``ladder bench`` (results/nvidia-h200.json): 4.431 ms at
 1024³ (0.48 TFLOP/s) and 276.079 ms at 4096³ (0.50 TFLOP/s, 0.7% of the FP32 peak), slower
 than NumPy on the CPU at both sizes. Nsight Compute at 4096³
-(results/nvidia-h200-profile-float32.json): DRAM throughput 0.6% of its peak, L2 hit rate
-87%, SM throughput (its busiest unit, as % of that unit's peak) 26.8%, occupancy (warps
+(lab/gemm/2026-11-22-profiles/nvidia-h200-profile-float32.json): DRAM throughput 0.6% of its peak,
+L2 hit rate 87%, SM throughput (its busiest unit, as % of that unit's peak) 26.8%, occupancy (warps
 resident, as % of the most an SM holds) 94.6%.
 Verdict: the kind held, the number missed low: 0.7% of the peak, not a few percent. The
 profile fits a kernel that waits on loads: nearly every warp slot is filled, yet the SM's

@@ -11,8 +11,8 @@ global loads (mostly L1/L2 hits) per fused multiply-add (FMA), so bound by cache
 a small fraction of the FP32 peak.
 Measured: on an NVIDIA H200 by ``ladder bench`` (results/nvidia-h200.json): 1.602 ms at 1024³
 (1.34 TFLOP/s, 2.77x rung 1) and 99.551 ms at 4096³ (1.38 TFLOP/s, 2.77x, 2.1% of the FP32
-peak). Nsight Compute at 4096³ (results/nvidia-h200-profile-float32.json): SM throughput
-74.3% (rung 1: 26.8%), L2 hit rate 60%, DRAM 1.8%.
+peak). Nsight Compute at 4096³ (lab/gemm/2026-11-22-profiles/nvidia-h200-profile-float32.json): SM
+throughput 74.3% (rung 1: 26.8%), L2 hit rate 60%, DRAM 1.8%.
 Verdict: held in kind (nearly 3x, 2.1% of the peak) but well under the 6.6x that the sectors
 alone allow. Only the sectors per load fell: the load instructions, two per FMA, are the same
 as in rung 1, and the profile shows one of the SM's units now busy three quarters of the time.

@@ -12,17 +12,17 @@ rises 1.8x: close to twice rung 3, about 15 TFLOP/s, still limited by shared-mem
 by the small amount of independent work per thread.
 Measured: on an NVIDIA H200 by ``ladder bench`` (results/nvidia-h200.json): 0.295 ms at 1024³
 (0.97x rung 3) and 17.841 ms at 4096³ (7.70 TFLOP/s, 0.98x rung 3). Nsight Compute at 4096³
-(results/nvidia-h200-profile-float32.json), against rung 3: SM throughput 80.7% (64.4%),
-occupancy 49.3% (99.6%), shared-load bank conflicts 61 thousand (813 thousand), DRAM 2.6%
+(lab/gemm/2026-11-22-profiles/nvidia-h200-profile-float32.json), against rung 3: SM throughput 80.7%
+(64.4%), occupancy 49.3% (99.6%), shared-load bank conflicts 61 thousand (813 thousand), DRAM 2.6%
 (10%).
 Verdict: missed: no gain at all. What the count predicted did happen around it (fewer shared
 loads, fewer bank conflicts, less DRAM traffic), but the count left out the instructions that
-are not loads. Nsight Compute counts them (results/nvidia-h200-profile-gemm-counts.json):
-15.1 billion warp instructions against rung 3's 9.05 billion, 1.67x as many for the same
-multiply-adds, with the schedulers issuing on 82.9% of cycles (rung 3: 49.5%). The kernel is
-bound by issuing instructions, and the extra ones (the index arithmetic of each A read and of
-the 8 accumulators, with half the occupancy to hide them) cost what the saved loads gained.
-Rung 5 makes each A value reused too, so one load serves several multiply-adds.
+are not loads. Nsight Compute counts them (lab/gemm/2026-11-24-counts/nvidia-h200-profile-gemm-
+counts.json): 15.1 billion warp instructions against rung 3's 9.05 billion, 1.67x as many for the
+same multiply-adds, with the schedulers issuing on 82.9% of cycles (rung 3: 49.5%). The kernel is
+bound by issuing instructions, and the extra ones (the index arithmetic of each A read and of the 8
+accumulators, with half the occupancy to hide them) cost what the saved loads gained. Rung 5 makes
+each A value reused too, so one load serves several multiply-adds.
 
 Lab notes: docs/notes/gemm.md#rung-4-1d-thread-tiling
 """

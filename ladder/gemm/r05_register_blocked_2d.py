@@ -10,8 +10,8 @@ product reuses both, and its 64 independent accumulators give the FMA pipes work
 Prediction: shared loads per multiply-add fall from 9/8 to 1/4; two to three times rung 4.
 Measured: on an NVIDIA H200 by ``ladder bench`` (results/nvidia-h200.json): 8.152 ms at 4096³
 (16.86 TFLOP/s, 2.19x rung 4) but 0.341 ms at 1024³ (0.86x rung 4). Nsight Compute at 4096³
-(results/nvidia-h200-profile-float32.json): 1.07 billion shared-load bank conflicts (rung 4:
-61 thousand), occupancy 23.8%.
+(lab/gemm/2026-11-22-profiles/nvidia-h200-profile-float32.json): 1.07 billion shared-load bank
+conflicts (rung 4: 61 thousand), occupancy 23.8%.
 Verdict: held at 4096³, missed at 1024³. A 1024 x 1024 C is only 64 tiles of 128 x 128, so
 64 blocks for the H200's 132 SMs leave more than half of them idle (rung 4's 64 x 64 tiles
 make 256 blocks); that count is the likely cause, but no profile at 1024³ is in the file.

@@ -19,8 +19,8 @@ Prediction: fewer instructions per multiply-add and no shared-memory replays; a 
 over rung 5, still with scalar loads everywhere.
 Measured: on an NVIDIA H200 by ``ladder bench`` (results/nvidia-h200.json): 0.219 ms at
 1024³ (1.56x rung 5) and 4.815 ms at 4096³ (28.54 TFLOP/s, 43% of the FP32 peak, 1.69x).
-Nsight Compute at 4096³ (results/nvidia-h200-profile-float32.json): shared-load bank
-conflicts 7.7 thousand (rung 5: 1.07 billion), SM throughput 68.0% (61.6%).
+Nsight Compute at 4096³ (lab/gemm/2026-11-22-profiles/nvidia-h200-profile-float32.json): shared-load
+bank conflicts 7.7 thousand (rung 5: 1.07 billion), SM throughput 68.0% (61.6%).
 Verdict: held: the load conflicts are gone and the step is 1.7x. The profile still counts 5.0
 million shared-store conflicts (rung 5: 1.2 million), where the layout count above says A's
 stores have none; where they come from is not examined yet (Nsight's per-instruction source

@@ -21,15 +21,15 @@ thread: a clear step over rung 7. Each K tile's global loads are still exposed b
 barriers, which is rung 9's subject.
 Measured: on an NVIDIA H200 by ``ladder bench`` (results/nvidia-h200.json): 0.197 ms at
 1024³ (1.02x rung 7) and 4.477 ms at 4096³ (30.70 TFLOP/s, 0.97x). Nsight Compute at 4096³
-(results/nvidia-h200-profile-float32.json): SM throughput 57.5% (rung 7: 65.9%), occupancy
-18.0% (24.3%), shared-store bank conflicts 17.5 million (3.7 million).
-Verdict: missed: no step. Nsight Compute (results/nvidia-h200-profile-gemm-counts.json)
-counts 2.69 billion warp instructions against rung 7's 2.99 billion (10% fewer), yet the time
-grew: issue-slot use fell from 67.9% to 65.3% and occupancy from 24.3% to 18.1%. The kernel
-is no longer bound by issuing; its warps wait, with fewer of them resident to cover the waits.
-The prediction's own caveat fits: each K tile's global loads are exposed between two
-barriers, and rung 9, which changes only that, is 1.18x faster. The stall reasons that would
-name the wait are not in the file: not yet measured.
+(lab/gemm/2026-11-22-profiles/nvidia-h200-profile-float32.json): SM throughput 57.5% (rung 7:
+65.9%), occupancy 18.0% (24.3%), shared-store bank conflicts 17.5 million (3.7 million).
+Verdict: missed: no step. Nsight Compute (lab/gemm/2026-11-24-counts/nvidia-h200-profile-gemm-
+counts.json) counts 2.69 billion warp instructions against rung 7's 2.99 billion (10% fewer), yet
+the time grew: issue-slot use fell from 67.9% to 65.3% and occupancy from 24.3% to 18.1%. The kernel
+is no longer bound by issuing; its warps wait, with fewer of them resident to cover the waits. The
+prediction's own caveat fits: each K tile's global loads are exposed between two barriers, and rung
+9, which changes only that, is 1.18x faster. The stall reasons that would name the wait are not in
+the file: not yet measured.
 
 Lab notes: docs/notes/gemm.md#rung-8-warp-tiling
 """

@@ -13,11 +13,11 @@ block, so fewer blocks share an SM to hide latency; at small M and N, big tiles 
 idle (a 1024 x 1024 C is 64 tiles of 128 x 128, for 132 SMs on an H200).
 Prediction: a few percent to a few tens of percent over rung 9 at the shapes swept; the gain
 is largest where the default tile is furthest from the best one for the GPU.
-Measured: on an NVIDIA H200, the sweep at 4096³ (results/nvidia-h200-gemm-sweep.json) timed
-the eight candidates from 3.819 ms to 4.910 ms, and the fastest was rung 9's own
-configuration; 8 x 8 per lane and the 128 x 256 block were within 1.2% of it. ``ladder
-bench`` (results/nvidia-h200.json): 3.803 ms at 4096³ and 0.151 ms at 1024³, the same as
-rung 9 (1.00x at both).
+Measured: on an NVIDIA H200, the sweep at 4096³ (lab/gemm/2026-11-21-tile-sweep/nvidia-h200-gemm-
+sweep.json) timed the eight candidates from 3.819 ms to 4.910 ms, and the fastest was rung 9's own
+configuration; 8 x 8 per lane and the 128 x 256 block were within 1.2% of it. ``ladder bench``
+(results/nvidia-h200.json): 3.803 ms at 4096³ and 0.151 ms at 1024³, the same as rung 9 (1.00x at
+both).
 Verdict: missed: no gain, because the sweep found the default best at 4096³, so ``TUNED`` is
 rung 9's configuration and the rung runs rung 9's kernel. At 1024³, where 64 large tiles
 leave SMs idle and a smaller tile might win, no sweep was run: not yet measured.
@@ -48,8 +48,8 @@ CONFIGS = [
 ]
 
 # The sweep's winner at 4096 x 4096 x 4096 on an NVIDIA H200
-# (results/nvidia-h200-gemm-sweep.json): rung 9's own config came first, with 8 x 8 per lane
-# and the 128 x 256 block within 1.2% of it, so tuning did not move this size.
+# (lab/gemm/2026-11-21-tile-sweep/nvidia-h200-gemm-sweep.json): rung 9's own config came first,
+# with 8 x 8 per lane and the 128 x 256 block within 1.2% of it, so tuning did not move this size.
 TUNED = Config(bm=128, bn=128, bk=16, wm=64, wn=64, wniter=4, tm=8, tn=4, threads=128)
 
 

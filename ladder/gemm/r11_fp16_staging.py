@@ -16,8 +16,8 @@ at most 1/6 slower). Numba has no vector type for pairs of halves, so loads stay
 Measured: on an NVIDIA H200 by ``ladder bench`` (results/nvidia-h200.json): 5.326 ms at 4096³
 (25.80 TFLOP/s, 0.034x cuBLAS HGEMM at 0.183 ms) and 42.240 ms at 8192³ (26.03 TFLOP/s);
 rung 6 in float32 takes 4.815 ms at 4096³ in the same run. Nsight Compute at 4096³
-(results/nvidia-h200-profile-float16.json): 18.6 million shared-store bank conflicts (rung 6:
-5.0 million, results/nvidia-h200-profile-float32.json).
+(lab/gemm/2026-11-22-profiles/nvidia-h200-profile-float16.json): 18.6 million shared-store bank
+conflicts (rung 6: 5.0 million, lab/gemm/2026-11-22-profiles/nvidia-h200-profile-float32.json).
 Verdict: held: 0.90x rung 6, inside the 1/6 the conversions could cost. How the loss splits
 between the conversions and the extra store conflicts of the 2-byte transposed stores of A is
 not measured. Going up needs the tensor cores, which cuBLAS HGEMM runs at 11.5 times the FP32

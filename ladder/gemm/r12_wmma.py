@@ -19,8 +19,8 @@ FP32 rungs in peak terms, a small fraction of cuBLAS in practice: the tensor cor
 waiting for loads.
 Measured: on an NVIDIA H200 by ``ladder bench`` (results/nvidia-h200.json): 4.924 ms at 4096³
 (27.91 TFLOP/s, 0.037x cuBLAS HGEMM, 1.08x rung 11) and 38.433 ms at 8192³ (28.61 TFLOP/s,
-0.041x). Nsight Compute at 4096³ (results/nvidia-h200-profile-float16.json): SM throughput
-17.4%, occupancy 72.4%, L2 hit rate 91.6%, DRAM 3.1%.
+0.041x). Nsight Compute at 4096³ (lab/gemm/2026-11-22-profiles/nvidia-h200-profile-float16.json): SM
+throughput 17.4%, occupancy 72.4%, L2 hit rate 91.6%, DRAM 3.1%.
 Verdict: held: about 4% of cuBLAS. Many warps are resident, yet the SM's busiest unit works
 under a fifth of the time and the loads are served from L2: the warps wait on loads, not on the
 tensor cores. Rung 13 reuses the fragments from shared memory.

@@ -23,8 +23,8 @@ cuBLAS: every K step stalls all warps of a block on global latency, and two bloc
 (256 threads x 128 registers, the compiler's count) hide only part of it.
 Measured: on an NVIDIA H200 by ``ladder bench`` (results/nvidia-h200.json): 0.639 ms at 4096³
 (214.97 TFLOP/s, 7.70x rung 12, 0.286x cuBLAS HGEMM) and 4.977 ms at 8192³ (220.92 TFLOP/s,
-0.314x). Nsight Compute at 4096³ (results/nvidia-h200-profile-float16.json): SM throughput
-33.5%, occupancy 24.3%, 9.4 million shared-store bank conflicts.
+0.314x). Nsight Compute at 4096³ (lab/gemm/2026-11-22-profiles/nvidia-h200-profile-float16.json): SM
+throughput 33.5%, occupancy 24.3%, 9.4 million shared-store bank conflicts.
 Verdict: held: 7.70x, close to the 8x cut in global traffic, and under a third of cuBLAS.
 The SM's busiest unit works a third of the time, which fits warps waiting at each K step;
 the stall reasons that would confirm it are not in the profile file. Rung 14 overlaps the

@@ -28,8 +28,9 @@ instructions, while cuBLAS HGEMM uses the asynchronous warpgroup MMA (wgmma) and
 tensor copy (TMA).
 Measured: on an NVIDIA H200 by ``ladder bench`` (results/nvidia-h200.json): 0.409 ms at 4096³
 (335.98 TFLOP/s, 1.56x rung 13, 0.447x cuBLAS HGEMM) and 3.536 ms at 8192³ (310.95 TFLOP/s,
-1.41x, 0.442x). Nsight Compute at 4096³ (results/nvidia-h200-profile-float16.json): SM
-throughput 54.0% (rung 13: 33.5%), shared-store bank conflicts 56 thousand (9.4 million).
+1.41x, 0.442x). Nsight Compute at 4096³ (lab/gemm/2026-11-22-profiles/nvidia-h200-profile-
+float16.json): SM throughput 54.0% (rung 13: 33.5%), shared-store bank conflicts 56 thousand (9.4
+million).
 Verdict: held at both sizes: a busier SM and under half of cuBLAS. The rate falls from 4096³
 to 8192³ while rung 13's holds; the profile is at 4096³ only, so why is not yet measured (a
 profile at 8192³, its L2 hit rate and DRAM throughput, would say).

@@ -27,10 +27,11 @@ at about 60-70% of it (the range commonly reported for hand-written mma.sync ker
 figure from outside this project).
 Measured: on an NVIDIA H200 by ``ladder bench`` (results/nvidia-h200.json): 0.309 ms at 4096³
 (445.33 TFLOP/s, 1.33x rung 14, 0.592x cuBLAS HGEMM) and 2.422 ms at 8192³ (453.95 TFLOP/s,
-1.46x, 0.645x). Nsight Compute at 4096³ (results/nvidia-h200-profile-float16.json): shared-load
-bank conflicts 2 thousand (rung 14: 114 thousand), none on stores, SM throughput 72.5%,
-occupancy 12.3% (one block per SM). A microbenchmark of the bare instruction with constant
-operands (results/nvidia-h200-wgmma-shapes.json) tops out at 631.6 TFLOP/s for mma.sync.
+1.46x, 0.645x). Nsight Compute at 4096³ (lab/gemm/2026-11-22-profiles/nvidia-h200-profile-
+float16.json): shared-load bank conflicts 2 thousand (rung 14: 114 thousand), none on stores, SM
+throughput 72.5%, occupancy 12.3% (one block per SM). A microbenchmark of the bare instruction with
+constant operands (lab/gemm/2026-11-23-wgmma-shapes/nvidia-h200-wgmma-shapes.json) tops out at 631.6
+TFLOP/s for mma.sync.
 Verdict: held: inside the range at 8192³ and just below it at 4096³, 70-72% of what mma.sync
 itself reaches on this GPU. Why 4096³ is lower is not measured; one count points at
 the tail: 512 blocks of one per SM are 3.9 waves of 132 SMs (2048 blocks, 15.5 waves, at

@@ -19,14 +19,14 @@ in exactly this swizzle, with no thread touching them.
 Prediction: 0-5% faster than rung 15: per 64 of K a warp issued 12 copies (and their address
 arithmetic) beside 32 ldmatrix and 128 mma, while the tensor pipe worked (rung 15 reached
 70-72% of mma.sync's constant-operand rate, 631.6 TFLOP/s on an H200,
-results/nvidia-h200-wgmma-shapes.json).
+lab/gemm/2026-11-23-wgmma-shapes/nvidia-h200-wgmma-shapes.json).
 Measured: on an NVIDIA H100 by ``ladder run``, rung 15 and the libraries in the same run:
 0.311 ms at 4096³ (441.37 TFLOP/s; rung 15 0.307 ms,
-results/nvidia-h100-80gb-hbm3-gemm-split-4096-float16.json) and 2.391 ms at 8192³ (459.76
-TFLOP/s; rung 15 2.437 ms, results/nvidia-h100-80gb-hbm3-gemm-split-8192-float16.json);
-bfloat16 0.304 ms and 2.248 ms (results/nvidia-h100-80gb-hbm3-gemm-split-4096-bfloat16.json,
-results/nvidia-h100-80gb-hbm3-gemm-split-8192-bfloat16.json). ptxas: 210 registers (rung 15
-236), no spills.
+lab/gemm/2026-11-26-split/nvidia-h100-80gb-hbm3-gemm-split-4096-float16.json) and 2.391 ms at 8192³
+(459.76 TFLOP/s; rung 15 2.437 ms, lab/gemm/2026-11-26-split/nvidia-h100-80gb-hbm3-gemm-split-8192-
+float16.json); bfloat16 0.304 ms and 2.248 ms (lab/gemm/2026-11-26-split/nvidia-h100-80gb-hbm3-gemm-
+split-4096-bfloat16.json, lab/gemm/2026-11-26-split/nvidia-h100-80gb-hbm3-gemm-split-8192-
+bfloat16.json). ptxas: 210 registers (rung 15 236), no spills.
 Verdict: held: 0.99x rung 15 at 4096³, 1.02x at 8192³. The copies were not what held rung 15
 at 70-72% of mma.sync's rate; the ldmatrix, the synchronous mma and their waits remain. What
 the rung buys is the next one: operands in shared memory in the layout the tensor cores read.

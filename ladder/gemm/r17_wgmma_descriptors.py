@@ -14,16 +14,18 @@ before is then free. Read the compiler's report here: with the tile's corner wri
 ptxas said "C7515 ... wgmma.mma_async instructions are serialized"; computed once, no more.
 Why: per k16 step a warp of rung 16 issued 8 ldmatrix and 32 mma; a warpgroup now issues 1
 instruction. With constant operands wgmma reaches 969.7 TFLOP/s on an H200 (the H100's
-tensor cores) against mma.sync's 631.6 (results/nvidia-h200-wgmma-shapes.json).
+tensor cores) against mma.sync's 631.6 (lab/gemm/2026-11-23-wgmma-shapes/nvidia-h200-wgmma-
+shapes.json).
 Prediction: 1.3x to 1.5x rung 16. Rung 16 ran at 70-73% of mma.sync's ceiling; the same
 fraction of wgmma's would be 1.54x, less whatever the barrier per tile costs.
 Measured: on an NVIDIA H100 by ``ladder run``, rung 16 and the libraries in the same run:
 0.209 ms at 4096³ (657.02 TFLOP/s; rung 16 0.311 ms, cuBLAS 0.183 ms,
-results/nvidia-h100-80gb-hbm3-gemm-split-4096-float16.json) and 1.610 ms at 8192³ (682.97
-TFLOP/s; rung 16 2.391 ms, results/nvidia-h100-80gb-hbm3-gemm-split-8192-float16.json);
-bfloat16 0.203 ms and 1.536 ms (rung 16 0.304 and 2.248 ms;
-results/nvidia-h100-80gb-hbm3-gemm-split-4096-bfloat16.json,
-results/nvidia-h100-80gb-hbm3-gemm-split-8192-bfloat16.json). ptxas: 154 registers.
+lab/gemm/2026-11-26-split/nvidia-h100-80gb-hbm3-gemm-split-4096-float16.json) and 1.610 ms at 8192³
+(682.97 TFLOP/s; rung 16 2.391 ms, lab/gemm/2026-11-26-split/nvidia-h100-80gb-hbm3-gemm-split-8192-
+float16.json); bfloat16 0.203 ms and 1.536 ms (rung 16 0.304 and 2.248 ms;
+lab/gemm/2026-11-26-split/nvidia-h100-80gb-hbm3-gemm-split-4096-bfloat16.json,
+lab/gemm/2026-11-26-split/nvidia-h100-80gb-hbm3-gemm-split-8192-bfloat16.json). ptxas: 154
+registers.
 Verdict: held: 1.49x rung 16 at both sizes in float16 (1.50x and 1.46x in bfloat16), 0.87x
 cuBLAS at 4096³. The step is the instruction's: the rest of the ladder starts from here.
 

@@ -17,14 +17,15 @@ issue. This is the structure CUTLASS and cuBLAS use on Hopper.
 Prediction: a few percent to 10% over rung 17, the part of each K tile spent at the barrier.
 Measured: on an NVIDIA H100 by ``ladder run``, rung 17 and the libraries in the same run:
 0.209 ms at 4096³ (656.92 TFLOP/s; rung 17 0.209 ms, cuBLAS 0.183 ms,
-results/nvidia-h100-80gb-hbm3-gemm-split-4096-float16.json), 1.574 ms at 8192³ (698.74
-TFLOP/s; rung 17 1.610 ms, results/nvidia-h100-80gb-hbm3-gemm-split-8192-float16.json);
-bfloat16 0.203 ms and 1.568 ms (rung 17 0.203 and 1.536 ms;
-results/nvidia-h100-80gb-hbm3-gemm-split-4096-bfloat16.json,
-results/nvidia-h100-80gb-hbm3-gemm-split-8192-bfloat16.json). ptxas: 168 registers. On an
-H200 by ``ladder bench`` (results/nvidia-h200.json, as rung 16): 0.206 ms at 4096³ (0.886x
-cuBLAS), 1.606 ms at 8192³ (0.973x); Nsight Compute at 4096³
-(results/nvidia-h200-profile-float16.json): SM throughput 77.7% against cuBLAS's 90.4%.
+lab/gemm/2026-11-26-split/nvidia-h100-80gb-hbm3-gemm-split-4096-float16.json), 1.574 ms at 8192³
+(698.74 TFLOP/s; rung 17 1.610 ms, lab/gemm/2026-11-26-split/nvidia-h100-80gb-hbm3-gemm-split-8192-
+float16.json); bfloat16 0.203 ms and 1.568 ms (rung 17 0.203 and 1.536 ms;
+lab/gemm/2026-11-26-split/nvidia-h100-80gb-hbm3-gemm-split-4096-bfloat16.json,
+lab/gemm/2026-11-26-split/nvidia-h100-80gb-hbm3-gemm-split-8192-bfloat16.json). ptxas: 168
+registers. On an H200 by ``ladder bench`` (results/nvidia-h200.json, as rung 16): 0.206 ms at 4096³
+(0.886x cuBLAS), 1.606 ms at 8192³ (0.973x); Nsight Compute at 4096³
+(lab/gemm/2026-11-22-profiles/nvidia-h200-profile-float16.json): SM throughput 77.7% against
+cuBLAS's 90.4%.
 Verdict: missed: 1.00x rung 17 at 4096³, 1.02x at 8192³ (bfloat16 1.00x and 0.98x), the
 grouping included. Why:
 the ring is 4 stages deep, so copies are issued 3 tiles ahead and land in time either way;

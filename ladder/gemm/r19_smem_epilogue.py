@@ -10,24 +10,25 @@ the 128-byte swizzle of the TMA tiles so that those writes hit 32 different bank
 reads the part back a row at a time and writes C with 16-byte stores: a warp writes one whole
 512-byte row per instruction, every 32-byte sector complete.
 Why: with no epilogue at all (the stores skipped), rung 18's kernel ran at about cuBLAS's rate
-on an H100 at 4096³ (results/nvidia-h100-80gb-hbm3-gemm-tries.json): the epilogue is the gap.
-It weighs because 1 block fills an SM (the ring and the accumulators take its shared memory
-and registers), so no other block's math hides it, and, likely (not profiled), because each
-store instruction asks the memory system for 8 partial sectors.
+on an H100 at 4096³ (lab/gemm/2026-11-26-cluster-tries/nvidia-h100-80gb-hbm3-gemm-tries.json): the
+epilogue is the gap. It weighs because 1 block fills an SM (the ring and the accumulators take its
+shared memory and registers), so no other block's math hides it, and, likely (not profiled), because
+each store instruction asks the memory system for 8 partial sectors.
 Prediction: with stores skipped, rung 18 took 0.026 ms less at 4096³ (12%) and 0.10 ms less
 at 8192³ (6%). Whole lines at the H100's 3 TB/s would write a block's 64 KB in a fraction of
 that: the epilogue down to about 0.011 ms at 4096³, the kernel about 7% faster there, 3% at
 8192³, where each block's main loop is twice as long. The staging adds two barriers, 64 KB of
 shared-memory writes and reads per block, and uses no more registers (168, as rung 18).
 Measured: on an NVIDIA H100 by ``ladder run``, rung 18 and the libraries in the same run
-(results/nvidia-h100-80gb-hbm3-gemm-smem-epilogue-4096-float16.json): 0.191 ms at 4096³
-(718.88 TFLOP/s), rung 18 0.209 ms, cuBLAS 0.184 ms (0.961x); at 8192³
-(results/nvidia-h100-80gb-hbm3-gemm-smem-epilogue-8192-float16.json) 1.508 ms, rung 18
-1.617 ms, the fastest library (PyTorch's matmul) 1.480 ms (0.982x). bfloat16: 0.187 ms
-(results/nvidia-h100-80gb-hbm3-gemm-smem-epilogue-4096-bfloat16.json, 0.957x cuBLAS) and
-1.428 ms (results/nvidia-h100-80gb-hbm3-gemm-smem-epilogue-8192-bfloat16.json, 0.993x
-PyTorch). Side by side (results/nvidia-h100-80gb-hbm3-gemm-tries.json, where rungs 19 and
-18 are the variants r17 and r16): 0.1911 ms at 4096³, rung 18 0.2100, with no stores 0.1836.
+(lab/gemm/2026-11-26-smem-epilogue/nvidia-h100-80gb-hbm3-gemm-smem-epilogue-4096-float16.json):
+0.191 ms at 4096³ (718.88 TFLOP/s), rung 18 0.209 ms, cuBLAS 0.184 ms (0.961x); at 8192³
+(lab/gemm/2026-11-26-smem-epilogue/nvidia-h100-80gb-hbm3-gemm-smem-epilogue-8192-float16.json) 1.508
+ms, rung 18 1.617 ms, the fastest library (PyTorch's matmul) 1.480 ms (0.982x). bfloat16: 0.187 ms
+(lab/gemm/2026-11-26-smem-epilogue/nvidia-h100-80gb-hbm3-gemm-smem-epilogue-4096-bfloat16.json,
+0.957x cuBLAS) and 1.428 ms (lab/gemm/2026-11-26-smem-epilogue/nvidia-h100-80gb-hbm3-gemm-smem-
+epilogue-8192-bfloat16.json, 0.993x PyTorch). Side by side (lab/gemm/2026-11-26-cluster-
+tries/nvidia-h100-80gb-hbm3-gemm-tries.json, where rungs 19 and 18 are the variants r17 and r16):
+0.1911 ms at 4096³, rung 18 0.2100, with no stores 0.1836.
 Verdict: held: 1.09x rung 18 at 4096³ (predicted 1.07x), 1.07x at 8192³ in the ``ladder run``
 (rung 18's time there moves by 4% between runs; 1.02x in the tries file). The epilogue still
 costs 0.0075 ms at 4096³, and rung 18 with no stores at all ran at 748.5 TFLOP/s, about the

@@ -12,20 +12,20 @@ buffer of its own, rung 19's swizzled layout, in two rounds of 128 columns.
 Why: in rung 19 every block starts with an empty ring. Its first multiply waits for the
 first copies to come from L2 or DRAM, and at its end the SM holds no work while the last
 stores drain and the next block is launched; rung 19's epilogue still cost 0.0075 ms at
-4096³ against no stores at all (results/nvidia-h100-80gb-hbm3-gemm-tries.json, variants r17
-and r16-no-epilogue). A persistent block hides the fill under the epilogue.
+4096³ against no stores at all (lab/gemm/2026-11-26-cluster-tries/nvidia-h100-80gb-hbm3-gemm-
+tries.json, variants r17 and r16-no-epilogue). A persistent block hides the fill under the epilogue.
 Prediction: up to that 0.0075 ms at 4096³ (4%), less at 8192³ where a block's main loop
 is twice as long; the tensor cores still wait while a block's own consumers store C.
 Measured: on an NVIDIA H100 by ``ladder run``, rungs 18, 19 and the libraries in the same
 run: 0.185 ms at 4096³ (743.07 TFLOP/s; rung 19 0.191 ms, cuBLAS 0.183 ms,
-results/nvidia-h100-80gb-hbm3-gemm-persistent-4096-float16.json), 1.475 ms at 8192³ (745.43
-TFLOP/s; rung 19 1.489 ms, cuBLAS 1.494 ms, PyTorch 1.552 ms,
-results/nvidia-h100-80gb-hbm3-gemm-persistent-8192-float16.json); bfloat16 0.180 ms at
-4096³ (cuBLAS 0.178 ms, results/nvidia-h100-80gb-hbm3-gemm-persistent-4096-bfloat16.json)
-and 1.418 ms at 8192³ (cuBLAS 1.446 ms, PyTorch 1.419 ms,
-results/nvidia-h100-80gb-hbm3-gemm-persistent-8192-bfloat16.json). ptxas: 168 registers,
-no spills; 230,400 bytes of dynamic shared memory. Host time per call 20.9 to 67.7 us (the
-files' host_us), the libraries' 51.5 to 279.0.
+lab/gemm/2026-11-26-persistent/nvidia-h100-80gb-hbm3-gemm-persistent-4096-float16.json), 1.475 ms at
+8192³ (745.43 TFLOP/s; rung 19 1.489 ms, cuBLAS 1.494 ms, PyTorch 1.552 ms,
+lab/gemm/2026-11-26-persistent/nvidia-h100-80gb-hbm3-gemm-persistent-8192-float16.json); bfloat16
+0.180 ms at 4096³ (cuBLAS 0.178 ms, lab/gemm/2026-11-26-persistent/nvidia-h100-80gb-hbm3-gemm-
+persistent-4096-bfloat16.json) and 1.418 ms at 8192³ (cuBLAS 1.446 ms, PyTorch 1.419 ms,
+lab/gemm/2026-11-26-persistent/nvidia-h100-80gb-hbm3-gemm-persistent-8192-bfloat16.json). ptxas: 168
+registers, no spills; 230,400 bytes of dynamic shared memory. Host time per call 20.9 to 67.7 us
+(the files' host_us), the libraries' 51.5 to 279.0.
 Verdict: held at 4096³, 1.03x rung 19 (1.04x in bfloat16; predicted up to 1.04x, though the
 0.0075 ms was no bound: the no-stores variant still paid each block's fill and launch, which
 persistence removes too); 1.01x at 8192³. Against the fastest library in the same run: 0.99x
@@ -33,8 +33,8 @@ at 4096³ in both dtypes, 1.01x (float16) and 1.00x (bfloat16) at 8192³: at cuB
 only within the spread (at 8192³ rung 20's samples span 5.6 to 7.5% of its median, the
 libraries' 6.5 to 13.8%). What is left: the consumers' own epilogue, during which no
 multiply runs on the SM: skipped, it gives back 4% at 4096³ and under 1.2% at 8192³
-(results/nvidia-h100-80gb-hbm3-gemm-tries-pingpong-1.json; a ping-pong try that hides it
-lost more on its smaller tiles, see the lab notes), and the last wave, 512 tiles on 132 SMs
+(lab/gemm/2026-11-27-pingpong/nvidia-h100-80gb-hbm3-gemm-tries-pingpong-1.json; a ping-pong try that
+hides it lost more on its smaller tiles, see the lab notes), and the last wave, 512 tiles on 132 SMs
 at 4096³: 116 SMs take 4 tiles and 16 take 3.
 
 Lab notes: docs/notes/gemm.md#rung-20-persistent

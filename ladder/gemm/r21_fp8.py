@@ -13,25 +13,25 @@ against 989 dense TFLOP/s on an H100 SXM), and an operand half the size halves t
 multiply-add: the same 48 KB stage carries K = 128 instead of 64. Everything that limited rung
 20 per byte of shared memory is unchanged, and the math per stage doubles in the same time.
 Prediction: twice rung 20's rate if nothing else limits it, about 1490 TFLOP/s at 8192³
-(rung 20: 745 on the H100, results/nvidia-h100-80gb-hbm3-gemm-persistent-8192-float16.json),
-near cuBLASLt's FP8 rate. The epilogue and the last wave take the time they took in rung 20,
-a larger share of a shorter run. The target: at least 0.9x the library at 8192³.
+(rung 20: 745 on the H100, lab/gemm/2026-11-26-persistent/nvidia-h100-80gb-hbm3-gemm-persistent-
+8192-float16.json), near cuBLASLt's FP8 rate. The epilogue and the last wave take the time they took
+in rung 20, a larger share of a shorter run. The target: at least 0.9x the library at 8192³.
 Measured: on an NVIDIA H100 by ``ladder run``, cuBLASLt's two rows in the same run. e4m3 at
 4096³: 0.099 ms (1381.46 TFLOP/s), cuBLASLt 0.249 ms, with use_fast_accum 0.101 ms
-(results/nvidia-h100-80gb-hbm3-gemm-fp8-4096-float8_e4m3fn.json). At 8192³, three runs:
-0.738, 0.742 and 0.739 ms (1490.43, 1482.56, 1487.31 TFLOP/s) against cuBLASLt's 0.753,
-0.754, 0.791 ms and 0.892, 0.729, 0.833 ms with use_fast_accum (the files
-results/nvidia-h100-80gb-hbm3-gemm-fp8-8192-float8_e4m3fn-1.json,
-results/nvidia-h100-80gb-hbm3-gemm-fp8-8192-float8_e4m3fn-2.json and
-results/nvidia-h100-80gb-hbm3-gemm-fp8-8192-float8_e4m3fn-3.json).
-e5m2 at 8192³: 0.726 ms (1515.08 TFLOP/s), which cuBLASLt does not multiply
-(results/nvidia-h100-80gb-hbm3-gemm-fp8-8192-float8_e5m2.json). Relative error 2.5e-3 at
-8192³, the same as use_fast_accum's (1.7e-3 with FP32 partial sums). ptxas: 168 registers
-(the launch bound's cap; the consumers raise theirs to 232 with setmaxnreg), no spills;
-230,400 bytes of shared memory. Host time per call 29.8 to 83.1 us, the library's 169.0 to
-380.7. Nsight Compute at 4096³: 82.3% SM busy (results/nvidia-h100-80gb-hbm3-profile-gemm-fp8.json).
-In one bench run with rung 20 (results/nvidia-h100-80gb-hbm3-bench-gemm.json): 1527.47 TFLOP/s
-at 8192³ against rung 20's 735.70, 1391.76 against 759.23 at 4096³.
+(lab/gemm/2026-11-27-fp8/nvidia-h100-80gb-hbm3-gemm-fp8-4096-float8_e4m3fn.json). At 8192³, three
+runs: 0.738, 0.742 and 0.739 ms (1490.43, 1482.56, 1487.31 TFLOP/s) against cuBLASLt's 0.753, 0.754,
+0.791 ms and 0.892, 0.729, 0.833 ms with use_fast_accum (the files lab/gemm/2026-11-27-fp8/nvidia-
+h100-80gb-hbm3-gemm-fp8-8192-float8_e4m3fn-1.json, lab/gemm/2026-11-27-fp8/nvidia-h100-80gb-hbm3-
+gemm-fp8-8192-float8_e4m3fn-2.json and lab/gemm/2026-11-27-fp8/nvidia-h100-80gb-hbm3-gemm-fp8-8192-
+float8_e4m3fn-3.json). e5m2 at 8192³: 0.726 ms (1515.08 TFLOP/s), which cuBLASLt does not multiply
+(lab/gemm/2026-11-27-fp8/nvidia-h100-80gb-hbm3-gemm-fp8-8192-float8_e5m2.json). Relative error
+2.5e-3 at 8192³, the same as use_fast_accum's (1.7e-3 with FP32 partial sums). ptxas: 168 registers
+(the launch bound's cap; the consumers raise theirs to 232 with setmaxnreg), no spills; 230,400
+bytes of shared memory. Host time per call 29.8 to 83.1 us, the library's 169.0 to 380.7. Nsight
+Compute at 4096³: 82.3% SM busy (lab/gemm/2026-11-27-fp8/nvidia-h100-80gb-hbm3-profile-gemm-
+fp8.json). In one bench run with rung 20 (lab/gemm/2026-11-27-bench-h100/nvidia-h100-80gb-hbm3-
+bench-gemm.json): 1527.47 TFLOP/s at 8192³ against rung 20's 735.70, 1391.76 against 759.23 at
+4096³.
 Verdict: held at 8192³, 2.08x rung 20's TFLOP/s in one run (1.83x at 4096³, where the
 epilogue and the last wave weigh more), and at cuBLASLt: 1.02x the faster library row at
 4096³; 1.02x, 0.98x and 1.07x at 8192³, where the library's own medians move by up to 22%

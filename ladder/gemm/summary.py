@@ -15,11 +15,14 @@ import itertools
 from pathlib import Path
 from typing import Any
 
+from ladder.core import lab
 from ladder.core.report import read_results, replace_block
 
 START, END = "<!-- hopper-gemm:start -->", "<!-- hopper-gemm:end -->"
-RESULTS = Path(__file__).resolve().parent.parent.parent / "results"
-BENCHES = ("nvidia-h100-80gb-hbm3-bench-gemm.json", "nvidia-h200-bench-gemm.json")
+BENCHES = (  # lab files, read through the lab's index
+    "lab/gemm/2026-11-27-bench-h100/nvidia-h100-80gb-hbm3-bench-gemm.json",
+    "lab/gemm/2026-11-28-bench-h200/nvidia-h200-bench-gemm.json",
+)
 HOPPER = ("mma-sync", "tma", "wgmma-descriptors", "wgmma", "smem-epilogue", "persistent")
 TARGET, FP8_TARGET = 1.0, 0.9  # the best rung over the fastest library (issue 32)
 
@@ -38,14 +41,14 @@ def _fastest(rows: dict[str, dict]) -> dict[str, Any] | None:
     return min(libraries, key=lambda r: r["median_ms"]) if libraries else None
 
 
-def markdown(results: Path = RESULTS) -> str:
-    docs = [read_results(results / name) for name in BENCHES]
+def markdown() -> str:
+    docs = [read_results(lab.resolve(path)) for path in BENCHES]
     lines = [
         "Measured by `ladder bench --problems gemm gemm-fp8 --dtypes float16 bfloat16 "
         "float8_e4m3fn float8_e5m2`, once per GPU: "
         + "; ".join(
-            f"**{doc['gpu']}** ({doc['date'][:10]}, `results/{name}`)"
-            for doc, name in zip(docs, BENCHES, strict=True)
+            f"**{doc['gpu']}** ({doc['date'][:10]}, `{path}`)"
+            for doc, path in zip(docs, BENCHES, strict=True)
         )
         + ". Sizes are M = N = K. Each Hopper rung against the rung below, then the top rung "
         "against the fastest library row of the same run (the issue's target: "

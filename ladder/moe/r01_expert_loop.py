@@ -16,10 +16,10 @@ GEMM fills only a few of the GPU's 132 SMs while the others idle.
 Prediction: the GEMMs at about the GEMM ladder's shared-tiling rate (GEMM rung 3: 7.86 TFLOP/s
 in float32 at 4096³ on an H200, results/nvidia-h200.json): about 490 ms at the Mixtral-like size
 (3.85 TFLOP) and 70 ms at OLMoE's (0.55 TFLOP), and at E = 64 the host's loop on top.
-Measured: on an NVIDIA H100 (results/nvidia-h100-80gb-hbm3-moe.json, ``ladder bench``), float16:
-557.052 ms at the Mixtral-like size (T = 8192, d = 4096, f = 14336, E = 8, k = 2), 6.91 TFLOP/s;
-135.547 ms at OLMoE's (T = 8192, d = 2048, f = 1024, E = 64, k = 8), 4.06 TFLOP/s. PyTorch's
-loop takes 7.498 and 10.654 ms on the tensor cores.
+Measured: on an NVIDIA H100 (lab/moe/2026-11-26-bench/nvidia-h100-80gb-hbm3-moe.json, ``ladder
+bench``), float16: 557.052 ms at the Mixtral-like size (T = 8192, d = 4096, f = 14336, E = 8, k =
+2), 6.91 TFLOP/s; 135.547 ms at OLMoE's (T = 8192, d = 2048, f = 1024, E = 64, k = 8), 4.06 TFLOP/s.
+PyTorch's loop takes 7.498 and 10.654 ms on the tensor cores.
 Verdict: held: at E = 8 the time is the GEMMs' (16 × 16 tiles, a little slower than rung 3's
 32 × 32); at E = 64 the host's loop and the small experts' launches add about 65 ms to them.
 

@@ -15,9 +15,9 @@ Why: rung 1's host work grows with T·k (NumPy over every id, an upload per expe
 the GPU makes it O(E), and the slices make each expert's GEMM read contiguous rows.
 Prediction: the same GEMMs as rung 1 (about 490 and 70 ms), and most of rung 1's time above
 them gone: a few percent at the Mixtral-like size, most of the 65 ms at OLMoE's.
-Measured: on an NVIDIA H100 (results/nvidia-h100-80gb-hbm3-moe.json), float16: 536.201 ms at the
-Mixtral-like size (rung 1: 557.052 ms), 77.195 ms at OLMoE's (rung 1: 135.547 ms); the host's
-time per call fell from 558,833 to 4,823 µs and from 137,247 to 26,785 µs.
+Measured: on an NVIDIA H100 (lab/moe/2026-11-26-bench/nvidia-h100-80gb-hbm3-moe.json), float16:
+536.201 ms at the Mixtral-like size (rung 1: 557.052 ms), 77.195 ms at OLMoE's (rung 1: 135.547 ms);
+the host's time per call fell from 558,833 to 4,823 µs and from 137,247 to 26,785 µs.
 Verdict: held: 1.04x rung 1 with 8 big experts, 1.76x with 64 small ones. The host still waits
 for the offsets and then queues 2·E GEMMs; at E = 64 that queue is most of its time.
 

@@ -17,10 +17,10 @@ spends 26,785 µs of host time per call). One grid per GEMM, whatever E, and no 
 Prediction: within a few percent of rung 2 at both benchmark sizes, where the GPU's 536 and
 77 ms of GEMMs hide the host's launches; many times faster where the experts are small enough
 that the launches are the time (float32 at a quarter of OLMoE's widths).
-Measured: on an NVIDIA H100 (results/nvidia-h100-80gb-hbm3-moe.json), float16: 536.623 ms at the
-Mixtral-like size (rung 2: 536.201 ms), 73.920 ms at OLMoE's (rung 2: 77.195 ms); host time per
-call 765 and 845 µs. Float32 at a quarter of OLMoE's widths (T = 2048, d = 512, f = 256): 1.516
-ms against rung 2's 26.828 ms, and a CUDA graph replays it.
+Measured: on an NVIDIA H100 (lab/moe/2026-11-26-bench/nvidia-h100-80gb-hbm3-moe.json), float16:
+536.623 ms at the Mixtral-like size (rung 2: 536.201 ms), 73.920 ms at OLMoE's (rung 2: 77.195 ms);
+host time per call 765 and 845 µs. Float32 at a quarter of OLMoE's widths (T = 2048, d = 512, f =
+256): 1.516 ms against rung 2's 26.828 ms, and a CUDA graph replays it.
 Verdict: held: 1.00x and 1.04x at the benchmark sizes; 17.7x at the quarter size, where rung
 2's host time per call (26,527 µs) was nearly all of its 26.828 ms.
 

@@ -15,11 +15,11 @@ Why: the gathered copy of x is T·k·d elements written and read again (at the M
 268 MB of traffic for float16), and the combine's indirect, gate-weighted reads become
 contiguous ones.
 Prediction: within 1% of rung 3. The gather it saves takes 0.334 ms at the Mixtral-like size
-and 0.666 ms at OLMoE's (rung 5's copy of it, results/nvidia-h100-80gb-hbm3-moe-split.json),
-under 1% of rung 3's 536 and 74 ms; the gathered loads are not coalesced across a tile's rows
-(each comes from anywhere in x), but each row's 16 elements still are.
-Measured: on an NVIDIA H100 (results/nvidia-h100-80gb-hbm3-moe.json), float16: 538.382 ms at the
-Mixtral-like size (rung 3: 536.623 ms), 74.504 ms at OLMoE's (rung 3: 73.920 ms).
+and 0.666 ms at OLMoE's (rung 5's copy of it, lab/moe/2026-11-26-split/nvidia-h100-80gb-hbm3-moe-
+split.json), under 1% of rung 3's 536 and 74 ms; the gathered loads are not coalesced across a
+tile's rows (each comes from anywhere in x), but each row's 16 elements still are.
+Measured: on an NVIDIA H100 (lab/moe/2026-11-26-bench/nvidia-h100-80gb-hbm3-moe.json), float16:
+538.382 ms at the Mixtral-like size (rung 3: 536.623 ms), 74.504 ms at OLMoE's (rung 3: 73.920 ms).
 Verdict: held, as a wash: 0.99x. Saving two memory-bound copies cannot show under CUDA-core
 GEMMs over 100 times longer; the gathered rows cost the first GEMM about as much. The fused epilogue
 stays (rung 5 keeps it); the fused gather cannot follow the GEMMs onto TMA.

@@ -23,13 +23,13 @@ plus the copies (the gather and the combine move about 0.47 and 0.84 GB: 0.16 an
 the 3.01 TB/s copy bandwidth ``ladder info`` measured) and tens of µs of routing: about 6.1
 and 1.2 ms. Each expert's last row tile is partly empty (at most E tiles of padding over
 T·k / 128: 6% at the Mixtral-like size, 12% at OLMoE's).
-Measured: on an NVIDIA H100 (results/nvidia-h100-80gb-hbm3-moe.json), float16: 6.891 ms at the
-Mixtral-like size, 558.46 TFLOP/s (PyTorch's loop 7.498 ms, the layer on ``torch._grouped_mm``
-7.339 ms); 2.140 ms at OLMoE's (loop 10.654 ms, ``torch._grouped_mm`` 4.365 ms); with half the
-tokens on expert 0, 7.014 and 2.127 ms; bfloat16, in another run: 6.444 and 2.106 ms (loop
-7.243 and 11.537 ms). Stage by stage
-(results/nvidia-h100-80gb-hbm3-moe-split.json) the GEMMs take 91% of the Mixtral-like layer
-and 52% of OLMoE's, where the gather takes 0.666 ms (31%) and the routing 0.125 ms.
+Measured: on an NVIDIA H100 (lab/moe/2026-11-26-bench/nvidia-h100-80gb-hbm3-moe.json), float16:
+6.891 ms at the Mixtral-like size, 558.46 TFLOP/s (PyTorch's loop 7.498 ms, the layer on
+``torch._grouped_mm`` 7.339 ms); 2.140 ms at OLMoE's (loop 10.654 ms, ``torch._grouped_mm`` 4.365
+ms); with half the tokens on expert 0, 7.014 and 2.127 ms; bfloat16, in another run: 6.444 and 2.106
+ms (loop 7.243 and 11.537 ms). Stage by stage (lab/moe/2026-11-26-split/nvidia-h100-80gb-hbm3-moe-
+split.json) the GEMMs take 91% of the Mixtral-like layer and 52% of OLMoE's, where the gather takes
+0.666 ms (31%) and the routing 0.125 ms.
 Verdict: close at the Mixtral-like size, 6.891 against 6.1 ms (the grouped GEMM alone ran at
 611.02 TFLOP/s, 0.79x the H100's measured cuBLAS rate of 772); missed at OLMoE's, 2.140 against
 1.2 ms: the gather ran at 0.8 TB/s, not near the copy bandwidth, and the routing (one thread per

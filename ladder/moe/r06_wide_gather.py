@@ -10,21 +10,21 @@ an x not 8-byte aligned, takes rung 5's copy. The routing, the two grouped GEMMs
 combine are rung 5's (``r05_wgmma_grouped.run_layer`` with this gather).
 Why: the gather is memory-bound, T·k·d·2 bytes read and as many written, and at OLMoE's size
 (T·k = 65,536 rows of d = 2048) rung 5 spent 0.666 ms on it, 31% of the layer
-(results/nvidia-h100-80gb-hbm3-moe-split.json): 0.8 TB/s of the 3.01 TB/s copy bandwidth
-``ladder info`` measured there. A warp of 16-bit accesses asks for 64 bytes per instruction, so
-the copy is likely bound by instructions and address arithmetic, not by bytes (not profiled):
-a warp of 8-byte accesses asks for 256.
+(lab/moe/2026-11-26-split/nvidia-h100-80gb-hbm3-moe-split.json): 0.8 TB/s of the 3.01 TB/s copy
+bandwidth ``ladder info`` measured there. A warp of 16-bit accesses asks for 64 bytes per
+instruction, so the copy is likely bound by instructions and address arithmetic, not by bytes (not
+profiled): a warp of 8-byte accesses asks for 256.
 Prediction: the gather near the copy bandwidth measured by ``ladder info`` (about 0.2 ms at
 OLMoE's size, 0.1 ms at the Mixtral-like size, where T·k·d is half as large); the layer about
 20% faster at OLMoE's size and 3% at the Mixtral-like one.
 Measured: on an NVIDIA H100, float16, with rung 5 in the same run
-(results/nvidia-h100-80gb-hbm3-moe-wide-gather-top8.json, ``ladder run``): 1.678 ms at OLMoE's
-size against rung 5's 2.116 ms; (results/nvidia-h100-80gb-hbm3-moe-wide-gather-top2.json)
-6.605 ms at the Mixtral-like size against 6.809 ms; bfloat16, in the bench
-(results/nvidia-h100-80gb-hbm3-moe.json): 1.696 against 2.106 ms, 6.322 against 6.444 ms. The
-gather alone
-(results/nvidia-h100-80gb-hbm3-moe-split.json): 0.218 ms against 0.666 ms at OLMoE's size
-(2.5 TB/s), 0.121 ms against 0.334 ms at the Mixtral-like one.
+(lab/moe/2026-11-26-wide-gather/nvidia-h100-80gb-hbm3-moe-wide-gather-top8.json, ``ladder run``):
+1.678 ms at OLMoE's size against rung 5's 2.116 ms; (lab/moe/2026-11-26-wide-gather/nvidia-h100-
+80gb-hbm3-moe-wide-gather-top2.json) 6.605 ms at the Mixtral-like size against 6.809 ms; bfloat16,
+in the bench (lab/moe/2026-11-26-bench/nvidia-h100-80gb-hbm3-moe.json): 1.696 against 2.106 ms,
+6.322 against 6.444 ms. The gather alone (lab/moe/2026-11-26-split/nvidia-h100-80gb-hbm3-moe-
+split.json): 0.218 ms against 0.666 ms at OLMoE's size (2.5 TB/s), 0.121 ms against 0.334 ms at the
+Mixtral-like one.
 Verdict: held: the gather 3.1x faster and near the copy bandwidth, the layer 1.26x rung 5 at
 OLMoE's size and 1.03x at the Mixtral-like one. The combine (0.23 ms) is now the largest
 memory-bound stage; it sums 16-bit values, so it needs them unpacked, not only moved.

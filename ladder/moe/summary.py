@@ -13,14 +13,17 @@ import argparse
 from pathlib import Path
 from typing import Any
 
+from ladder.core import lab
 from ladder.core.report import read_results, replace_block
 
 START, END = "<!-- moe:start -->", "<!-- moe:end -->"
-RESULTS = Path(__file__).resolve().parent.parent.parent / "results"
-BENCH = "nvidia-h100-80gb-hbm3-moe.json"
-SPLIT = "nvidia-h100-80gb-hbm3-moe-split.json"
-WIDE = ("nvidia-h100-80gb-hbm3-moe-wide-gather-top2.json",
-        "nvidia-h100-80gb-hbm3-moe-wide-gather-top8.json")  # fmt: skip
+# lab files, read through the lab's index
+BENCH = "lab/moe/2026-11-26-bench/nvidia-h100-80gb-hbm3-moe.json"
+SPLIT = "lab/moe/2026-11-26-split/nvidia-h100-80gb-hbm3-moe-split.json"
+WIDE = tuple(
+    f"lab/moe/2026-11-26-wide-gather/nvidia-h100-80gb-hbm3-moe-wide-gather-{k}.json"
+    for k in ("top2", "top8")
+)
 TARGETS = {"moe-top2": 1.5, "moe-top8": 3.0}  # the layer over PyTorch's loop (issue 31)
 GROUPED_TARGET = 0.9  # the grouped GEMM over torch._grouped_mm
 
@@ -37,16 +40,16 @@ def _shape(shape: tuple[int, ...]) -> str:
     return " × ".join(map(str, shape))
 
 
-def markdown(results: Path = RESULTS) -> str:
+def markdown() -> str:
     import json
 
-    bench = read_results(results / BENCH)
+    bench = read_results(lab.resolve(BENCH))
     ms = _medians(bench)
     lines = [
         f"Measured on **{bench['gpu']}** ({bench['date'][:10]}) by `ladder bench --problems "
         "moe-top2 moe-top8` (float16; rung 6 came later), `ladder bench --problems moe-top2 "
         "moe-top8 --dtypes bfloat16 --merge`, and `ladder bench --problems grouped-gemm --dtypes "
-        f"float16 bfloat16 --merge` (`results/{BENCH}`). Sizes are T × d × f × E × hot (hot: "
+        f"float16 bfloat16 --merge` (`{BENCH}`). Sizes are T × d × f × E × hot (hot: "
         "the percent of tokens sent to expert 0, for grouped-gemm of rows; 0 routes uniformly). "
         "The layer, the tensor-core rungs against PyTorch in the same run (the ratios are the "
         "faster rung's):",
@@ -98,7 +101,7 @@ def markdown(results: Path = RESULTS) -> str:
     lines += [
         "",
         "Rung 6 (the gather in 8-byte words) against rung 5, measured together (`ladder run`, "
-        + ", ".join(f"`results/{w}`" for w in WIDE)
+        + ", ".join(f"`{w}`" for w in WIDE)
         + "):",
         "",
         "| problem | size | rung 5 ms | rung 6 ms | rung 6 × rung 5 | PyTorch loop ms | "
@@ -106,7 +109,7 @@ def markdown(results: Path = RESULTS) -> str:
         "|---|---|---:|---:|---:|---:|---:|",
     ]
     for name in WIDE:
-        wide = _medians(read_results(results / name))
+        wide = _medians(read_results(lab.resolve(name)))
         for (problem, dtype, shape, rung), t in wide.items():
             if rung != "wide-gather":
                 continue
@@ -116,8 +119,8 @@ def markdown(results: Path = RESULTS) -> str:
                 f"| {problem} | {_shape(shape)} | {five:.3f} | {t:.3f} | {five / t:.2f} | "
                 f"{loop:.3f} | {loop / t:.2f} |"
             )
-    split = json.loads((results / SPLIT).read_text())
-    lines += ["", f"Where rung 5's time goes (`results/{SPLIT}`, each stage timed alone):", ""]
+    split = json.loads(lab.resolve(SPLIT).read_text())
+    lines += ["", f"Where rung 5's time goes (`{SPLIT}`, each stage timed alone):", ""]
     for c in split["cases"]:
         s = c["stages_ms"]
         gemms = (s["first GEMM"] + s["second GEMM"]) / c["layer_ms"]

@@ -33,7 +33,8 @@ def _no_groups(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> str | None:
 
 def _rung_9_is_as_fast(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> str:
     """Rung 10 (ping-pong) ran 0.98x to 1.00x rung 9 in each of the twelve cases measured (the
-    -pingpong-flash files of results/, an H100): rung 9 is the route wherever both run."""
+    files of lab/attention/2026-11-27-pingpong-flash/, an H100): rung 9 is the route wherever
+    both run."""
     return "rung 9 is as fast (rung 10 measured 0.98-1.00x it on an H100)"
 
 

@@ -34,15 +34,15 @@ Copies overlap only when the host memory is pinned (``transfers.py``). Two cases
   best of those rates (``compare`` records it as ``host_copy``) estimates the shortest time in
   which the host can stage the layer, and the largest GPU stage over that time the best
   efficiency the host allows (an estimate: other piece sizes or thread counts may copy a little
-  faster). Two designs tried on the H200 (``results/nvidia-h200-transfer-copy-threads.json``,
-  ``results/nvidia-h200-transfer-pieces.json``): more copy threads (12, 15) shrink the host
-  stage but the wall time hardly; cutting each chunk's copy into one piece per thread, so a
-  staging buffer empties sooner, made it slower (conv1 at best 51.2 ms, against 46.0 to
-  48.1 ms unsplit with 8 threads, on other machines of the same kind), and a third staging
-  buffer per stream, tried only together with the split, did not help; deeper staging on its
-  own is untested. The copies also compete with the copy engines for the same memory: with the
-  engines moving data both ways, 8 or 15 threads copied a seventh to a third less
-  (``results/nvidia-h200-host-copy.json``).
+  faster). Two designs tried on the H200 (``lab/transfer/2026-11-22-copy-threads/nvidia-h200-
+  transfer-copy-threads.json``, ``lab/transfer/2026-11-22-pieces/nvidia-h200-transfer-
+  pieces.json``): more copy threads (12, 15) shrink the host stage but the wall time hardly; cutting
+  each chunk's copy into one piece per thread, so a staging buffer empties sooner, made it slower
+  (conv1 at best 51.2 ms, against 46.0 to 48.1 ms unsplit with 8 threads, on other machines of the
+  same kind), and a third staging buffer per stream, tried only together with the split, did not
+  help; deeper staging on its own is untested. The copies also compete with the copy engines for the
+  same memory: with the engines moving data both ways, 8 or 15 threads copied a seventh to a third
+  less (``lab/transfer/2026-11-22-host-copy/nvidia-h200-host-copy.json``).
 - ``host_memory="pinned"``: the batch was allocated pinned in the first place
   (``cuda.pinned_array``; ``pinned_copy`` makes one), so the copy engines read and write it
   directly and there is nothing to stage. This is what a program that owns its buffers

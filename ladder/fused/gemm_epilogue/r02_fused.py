@@ -27,9 +27,9 @@ run. The library, cuBLAS SGEMM then a CuPy bias + GELU kernel: 2.760 ms.
 Verdict: beat the prediction: 1.08x rung 1, and 6.0% faster than the GEMM without any
 epilogue. The cause is not established: the main loop is the same device function, but the
 compiler allocates it differently in this kernel (202 registers against 208); rung 9 is
-profiled (results/nvidia-h200-profile-float32.json) and this kernel is not, so comparing the
-two profiles is the next step. cuBLAS stays 1.30x faster: its GEMM alone is faster than rung 9
-(``references.py``).
+profiled (lab/gemm/2026-11-22-profiles/nvidia-h200-profile-float32.json) and this kernel is not, so
+comparing the two profiles is the next step. cuBLAS stays 1.30x faster: its GEMM alone is faster
+than rung 9 (``references.py``).
 
 Lab notes: docs/notes/fused.md
 """

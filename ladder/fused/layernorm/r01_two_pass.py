@@ -26,7 +26,7 @@ one-read kernel; the statistics kernel, one row per block, ten barriers per redu
 4-byte load per thread in flight, is likely to fall short of the copy bandwidth as well.
 Measured: on an NVIDIA H200 (results/nvidia-h200.json, ``ladder bench``, 8192 x 8192,
 float32): 0.371 ms, 2.898 TB/s on the bytes it asks for (0.68 of the 4.269 TB/s copy); rung 2
-takes 0.138 ms. Nsight Compute (results/nvidia-h200-profile-layernorm.json):
+takes 0.138 ms. Nsight Compute (lab/fused/2026-11-22-profiles/nvidia-h200-profile-layernorm.json):
 ``row_stats_kernel`` 130.208 µs at 43.28% of peak DRAM throughput, ``normalize_kernel``
 237.568 µs at 45.32% (70.93% occupancy), 367.776 µs in all.
 Verdict: held at its bound (rung 2 is 2.69x faster, more than the 2x of the bytes), but the

@@ -32,8 +32,8 @@ Prediction: close to the copy bandwidth at 8192 x 8192, at least 0.9 of the meas
 device-to-device copy; about twice rung 1 (half the bytes, one launch).
 Measured: on an NVIDIA H200 (results/nvidia-h200.json, ``ladder bench``, 8192 x 8192,
 float32): 0.138 ms, 3.890 TB/s, 0.91 of the 4.269 TB/s copy; rung 1 0.371 ms; PyTorch's
-``layer_norm`` 0.352 ms. Nsight Compute (results/nvidia-h200-profile-layernorm.json):
-131.616 µs at 80.71% of peak DRAM throughput, 47.59% occupancy.
+``layer_norm`` 0.352 ms. Nsight Compute (lab/fused/2026-11-22-profiles/nvidia-h200-profile-
+layernorm.json): 131.616 µs at 80.71% of peak DRAM throughput, 47.59% occupancy.
 Verdict: held: 0.91 of the copy; 2.69x rung 1 rather than 2x, because rung 1's normalization
 kernel also fell short of the copy on its own bytes. PyTorch is 2.55x slower: its kernel reads
 x twice (``references.py`` counts it), and part of its time is not yet accounted for.

@@ -7,15 +7,15 @@ form so that the result lands in our output without a copy), when PyTorch with C
 It is not a straw man: one call, one kernel, float32 throughout; besides y it writes the rows'
 mean and rstd (2 x 32 KB, noise) into a small tensor this wrapper allocates per call through
 PyTorch's caching allocator. The profile on an NVIDIA H200
-(results/nvidia-h200-profile-layernorm.json, 8192 x 8192) shows a single kernel,
-``vectorized_layer_norm_kernel``, 213.152 µs at 75.66% of peak DRAM throughput, where rung 2
-takes 131.616 µs at 80.71%. DRAM % x duration is 1.52x rung 2's: PyTorch's kernel reads each
-row twice (``compute_stats``, then a second loop over x to normalize, in
-``aten/src/ATen/native/cuda/layer_norm_kernel.cu``), 12 bytes per element against rung 2's 8,
-805 MB against 537 MB, at nearly the same rate: that accounts for the 1.62x of the profile.
-``ladder bench`` (results/nvidia-h200.json) shows a larger gap, 0.352 ms against rung 2's
-0.138 ms, 2.55x: about 0.14 ms of the library row's time is outside that kernel, and where it
-goes (the call's host work, the per-call allocation) is not yet measured.
+(lab/fused/2026-11-22-profiles/nvidia-h200-profile-layernorm.json, 8192 x 8192) shows a single
+kernel, ``vectorized_layer_norm_kernel``, 213.152 µs at 75.66% of peak DRAM throughput, where rung 2
+takes 131.616 µs at 80.71%. DRAM % x duration is 1.52x rung 2's: PyTorch's kernel reads each row
+twice (``compute_stats``, then a second loop over x to normalize, in
+``aten/src/ATen/native/cuda/layer_norm_kernel.cu``), 12 bytes per element against rung 2's 8, 805 MB
+against 537 MB, at nearly the same rate: that accounts for the 1.62x of the profile. ``ladder
+bench`` (results/nvidia-h200.json) shows a larger gap, 0.352 ms against rung 2's 0.138 ms, 2.55x:
+about 0.14 ms of the library row's time is outside that kernel, and where it goes (the call's host
+work, the per-call allocation) is not yet measured.
 
 ``torch-compile``: ``F.layer_norm`` compiled by ``torch.compile`` (Inductor, one graph per
 shape, ``ladder.core.compiled``): Inductor decomposes it into the row's mean and variance and

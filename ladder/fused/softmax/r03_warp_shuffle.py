@@ -24,9 +24,9 @@ three passes over the row, twice the problem's minimum in bytes, are unchanged a
 dominate.
 Measured: on an NVIDIA H200 (results/nvidia-h200.json, ``ladder bench``, 8192 x 8192): 0.228 ms
 in float32 (rung 2: 0.237 ms), 0.552 of the 4.269 TB/s copy; 0.211 ms in float16 (rung 2:
-0.213 ms). Nsight Compute (results/nvidia-h200-profile-softmax.json, float32): 225.632 µs
-against rung 2's 237.472, 55.66% of peak DRAM throughput, 59.31% L2 hit rate; shared-memory
-store bank conflicts 6530 against rung 2's 42840.
+0.213 ms). Nsight Compute (lab/fused/2026-11-22-profiles/nvidia-h200-profile-softmax.json, float32):
+225.632 µs against rung 2's 237.472, 55.66% of peak DRAM throughput, 59.31% L2 hit rate;
+shared-memory store bank conflicts 6530 against rung 2's 42840.
 Verdict: held: 1.04x rung 2 in float32, 1.01x in float16. The time is the passes over the row.
 
 Lab notes: docs/notes/fused.md

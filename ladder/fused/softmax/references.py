@@ -6,14 +6,14 @@ required). PyTorch reads the Numba arrays without a copy (``torch.as_tensor`` on
 
 It is not a straw man: one call, one kernel, no cast (``half_to_float=False``: float16 in,
 float16 out, float32 inside, as every rung). The profile on an NVIDIA H200
-(results/nvidia-h200-profile-softmax.json, float32, 8192 x 8192) shows a single kernel,
-``cunn_SoftMaxForwardReg`` (the row held in registers, as rung 5), 274.432 µs at 39.13% of peak
-DRAM throughput, where rung 5 takes 128.448 µs at 82.69%. DRAM % x duration is 1.01x rung 5's:
-the same bytes, the minimum (one read and one write, 537 MB), drawn at under half the rate. So
-the 2.08x (float32) and 3.62x (float16) by which rung 5 is faster in results/nvidia-h200.json
-do not come from extra passes, kernels or casts. What holds PyTorch's kernel to that rate is
-not yet measured (its occupancy, 49.13%, is rung 5's 47.5%, so it is not fewer resident warps);
-the float16 kernel was not profiled.
+(lab/fused/2026-11-22-profiles/nvidia-h200-profile-softmax.json, float32, 8192 x 8192) shows a
+single kernel, ``cunn_SoftMaxForwardReg`` (the row held in registers, as rung 5), 274.432 µs at
+39.13% of peak DRAM throughput, where rung 5 takes 128.448 µs at 82.69%. DRAM % x duration is 1.01x
+rung 5's: the same bytes, the minimum (one read and one write, 537 MB), drawn at under half the
+rate. So the 2.08x (float32) and 3.62x (float16) by which rung 5 is faster in
+results/nvidia-h200.json do not come from extra passes, kernels or casts. What holds PyTorch's
+kernel to that rate is not yet measured (its occupancy, 49.13%, is rung 5's 47.5%, so it is not
+fewer resident warps); the float16 kernel was not profiled.
 
 ``torch-compile``: ``torch.softmax(x, dim=1)`` compiled by ``torch.compile`` (Inductor, one
 graph per shape, ``ladder.core.compiled``) into a generated kernel of its own (the row held in
