@@ -410,8 +410,9 @@ def test_benchmark_writes_results_and_figures(tmp_path):
 
 
 def test_call_costs_plot_the_launch_rows_and_the_libraries(tmp_path):
-    """The notebook's figure of a ``scripts/hosttime.py`` run: rung launchers with PyTorch
-    inputs and library calls, not the dispatcher rows, other inputs or bare launches."""
+    """The notebook's figure of a host-time run (lab/harness/2026-11-25-hosttime/): rung
+    launchers with PyTorch inputs and library calls, not the dispatcher rows, other inputs or
+    bare launches."""
 
     def row(kind, label, inputs="torch", path="launch", host=15.0, graph=None):
         return {"kind": kind, "label": label, "inputs": inputs, "path": path, "dtype": "float32",

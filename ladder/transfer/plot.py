@@ -199,7 +199,8 @@ def launch_costs(launch: dict[str, Any], path: str | Path, title: str = "") -> P
 
 
 def call_cost_rows(doc: dict[str, Any], inputs: str = "torch") -> list[dict[str, Any]]:
-    """The rows of a ``scripts/hosttime.py`` results file a reader compares: each rung's
+    """The rows of a host-time results file (``scripts/hosttime.py`` at commit 4b7e533; its
+    H200 run is ``lab/harness/2026-11-25-hosttime/``) a reader compares: each rung's
     launcher (``launch`` path) with ``inputs`` arrays, and each library call, in file order."""
     rows = []
     for row in doc["rows"]:
@@ -211,7 +212,7 @@ def call_cost_rows(doc: dict[str, Any], inputs: str = "torch") -> list[dict[str,
 
 def call_costs(doc: dict[str, Any], path: str | Path, limit_us: float = 20.0) -> Path:
     """Host, back-to-back and graph replay µs per call of every rung's launcher and each library
-    call of a ``scripts/hosttime.py`` run, with the ``limit_us`` goal and the GPU named."""
+    call of a host-time run (``call_cost_rows``), with the ``limit_us`` goal and the GPU named."""
     from matplotlib.figure import Figure
 
     rows = call_cost_rows(doc)
