@@ -319,3 +319,128 @@ def test_too_many_rows_are_refused_before_any_launch():
     tokens = MAX_ROWS // 2 + 1
     with pytest.raises(ValueError, match=r"x: T·k = \d+ rows, at most"):
         operands(Shaped((tokens, 16)), Shaped((tokens, 4)), w1, w2, None, 2, ("float32",))
+
+
+# ---------------------------------------------------------------------------------------------
+# grouped-gemm's offsets, checked on the device (issue 54, item 11). This section is kept apart
+# from the tests above: expert e owns rows offsets[e] to offsets[e + 1], which must start at 0,
+# never decrease and end at M. A call checks them on the GPU without a copy or a wait; bad ones
+# get no tiles (nothing read or written), and the ValueError comes at the launcher's next call
+# or from the rung module's check_offsets(). The Numba rung runs here and in the simulator;
+# the CUDA C++ rung (wgmma-grouped, sm_90a) only on a GPU.
+
+import importlib  # noqa: E402
+import re  # noqa: E402
+
+from conftest import gpu_only  # noqa: E402
+
+OFFSETS_SIZES = [(9, 16, 16, 3, 0), (9, 17, 33, 3, 0)]  # on TMA's 8-wide rows, and padded
+GUARD_ROWS = 3
+GUARD = 1000.0  # the rows around C: a value no product here comes near, exact in float16
+BAD_OFFSETS = {  # for M = 9 rows and E = 3 groups: each kind of fault, and what its error says
+    "start-past-0": ([2, 3, 6, 9], r"offsets\[0\] = 2, but they must start at 0"),
+    "negative-start": ([-4, 3, 6, 9], r"offsets\[0\] = -4, but they must start at 0"),
+    "decreasing": ([0, 6, 3, 9], r"offsets\[2\] = 3 is less than offsets\[1\] = 6"),
+    "negative-inside": ([0, 3, -5, 9], r"offsets\[2\] = -5 is less than offsets\[1\] = 3"),
+    "ending-before-M": ([0, 3, 6, 7], r"offsets\[3\] = 7, but they must end at M = 9"),
+    "ending-past-M": ([0, 3, 6, 12], r"offsets\[3\] = 12, but they must end at M = 9"),
+    "past-M-inside": ([0, 3, 40, 40], r"offsets\[3\] = 40, but they must end at M = 9"),
+}
+
+
+@pytest.fixture
+def offsets_rung(request):
+    """(the launcher, its module's check_offsets) of grouped-gemm's rung ``request.param``;
+    its fault flag cleared afterwards, so that a failed test leaves no report to the next."""
+    rung = get_rung("grouped-gemm", request.param)
+    reason = rung.unavailable_reason()
+    if reason is not None:
+        pytest.skip(reason)
+    module = importlib.import_module(rung.launch.__module__)
+    yield rung.launch, module.check_offsets
+    if module.OFFSETS._status is not None:
+        module.OFFSETS._status[0] = 0
+
+
+def _guarded_call(launch, size, dtype, offsets):
+    """Call ``launch`` on the problem's a and w with ``offsets`` (None: the problem's own) into
+    a C poisoned with NaN that lies between GUARD_ROWS rows of GUARD on each side; returns
+    (the inputs, C, the guard rows), copied back."""
+    problem = get_problem("grouped-gemm")
+    a, w, good = problem.make_inputs(size, dtype, seed=2)
+    rows, cols = problem.output_shape(size)
+    whole = np.full((rows + 2 * GUARD_ROWS, cols), GUARD, resolve(dtype))
+    whole[GUARD_ROWS:-GUARD_ROWS] = np.nan
+    device_whole = to_device(whole)
+    out = device_whole[GUARD_ROWS : GUARD_ROWS + rows]
+    chosen = good if offsets is None else np.array(offsets, np.int32)
+    assert launch(to_device(a), to_device(w), to_device(chosen), out) is out
+    found = to_host(device_whole)
+    guards = np.concatenate([found[:GUARD_ROWS], found[-GUARD_ROWS:]])
+    return (a, w, good), found[GUARD_ROWS:-GUARD_ROWS], guards
+
+
+@pytest.mark.parametrize("offsets_rung", ["grouped"], indirect=True)
+def test_good_offsets_pass_the_device_check(offsets_rung):
+    launch, check_offsets = offsets_rung
+    inputs, c, guards = _guarded_call(launch, OFFSETS_SIZES[0], "float32", None)
+    check_offsets()  # nothing to report
+    assert np.all(guards == GUARD), "a row past C was written"
+    problem = get_problem("grouped-gemm")
+    assert timing.relative_error(c, problem.reference(inputs)) <= problem.tolerance("float32")
+
+
+@pytest.mark.parametrize(
+    "case",
+    # the issue's two cases on the fast path; each launch is seconds in the simulator
+    [
+        pytest.param(c, marks=quick_unless(c not in ("decreasing", "ending-past-M")))
+        for c in BAD_OFFSETS
+    ],
+)
+@pytest.mark.parametrize("offsets_rung", ["grouped"], indirect=True)
+def test_bad_offsets_raise_naming_offsets_and_write_nothing(offsets_rung, case):
+    launch, check_offsets = offsets_rung
+    offsets, why = BAD_OFFSETS[case]
+    _, c, guards = _guarded_call(launch, OFFSETS_SIZES[0], "float32", offsets)
+    with pytest.raises(ValueError, match=r"^offsets: a call of grouped-gemm/grouped .*GPU") as err:
+        check_offsets()
+    assert re.search(why, str(err.value)), str(err.value)
+    assert np.all(guards == GUARD), "a row past C was written"
+    assert np.all(np.isnan(c)), "bad offsets get no tiles: C is left as it was"
+    check_offsets()  # a fault is reported once
+
+
+@pytest.mark.parametrize("offsets_rung", ["grouped"], indirect=True)
+def test_bad_offsets_are_reported_by_the_next_call(offsets_rung):
+    """The call after a bad one raises before it launches anything, though its own offsets are
+    good; the call after that runs (here on offsets with an empty group)."""
+    launch, check_offsets = offsets_rung
+    _guarded_call(launch, OFFSETS_SIZES[0], "float32", [0, 6, 3, 9])
+    cuda.synchronize()  # the bad call's check has run
+    with pytest.raises(ValueError, match=r"^offsets: .*never decrease"):
+        _guarded_call(launch, OFFSETS_SIZES[0], "float32", None)
+    _, c, _ = _guarded_call(launch, OFFSETS_SIZES[0], "float32", [0, 0, 9, 9])
+    check_offsets()
+    assert np.all(np.isfinite(c))
+
+
+@gpu_only
+@pytest.mark.parametrize("size", OFFSETS_SIZES, ids=str)
+@pytest.mark.parametrize("offsets_rung", ["grouped", "wgmma-grouped"], indirect=True)
+def test_every_kind_of_bad_offsets_on_the_gpu(offsets_rung, size):
+    """Each kind of fault through each rung in float16, at a size on TMA's 8-wide rows and one
+    that takes rung 5's padded copies: reported with its reason, nothing written past C; then
+    the problem's offsets give the right answer."""
+    launch, check_offsets = offsets_rung
+    for offsets, why in BAD_OFFSETS.values():
+        _, _, guards = _guarded_call(launch, size, "float16", offsets)
+        with pytest.raises(ValueError, match=r"^offsets: ") as err:
+            check_offsets()
+        assert re.search(why, str(err.value)), str(err.value)
+        assert np.all(guards == GUARD), "a row past C was written"
+    inputs, c, guards = _guarded_call(launch, size, "float16", None)
+    check_offsets()
+    assert np.all(guards == GUARD)
+    problem = get_problem("grouped-gemm")
+    assert timing.relative_error(c, problem.reference(inputs)) <= problem.tolerance("float16")

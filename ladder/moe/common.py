@@ -10,6 +10,9 @@
   with the row of A given per thread, so a kernel may read A's rows in any order; and the two
   per-expert GEMM kernels of rungs 1 and 2 built on it.
 - ``tile_expert``: which expert a block of a grouped launch works for (rungs 3 and 4).
+- ``tile_starts_of`` and ``OffsetsCheck``: the grouped GEMM alone (rungs 3 and 5) takes its
+  offsets from the caller: the kernel that makes its tile schedule checks them on the device,
+  and the launcher reports bad ones at its next call or at ``check_offsets()``.
 
 Every kernel accumulates in float32 and reads float32 or float16. bfloat16, which Numba cannot
 type, arrives as its bits (uint16): the copies move them as they are, and ``bf16_to_float32``
@@ -161,17 +164,91 @@ def scan_offsets(counts, tile_rows, offsets, cursor, tile_starts):
     tile_starts[counts.shape[0]] = tiles
 
 
+# what ``tile_starts_of`` found wrong with the offsets it was given, in ``status[0]``
+OFFSETS_START, OFFSETS_ORDER, OFFSETS_END = 1, 2, 3
+
+
 @cuda.jit
-def tile_starts_of(offsets, tile_rows, tile_starts):
-    """tile_starts from given offsets (the grouped GEMM alone, whose rows come sorted): expert
-    e's tiles of ``tile_rows`` rows start at tile_starts[e]; one thread, as in scan_offsets."""
+def tile_starts_of(offsets, rows, tile_rows, tile_starts, status):
+    """tile_starts from given offsets (the grouped GEMM alone, whose rows come sorted), and the
+    offsets' check, on the device: they must start at 0, never decrease and end at ``rows``
+    (M). Bad offsets get an empty schedule (every tile_starts 0: each block of the GEMM returns
+    before it reads an offset or a row), and their first fault goes to ``status``, host memory
+    mapped for the GPU (``OffsetsCheck``): fault, index, offsets[index], and offsets[index - 1]
+    or M. Good offsets write nothing there. One thread, as in scan_offsets."""
     if cuda.grid(1) != 0:
         return
+    experts = offsets.size - 1
+    fault = 0
+    at = 0
+    if offsets[0] != 0:
+        fault = OFFSETS_START
+    else:
+        for e in range(experts):
+            if offsets[e + 1] < offsets[e]:
+                fault = OFFSETS_ORDER
+                at = e + 1
+                break
+        if fault == 0 and offsets[experts] != rows:
+            fault = OFFSETS_END
+            at = experts
     tiles = 0
-    for e in range(offsets.size - 1):
+    for e in range(experts):
         tile_starts[e] = tiles
-        tiles += (max(offsets[e + 1] - offsets[e], 0) + tile_rows - 1) // tile_rows
-    tile_starts[offsets.size - 1] = tiles
+        if fault == 0:
+            tiles += (offsets[e + 1] - offsets[e] + tile_rows - 1) // tile_rows
+    tile_starts[experts] = tiles
+    if fault != 0:
+        status[1] = at
+        status[2] = offsets[at]
+        status[3] = offsets[at - 1] if fault == OFFSETS_ORDER else rows
+        cuda.threadfence_system()  # the details reach the host before the fault it reads first
+        status[0] = fault
+
+
+class OffsetsCheck:
+    """The report of a grouped GEMM launcher's bad offsets, without a copy or a wait in the
+    call. Each call's ``tile_starts_of`` checks its offsets on the GPU and writes a fault to
+    ``status``: pinned host memory mapped into the device, which the host reads as ordinary
+    memory. ``raise_if_bad`` (a host read; every call starts with it) raises the ValueError
+    for a fault that an earlier call's check has written by then; ``check`` waits for the GPU
+    first, so it reports any call made before it. A fault is reported once."""
+
+    def __init__(self, launcher: str) -> None:
+        self.launcher = launcher
+        self._status: Any = None
+
+    @property
+    def status(self) -> Any:
+        """The four int32 the check kernel writes (allocated at the first call)."""
+        if self._status is None:
+            status = cuda.mapped_array(4, np.int32, portable=True)
+            status[:] = 0
+            self._status = status
+        return self._status
+
+    def raise_if_bad(self) -> None:
+        status = self._status
+        if status is None or status[0] == 0:
+            return
+        fault, at, value, bound = (int(status[i]) for i in range(4))
+        status[0] = 0
+        why = {
+            OFFSETS_START: f"offsets[0] = {value}, but they must start at 0 (a's first row)",
+            OFFSETS_ORDER: f"offsets[{at}] = {value} is less than offsets[{at - 1}] = {bound}, "
+            "but they must never decrease",
+            OFFSETS_END: f"offsets[{at}] = {value}, but they must end at M = {bound} (a's rows), "
+            "so that every row belongs to one group",
+        }[fault]
+        raise ValueError(
+            f"offsets: a call of {self.launcher} had bad offsets, found on the GPU: {why}. "
+            "That call computed nothing (its output is undefined)"
+        )
+
+    def check(self) -> None:
+        """Wait for the GPU, then ``raise_if_bad``."""
+        cuda.synchronize()
+        self.raise_if_bad()
 
 
 @cuda.jit
@@ -342,7 +419,7 @@ def example_arguments(dtype: Any) -> dict[str, tuple[Any, ...]]:
         "top_k_softmax": (np.zeros((tokens, experts), t), ids, gates),
         "count_experts": (ids, per_expert),
         "scan_offsets": (per_expert, TILE, offsets, per_expert, offsets),
-        "tile_starts_of": (offsets, TILE, offsets),
+        "tile_starts_of": (offsets, tokens * k, TILE, offsets, np.zeros(4, np.int32)),
         "permute": (ids, per_expert, pairs, pairs),
         "gather_rows": (x, pairs, k, rows),
         "gather_words": (words[0], pairs, k, words[1]),

@@ -10,7 +10,9 @@ ever be, T·k / 16 + E rounded up, and the blocks past the last tile return at o
 comes back to the host: the whole layer is eight kernels queued in a row (four route, then the
 gather, the two GEMMs and the combine), and can be captured in
 a CUDA graph. The block's loop is rung 2's GEMM (``common.tile_dot``); only the scheduling is
-new. The same kernel is this rung of ``grouped-gemm``, the expert GEMM alone.
+new. The same kernel is this rung of ``grouped-gemm``, the expert GEMM alone, whose offsets
+come from the caller: the one-thread kernel that makes their schedule checks them too (no
+copy, no wait), and bad ones get no tiles and a ValueError later (``launch_grouped_gemm``).
 Why: rung 2 waits for the offsets, then launches 2·E GEMMs from the host one after the other;
 where the experts' GEMMs are short, the host's launches set the pace (at OLMoE's size rung 2
 spends 26,785 µs of host time per call). One grid per GEMM, whatever E, and no wait.
@@ -39,6 +41,7 @@ from ladder.core.rung import rung
 from ladder.moe.common import (
     ELEMENTWISE,
     TILE,
+    OffsetsCheck,
     combine,
     gather_rows,
     grid_for,
@@ -124,6 +127,7 @@ def launch(x: Any, logits: Any, w1: Any, w2: Any, out: Any = None, k: int = 2) -
 
 
 TILE_STARTS = PlanCache(lambda offsets: cuda.device_array(offsets.shape, np.int32))
+OFFSETS = OffsetsCheck("grouped-gemm/grouped")
 
 
 @rung(
@@ -134,17 +138,32 @@ TILE_STARTS = PlanCache(lambda offsets: cuda.device_array(offsets.shape, np.int3
     dtypes=("float32", "float16"),
 )
 def launch_grouped_gemm(a: Any, w: Any, offsets: Any, out: Any = None) -> Any:
+    """out[rows of e] = a[rows of e] @ w[e], expert e owning rows offsets[e] to offsets[e + 1]
+    (int32, E + 1 of them, on the device): they must start at 0, never decrease and end at M.
+    The call checks them on the GPU, in ``tile_starts_of``, and neither copies them to the host
+    nor waits: it trusts no offset, only defers the report. Bad offsets get no tiles, so no
+    block reads or writes a row (out is left as it was), and the ValueError naming offsets
+    comes at the next call of this launcher, before it launches anything, or from
+    ``check_offsets()``, which waits for the GPU: call it after the last call, and after
+    replaying a graph (a replay runs no Python)."""
+    OFFSETS.raise_if_bad()
     a, w, offs, c = grouped_operands(a, w, offsets, out, ("float32", "float16"))
     if 0 in c.shape:
         return c.obj
     stream = stream_of(current_stream())
     tile_starts = TILE_STARTS(offs)
     noffs = numba_array(offs)
-    tile_starts_of[1, 1, stream](noffs, TILE, tile_starts)
+    tile_starts_of[1, 1, stream](noffs, a.shape[0], TILE, tile_starts, OFFSETS.status)
     grouped_matmul[grouped_grid(a.shape[0], c.shape[1], w.shape[0]), (TILE, TILE), stream](
         numba_array(a), numba_array(w), noffs, tile_starts, numba_array(c)
     )
     return c.obj
+
+
+def check_offsets() -> None:
+    """Wait for the GPU; raise ValueError (naming offsets) if a call of ``launch_grouped_gemm``
+    not yet reported had bad offsets."""
+    OFFSETS.check()
 
 
 # what ``ladder check`` compiles for this rung: the kernels it introduces

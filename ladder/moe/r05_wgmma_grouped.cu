@@ -9,6 +9,10 @@
 //   row's (token, slot) place (the second GEMM), or stores as it is (the grouped GEMM alone).
 // A row tile may run past its expert's rows into the next expert's: those rows are loaded and
 // multiplied, then not stored. Rows (A) are K-contiguous, as TMA needs: the gather stays a copy.
+// The kernel trusts offsets (0 to M, never decreasing) and tile_starts to agree: the routing's
+// scan makes both; for the grouped GEMM alone, tile_starts_of (common.py) checks the caller's
+// offsets first and gives bad ones an empty schedule (tile_starts[E] = 0: every block returns
+// before it reads an offset), reporting them to the launcher.
 // Build for sm_90a.
 #include "../gemm/hopper.cuh"  // TMA, mbarriers, descriptors, wgmma: the library
 

@@ -13,6 +13,7 @@ gather, so the rows are copied into expert order first (rung 3's ``gather_rows``
 are no multiple of 8 (TMA's 16-byte rows) or misaligned weights go through zero-padded copies
 (all the weights, on every call, for such shapes only). bfloat16 runs the same way: the Numba
 kernels read it as bits (``common.bf16_to_float32``; ``combine_slots_bf16`` rounds the sum).
+The grouped GEMM alone checks the caller's offsets on the GPU as rung 3 does (``run_grouped``).
 Why: rung 4's GEMM is GEMM rung 3's loop on 16 × 16 tiles, 7.15 TFLOP/s, a ninth of the FP32
 peak. This rung changes two things at once, on purpose: the tiles become GEMM rung 18's pipeline
 (the GEMM ladder's rungs 4 to 16, climbed in notebooks 01 and 02) and the products move to the
@@ -55,6 +56,7 @@ from ladder.gemm.hopper import tensor_map
 from ladder.gemm.tensor_core import TensorMapLaunch
 from ladder.moe.common import (
     ELEMENTWISE,
+    OffsetsCheck,
     Routing,
     bf16_to_float32,
     float32_to_bf16,
@@ -263,6 +265,7 @@ class GroupedPlan:
 
 
 GROUPED_PLANS = PlanCache(GroupedPlan)
+OFFSETS = OffsetsCheck("grouped-gemm/wgmma-grouped")
 
 
 @rung(
@@ -280,7 +283,14 @@ def launch_grouped_gemm(a: Any, w: Any, offsets: Any, out: Any = None) -> Any:
 
 
 def run_grouped(plans: PlanCache, a: Any, w: Any, offsets: Any, out: Any) -> Any:
-    """The grouped GEMM alone through ``plans``."""
+    """The grouped GEMM alone through ``plans``. The offsets (expert e owns rows offsets[e] to
+    offsets[e + 1]; they must start at 0, never decrease and end at M) are copied on the device
+    into the plan and checked there by ``tile_starts_of``: no copy to the host, no wait, no
+    offset trusted, only the report deferred. Bad ones get no tiles, so the kernel reads and
+    writes no row (out is undefined), and the ValueError naming offsets comes at the next call,
+    before it launches anything, or from ``check_offsets()``, which waits for the GPU (call it
+    after the last call, and after replaying a graph)."""
+    OFFSETS.raise_if_bad()
     a, w, offs, c = grouped_operands(a, w, offsets, out, DTYPES)
     if 0 in c.shape:
         return c.obj
@@ -288,6 +298,12 @@ def run_grouped(plans: PlanCache, a: Any, w: Any, offsets: Any, out: Any) -> Any
     p = plans(a, w, offs, c)
     stream = stream_of(handle)
     p.offsets.copy_to_device(numba_array(offs), stream=stream)
-    tile_starts_of[1, 1, stream](p.offsets, BM, p.tile_starts)
+    tile_starts_of[1, 1, stream](p.offsets, a.shape[0], BM, p.tile_starts, OFFSETS.status)
     p(a, w, c, handle)
     return c.obj
+
+
+def check_offsets() -> None:
+    """Wait for the GPU; raise ValueError (naming offsets) if a call of the grouped GEMM alone
+    not yet reported had bad offsets."""
+    OFFSETS.check()
