@@ -123,20 +123,18 @@ def test_ladder_models_names_a_bad_part(capsys):
 
 
 def test_ladder_models_redraws_a_results_file_and_writes_the_readme_block(tmp_path):
-    """``--from-results`` measures nothing: it reads a file (here the committed H100 run),
-    draws its figures beside it and, with ``--readme``, writes the README's models block
+    """``--from-results`` measures nothing: it reads a file (here the committed H100 run, a lab
+    file), draws its figures beside it and, with ``--readme``, writes the README's models block
     from it; the exit code says whether every target was met."""
     import shutil
-    from pathlib import Path
 
     from ladder.cli import main
+    from ladder.core import lab
     from ladder.models import bench
 
-    committed = sorted((Path(__file__).parents[1] / "results").glob("*-models.json"))
-    if not committed:
-        pytest.skip("no ladder models results are committed")
-    results = tmp_path / committed[0].name
-    shutil.copy(committed[0], results)
+    committed = lab.resolve(bench.COMMITTED)
+    results = tmp_path / committed.name
+    shutil.copy(committed, results)
     readme = tmp_path / "README.md"
     readme.write_text(f"top\n{bench.README_START}\nold\n{bench.README_END}\nbottom\n")
     doc = json.loads(results.read_text())

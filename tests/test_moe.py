@@ -290,11 +290,11 @@ def test_the_diagrams_draw_the_kernels_rules():
 
 def test_the_split_plot_reads_the_committed_file():
     import json
-    from pathlib import Path
 
+    from ladder.core import lab
     from ladder.moe.split import STAGES, plot_split
 
-    path = Path(__file__).parent.parent / "results" / "nvidia-h100-80gb-hbm3-moe-split.json"
+    path = lab.resolve("lab/moe/2026-11-26-split/nvidia-h100-80gb-hbm3-moe-split.json")
     doc = json.loads(path.read_text())
     for case in doc["cases"]:  # the stages add up to about the layer, timed alone each
         total = sum(case["stages_ms"][s] for s in STAGES)
