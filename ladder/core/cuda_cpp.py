@@ -10,7 +10,11 @@ their Python loader. One path serves the GPU run, the test suite and ``ladder ch
   complete the error lists every place it looked and the three ways to provide them.
 - ``compile_source()`` runs NVRTC (from ``cuda.bindings``, a dependency of numba-cuda) for one
   architecture, with no GPU needed, and caches the cubin on disk by a hash of the source, the
-  options and the NVRTC version.
+  options, the library's headers and the NVRTC version.
+- ``LIBRARY``, ``ladder/core/cuda``, is the one library of PTX wrappers (mbarriers, TMA, wgmma,
+  mma.sync, ldmatrix, cp.async, fast division) that every tensor-core rung includes as
+  ``#include "ladder/core/cuda/<header>.cuh"``: the folder above the package is on NVRTC's
+  include path.
 - ``CudaSource.kernel()`` compiles for the GPU at hand and loads the cubin with CuPy
   (``cupy.RawModule(path=...)``), once per process.
 
@@ -33,6 +37,8 @@ from typing import Any
 import numpy as np
 
 CACHE_DIR = Path(os.environ.get("LADDER_CACHE", Path.home() / ".cache" / "ladder")) / "cubin"
+LIBRARY = Path(__file__).with_name("cuda")  # the PTX wrappers: ladder/core/cuda/*.cuh
+INCLUDE_ROOT = LIBRARY.parents[2]  # holds ladder/: `#include "ladder/core/cuda/..."` finds them
 HEADER_FIXES = (
     "pip install 'numba-ladder[cuda13]' (or [cuda12]): the CUDA wheels with their headers",
     "conda install -c conda-forge cuda-cudart-dev cuda-crt: into the active conda environment "
@@ -133,6 +139,12 @@ class Build:
     path: Path
 
 
+def _library_text() -> str:
+    """The library's headers, each under its name: a cubin cached before one of them changed is
+    not reused (NVRTC reads them from the include path, not from the source that is hashed)."""
+    return "\0".join(f"{p.name}\0{p.read_text()}" for p in sorted(LIBRARY.glob("*.cuh")))
+
+
 def compile_source(
     source: str, name: str, arch: str, options: Iterable[str] = (), cache: bool = True
 ) -> Build:
@@ -145,10 +157,11 @@ def compile_source(
         "--extra-device-vectorization",
         "-lineinfo",
         *[f"-I{d}" for d in include_dirs()],
+        f"-I{INCLUDE_ROOT}",
         *options,
     ]
     key = hashlib.sha256(
-        "\0".join([source, name, *opts, repr(nvrtc_version())]).encode()
+        "\0".join([source, name, *opts, _library_text(), repr(nvrtc_version())]).encode()
     ).hexdigest()[:24]
     path = CACHE_DIR / f"{Path(name).stem}-{arch}-{key}.cubin"
     if cache and path.is_file():
@@ -236,11 +249,17 @@ _LOCAL_INCLUDE = re.compile(r'^#include "([\w./]+\.cuh?)"[^\n]*$', re.MULTILINE)
 
 
 def inline_includes(path: Path) -> str:
-    """``path``'s text with each ``#include "name.cu"`` (or ``.cuh``, or ``dir/name.cuh``)
-    replaced by that file's text, found beside ``path`` (recursively): other headers are left
-    to NVRTC's include path. Headers guard themselves against being inlined twice."""
+    """``path``'s text with each ``#include "name.cu"`` (or ``.cuh``, or ``dir/name.cuh``) of a
+    file beside ``path`` replaced by that file's text (recursively): other headers, the library's
+    ``"ladder/core/cuda/..."`` among them, are left to NVRTC's include path. Headers guard
+    themselves against being inlined twice."""
     text = path.read_text()
-    return _LOCAL_INCLUDE.sub(lambda m: inline_includes(path.parent / m.group(1)), text)
+
+    def inline(match: re.Match[str]) -> str:
+        found = path.parent / match.group(1)
+        return inline_includes(found) if found.is_file() else match.group(0)
+
+    return _LOCAL_INCLUDE.sub(inline, text)
 
 
 SOURCES: dict[str, CudaSource] = {}
