@@ -27,24 +27,15 @@ static_assert(WARPS_M * WARPS_N * 16 * LDS * 4 <= SMEM_BYTES, "epilogue staging 
 
 // cp.async (sm_80+): a 16-byte copy from global to shared memory that does not pass through
 // registers; .cg caches it in L2 only. Copies issued since the last commit form one group.
+#include "ladder/core/cuda/convert.cuh"   // pack2
+#include "ladder/core/cuda/cp_async.cuh"  // cp_async16, cp_async_commit, cp_async_wait
+#include "ladder/core/cuda/memory.cuh"    // smem_addr, gmem_addr
+
+// The copies below name their elements by pointer: the library's cp_async16 takes the
+// shared-window address, and the global one.
 __device__ __forceinline__ void cp_async16(void* smem, const void* gmem) {
-  const unsigned dst = static_cast<unsigned>(__cvta_generic_to_shared(smem));
-  const size_t src = __cvta_generic_to_global(gmem);
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(dst), "l"(src) : "memory");
-}
-
-__device__ __forceinline__ void cp_async_commit() {
-  asm volatile("cp.async.commit_group;\n" ::: "memory");
-}
-
-template <int N>  // wait until at most N of this thread's groups are still in flight
-__device__ __forceinline__ void cp_async_wait() {
-  asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory");
-}
-
-__device__ __forceinline__ unsigned pack_half2(float lo, float hi) {  // two floats -> 4 bytes
-  __half2 h = __floats2half2_rn(lo, hi);
-  return *reinterpret_cast<unsigned*>(&h);
+  const unsigned dst = smem_addr(smem);
+  cp_async16(dst, gmem_addr(gmem));
 }
 
 // Issue the copies of K tile kt into ring stage s, with rung 13's thread -> chunk map:
@@ -145,7 +136,7 @@ wmma_cp_async(const half* __restrict__ A, const half* __restrict__ B, half* __re
       const int e = lane + it * 32, r = e / (WN / 4), c = e % (WN / 4) * 4;
       const float4 v = *reinterpret_cast<const float4*>(strip + r * LDS + c);
       *reinterpret_cast<uint2*>(C + (size_t)(row0 + r) * N + col0 + c) =
-          make_uint2(pack_half2(v.x, v.y), pack_half2(v.z, v.w));
+          make_uint2(pack2<half>(v.x, v.y), pack2<half>(v.z, v.w));
     }
     __syncwarp();  // the strip is read before the next fragments overwrite it
   }

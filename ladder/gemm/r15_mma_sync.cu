@@ -21,6 +21,10 @@
 // consecutive chunks of one row stay 8 distinct groups). Unlike padding, no byte is wasted.
 #include <cuda_fp16.h>
 
+#include "ladder/core/cuda/cp_async.cuh"  // cp_async16, cp_async_commit, cp_async_wait
+#include "ladder/core/cuda/ldmatrix.cuh"  // ldmatrix_x4, ldmatrix_x4_trans
+#include "ladder/core/cuda/mma_sync.cuh"  // mma_16816: its fragment layout is written there
+
 constexpr int BM = 128, BN = 256, BK = 32;                 // a block's tile of C, and the K step
 constexpr int STAGES = 4;                                  // cp.async ring depth
 constexpr int WARPS_M = 2, WARPS_N = 4;                    // 8 warps
@@ -36,44 +40,6 @@ constexpr int GROUP_M = 16;                                // rasterization: blo
 static_assert(KSTEPS % 2 == 0, "fragment double buffering alternates by k16 step parity");
 static_assert(BK == 32 && BN % 64 == 0, "swizzles: 4-chunk A rows, B rows of 128-byte lines");
 static_assert(BM * BK / 8 == 2 * THREADS && BK * BN / 8 == 4 * THREADS, "copy mapping");
-
-__device__ __forceinline__ void cp_async16(unsigned dst, const void* src) {
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(dst), "l"(src) : "memory");
-}
-__device__ __forceinline__ void cp_async_commit() {
-  asm volatile("cp.async.commit_group;\n" ::: "memory");
-}
-template <int PENDING>
-__device__ __forceinline__ void cp_async_wait() {
-  asm volatile("cp.async.wait_group %0;\n" ::"n"(PENDING) : "memory");
-}
-// Four 8 x 8 matrices of b16; lanes 8i..8i+7 give the row addresses of matrix i, and lane l
-// receives, in r[i], row l / 4, elements 2 (l % 4) and 2 (l % 4) + 1 (of the transpose: .trans).
-__device__ __forceinline__ void ldmatrix_x4(unsigned (&r)[4], unsigned addr) {
-  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n"
-               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
-               : "r"(addr)
-               : "memory");
-}
-__device__ __forceinline__ void ldmatrix_x4_trans(unsigned (&r)[4], unsigned addr) {
-  asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];\n"
-               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
-               : "r"(addr)
-               : "memory");
-}
-// d += a (16 x 16, row) * b (16 x 8, col). With g = lane / 4, t = lane % 4, a lane holds
-//   a[0] = A[g][2t, 2t+1],    a[1] = A[g+8][2t, 2t+1]
-//   a[2] = A[g][2t+8, 2t+9],  a[3] = A[g+8][2t+8, 2t+9]
-//   b[0] = B[2t, 2t+1][g],  b[1] = B[2t+8, 2t+9][g]
-//   d[0], d[1] = D[g][2t, 2t+1],  d[2], d[3] = D[g+8][2t, 2t+1]   (low half = first element)
-__device__ __forceinline__ void mma_16816(float (&d)[4], const unsigned (&a)[4],
-                                          const unsigned (&b)[2]) {
-  asm volatile(
-      "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 "
-      "{%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};\n"
-      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
-      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
-}
 
 extern "C" __global__ void __launch_bounds__(THREADS, 1)
 mma_sync_gemm(const half* __restrict__ A, const half* __restrict__ B, half* __restrict__ C,

@@ -22,6 +22,13 @@
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
+#include "ladder/core/cuda/convert.cuh"   // store2
+#include "ladder/core/cuda/ldmatrix.cuh"  // ldmatrix_x4, ldmatrix_x4_trans, as in rung 15
+#include "ladder/core/cuda/mbarrier.cuh"  // the mbarriers
+#include "ladder/core/cuda/memory.cuh"    // smem_addr
+#include "ladder/core/cuda/mma_sync.cuh"  // mma_16816, as in rung 15, for the operands' type
+#include "ladder/core/cuda/tma.cuh"       // the tensor map, the bulk tensor copy
+
 constexpr int BM = 128, BN = 256, BK = 64;                 // a block's tile of C, and the K step
 constexpr int STAGES = 4;                                  // 4 x 48 KB; copies 3 tiles ahead
 constexpr int WARPS_M = 2, WARPS_N = 4;                    // 8 warps
@@ -37,39 +44,6 @@ constexpr int STAGE_BYTES = A_BYTES + BK * BN * 2;         // 48 KB
 constexpr int GROUP_M = 16;                                // rasterization: block rows per group
 
 static_assert(KSTEPS % 2 == 0, "fragment double buffering alternates by k16 step parity");
-
-#include "hopper.cuh"  // the tensor map, mbarriers, the bulk tensor copy: the library
-
-// ldmatrix and mma.sync as in rung 15; mma takes the operands' type.
-__device__ __forceinline__ void ldmatrix_x4(unsigned (&r)[4], unsigned addr) {
-  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n"
-               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
-               : "r"(addr)
-               : "memory");
-}
-__device__ __forceinline__ void ldmatrix_x4_trans(unsigned (&r)[4], unsigned addr) {
-  asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];\n"
-               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
-               : "r"(addr)
-               : "memory");
-}
-template <typename T>
-__device__ __forceinline__ void mma_16816(float (&d)[4], const unsigned (&a)[4],
-                                          const unsigned (&b)[2]) {
-  if constexpr (IsHalf<T>::value) {
-    asm volatile(
-        "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 "
-        "{%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};\n"
-        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
-        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
-  } else {
-    asm volatile(
-        "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 "
-        "{%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};\n"
-        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
-        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
-  }
-}
 
 template <typename T>
 __device__ __forceinline__ void tma_gemm(const TensorMap& tmA, const TensorMap& tmB,
@@ -91,7 +65,7 @@ __device__ __forceinline__ void tma_gemm(const TensorMap& tmA, const TensorMap& 
 
   if (tid == 0) {
     for (int s = 0; s < STAGES; ++s) mbar_init(smem_addr(&full[s]), 1);  // expect_tx's arrival
-    asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+    mbar_fence_init();
   }
   __syncthreads();
 
@@ -100,7 +74,7 @@ __device__ __forceinline__ void tma_gemm(const TensorMap& tmA, const TensorMap& 
   auto load_tile = [&](int kt, int stage) {
     const unsigned bar = smem_addr(&full[stage]);
     const unsigned sa = smem0 + stage * STAGE_BYTES, sb = sa + A_BYTES;
-    mbar_expect_tx(bar, STAGE_BYTES);
+    mbar_arrive_expect_tx(bar, STAGE_BYTES);
     tma_load(sa, &tmA, bar, kt * BK, bm * BM);  // (k, m)
 #pragma unroll
     for (int j = 0; j < BN / B_CHUNK; ++j)

@@ -7,9 +7,9 @@
 // rung 16's. What goes: ldmatrix, the fragments in registers, the 8 warps' 64 x 64 tiles and
 // their 32 mma.sync per k16 step. What comes: two warpgroups (4 warps each), each owning 64
 // rows x 256 columns of C, issue one wgmma.mma_async m64n256k16 per k16 step: 4 per K tile.
-// A descriptor (hopper.cuh's desc) tells the tensor cores where a 64 x 16 slice of A and a
-// 16 x 256 slice of B lie in shared memory and that they are 128-byte swizzled; the
-// accumulator, 64 x 256 FP32, is 128 registers per thread. wgmma is asynchronous: a
+// A descriptor (wgmma_desc, ladder/core/cuda/wgmma.cuh) tells the tensor cores where a 64 x 16
+// slice of A and a 16 x 256 slice of B lie in shared memory and that they are 128-byte
+// swizzled; the accumulator, 64 x 256 FP32, is 128 registers per thread. wgmma is asynchronous: a
 // warpgroup commits the K tile's 4 multiplies as one group and waits only for the group
 // before (wait_group 1), so one tile's multiplies are still running while the next is issued.
 #include <cuda_bf16.h>
@@ -25,7 +25,11 @@ constexpr int B_CHUNK_BYTES = BK * B_CHUNK * 2;  // 8 KB: 64 rows (k) of 128 byt
 constexpr int STAGE_BYTES = A_BYTES + BK * BN * 2;  // 48 KB
 constexpr int GROUP_M = 16;                 // rasterization: block rows per group, as rung 16
 
-#include "hopper.cuh"  // TMA, mbarriers, descriptors, wgmma: the library
+#include "ladder/core/cuda/convert.cuh"    // store2
+#include "ladder/core/cuda/mbarrier.cuh"   // the full and empty barriers
+#include "ladder/core/cuda/memory.cuh"     // smem_addr
+#include "ladder/core/cuda/tma.cuh"        // the tensor map, the bulk tensor copy
+#include "ladder/core/cuda/wgmma.cuh"      // descriptors, wgmma, fence / commit / wait
 
 template <typename T>
 __device__ __forceinline__ void wgmma_gemm(const TensorMap& tmA, const TensorMap& tmB,
@@ -50,14 +54,14 @@ __device__ __forceinline__ void wgmma_gemm(const TensorMap& tmA, const TensorMap
 
   if (tid == 0) {
     for (int s = 0; s < STAGES; ++s) mbar_init(smem_addr(&full[s]), 1);
-    asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+    mbar_fence_init();
   }
   __syncthreads();
 
   auto load_tile = [&](int kt, int stage) {  // rung 16's
     const unsigned bar = smem_addr(&full[stage]);
     const unsigned sa = smem0 + stage * STAGE_BYTES, sb = sa + A_BYTES;
-    mbar_expect_tx(bar, STAGE_BYTES);
+    mbar_arrive_expect_tx(bar, STAGE_BYTES);
     tma_load(sa, &tmA, bar, kt * BK, m0);  // (k, m)
 #pragma unroll
     for (int j = 0; j < BN / B_CHUNK; ++j)
@@ -82,9 +86,9 @@ __device__ __forceinline__ void wgmma_gemm(const TensorMap& tmA, const TensorMap
       // A: K-major, 128-byte rows, 8-row swizzle atoms 1024 bytes apart (SBO); a k16 step is
       // 32 bytes along the row. B: N-major chunks of 64 columns, B_CHUNK_BYTES apart (LBO),
       // 8 k-rows per atom, atoms 1024 bytes apart (SBO); a k16 step is 16 rows.
-      const unsigned long long da = desc(sa + kk * 32, 16, 1024);
-      const unsigned long long db = desc(sb + kk * 16 * 128, B_CHUNK_BYTES, 1024);
-      wgmma_m64n256k16<T, 0, 1>(d, da, db);
+      const unsigned long long da = wgmma_desc(sa + kk * 32, 16, 1024);
+      const unsigned long long db = wgmma_desc(sb + kk * 16 * 128, B_CHUNK_BYTES, 1024);
+      wgmma_ss<256, T, 0, 1>(d, da, db);
     }
     wgmma_commit();
     wgmma_wait<1>();  // this warpgroup's multiplies of tile kt - 1 are done ...
@@ -92,8 +96,7 @@ __device__ __forceinline__ void wgmma_gemm(const TensorMap& tmA, const TensorMap
     if (tid == 0 && kt + STAGES - 1 < KT) load_tile(kt + STAGES - 1, (kt + STAGES - 1) % STAGES);
   }
   wgmma_wait<0>();
-#pragma unroll
-  for (int i = 0; i < 128; ++i) asm volatile("" : "+f"(d[i])::"memory");
+  fence_operands(d);
 
   // Accumulator layout of m64nNk16: warp w of the warpgroup holds rows 16w .. 16w + 15;
   // d[4j .. 4j + 3] are columns 8j + 2(lane % 4) + {0, 1} of rows lane / 4 and lane / 4 + 8.

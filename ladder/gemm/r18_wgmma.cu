@@ -31,7 +31,12 @@ constexpr int A_CHUNK_BYTES = BK * A_CHUNK * 2;  // 8 KB: 64 rows (k) of 128 byt
 #define B_SBO 1024  // B descriptor: bytes between groups of 8 k-rows
 #endif
 
-#include "hopper.cuh"  // TMA, mbarriers, descriptors, wgmma: the library
+#include "ladder/core/cuda/convert.cuh"    // store2
+#include "ladder/core/cuda/mbarrier.cuh"   // the full and empty barriers
+#include "ladder/core/cuda/memory.cuh"     // smem_addr
+#include "ladder/core/cuda/tma.cuh"        // the tensor map, the bulk tensor copy
+#include "ladder/core/cuda/warpgroup.cuh"  // setmaxnreg, named barriers
+#include "ladder/core/cuda/wgmma.cuh"      // descriptors, wgmma, fence / commit / wait
 
 // A_T: A given transposed (K x M, so M-major tiles); B_T: B given transposed (N x K, K-major)
 template <typename T, bool A_T, bool B_T>
@@ -61,20 +66,20 @@ __device__ __forceinline__ void wgmma_gemm(const TensorMap& tmA, const TensorMap
       mbar_init(smem_addr(&full[s]), 1);                // the producer's expect_tx arrival
       mbar_init(smem_addr(&empty[s]), CONSUMERS * 128);  // every consumer thread
     }
-    asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+    mbar_fence_init();
   }
   __syncthreads();
 
   if (wg == 0) {
     // Producer: one thread issues every copy; the warpgroup gives its registers away.
-    asm volatile("setmaxnreg.dec.sync.aligned.u32 40;\n");
+    setmaxnreg_dec<40>();
     if (threadIdx.x == 0) {
       for (int kt = 0; kt < k_tiles; ++kt) {
         const int s = kt % STAGES;
         if (kt >= STAGES) mbar_wait(smem_addr(&empty[s]), ((kt / STAGES) + 1) & 1);
         const unsigned bar = smem_addr(&full[s]);
         const unsigned sa = smem0 + s * STAGE_BYTES, sb = sa + A_BYTES;
-        mbar_expect_tx(bar, STAGE_BYTES);
+        mbar_arrive_expect_tx(bar, STAGE_BYTES);
         if constexpr (A_T) {  // A^T's tile as 64-column chunks of the given K x M matrix
 #pragma unroll
           for (int j = 0; j < BM / A_CHUNK; ++j)
@@ -92,7 +97,7 @@ __device__ __forceinline__ void wgmma_gemm(const TensorMap& tmA, const TensorMap
       }
     }
   } else {
-    asm volatile("setmaxnreg.inc.sync.aligned.u32 232;\n");
+    setmaxnreg_inc<232>();
     const int c = wg - 1;  // this warpgroup's 64 rows of the block tile
     float d[128];
 #pragma unroll
@@ -111,19 +116,18 @@ __device__ __forceinline__ void wgmma_gemm(const TensorMap& tmA, const TensorMap
         // (LBO), 8 k-rows per atom, atoms 1024 bytes apart (SBO); a k16 step is 16 rows.
         // Transposed operands swap the two layouts: A^T's chunk is laid out as B's chunks
         // are (a k16 step is 16 rows), B^T's tile as A's (a k16 step is 32 bytes).
-        const unsigned long long da = A_T ? desc(sa + kk * 16 * 128, A_CHUNK_BYTES, 1024)
-                                          : desc(sa + kk * 32, 16, 1024);
-        const unsigned long long db = B_T ? desc(sb + kk * 32, 16, 1024)
-                                          : desc(sb + kk * 16 * 128, B_LBO, B_SBO);
-        wgmma_m64n256k16<T, A_T ? 1 : 0, B_T ? 0 : 1>(d, da, db);
+        const unsigned long long da = A_T ? wgmma_desc(sa + kk * 16 * 128, A_CHUNK_BYTES, 1024)
+                                          : wgmma_desc(sa + kk * 32, 16, 1024);
+        const unsigned long long db = B_T ? wgmma_desc(sb + kk * 32, 16, 1024)
+                                          : wgmma_desc(sb + kk * 16 * 128, B_LBO, B_SBO);
+        wgmma_ss<256, T, A_T ? 1 : 0, B_T ? 0 : 1>(d, da, db);
       }
       wgmma_commit();
       wgmma_wait<1>();  // the previous tile's MMAs are done: release its stage
       if (kt > 0) mbar_arrive(smem_addr(&empty[(kt - 1) % STAGES]));
     }
     wgmma_wait<0>();
-#pragma unroll
-    for (int i = 0; i < 128; ++i) asm volatile("" : "+f"(d[i])::"memory");
+    fence_operands(d);
 
     // Accumulator layout of m64nNk16: warp w of the warpgroup holds rows 16w .. 16w + 15;
     // d[4j .. 4j + 3] are columns 8j + 2(lane % 4) + {0, 1} of rows lane / 4 and lane / 4 + 8.

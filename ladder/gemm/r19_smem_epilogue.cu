@@ -23,13 +23,15 @@ constexpr int C_BYTES = 64 * BN * 2;        // 32 KB per consumer
 constexpr int UNITS_PER_ROW = BN * 2 / 16;  // 32 16-byte units in a row of 256 halves
 static_assert(CONSUMERS * C_BYTES <= STAGES * STAGE_BYTES, "C fits in the ring it replaces");
 
-#include "hopper.cuh"  // TMA, mbarriers, descriptors, wgmma: the library
+#include "ladder/core/cuda/convert.cuh"    // store2
+#include "ladder/core/cuda/mbarrier.cuh"   // the full and empty barriers
+#include "ladder/core/cuda/memory.cuh"     // smem_addr
+#include "ladder/core/cuda/tma.cuh"        // the tensor map, the bulk tensor copy
+#include "ladder/core/cuda/warpgroup.cuh"  // setmaxnreg, named barriers
+#include "ladder/core/cuda/wgmma.cuh"      // descriptors, wgmma, fence / commit / wait
 
 // Threads `count` (warps whole) of the block wait for each other at barrier `id` (0 is
 // __syncthreads'): a barrier for some warpgroups only.
-__device__ static inline void named_barrier(int id, int count) {
-  asm volatile("bar.sync %0, %1;" ::"r"(id), "r"(count) : "memory");
-}
 
 // Row r's 16-byte unit u (8 halves) of a consumer's staged C: the 128-byte swizzle of the TMA
 // tiles (unit index XOR row % 8), so the writes below (8 rows, one unit) and the reads (one
@@ -62,19 +64,19 @@ __device__ __forceinline__ void gemm(const TensorMap& tmA, const TensorMap& tmB,
       mbar_init(smem_addr(&full[s]), 1);
       mbar_init(smem_addr(&empty[s]), CONSUMERS * 128);
     }
-    asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+    mbar_fence_init();
   }
   __syncthreads();
 
   if (wg == 0) {  // rung 18's producer
-    asm volatile("setmaxnreg.dec.sync.aligned.u32 40;\n");
+    setmaxnreg_dec<40>();
     if (threadIdx.x == 0) {
       for (int kt = 0; kt < k_tiles; ++kt) {
         const int s = kt % STAGES;
         if (kt >= STAGES) mbar_wait(smem_addr(&empty[s]), ((kt / STAGES) + 1) & 1);
         const unsigned bar = smem_addr(&full[s]);
         const unsigned sa = smem0 + s * STAGE_BYTES, sb = sa + A_BYTES;
-        mbar_expect_tx(bar, STAGE_BYTES);
+        mbar_arrive_expect_tx(bar, STAGE_BYTES);
         tma_load(sa, &tmA, bar, kt * BK, m0);
 #pragma unroll
         for (int j = 0; j < BN / B_CHUNK; ++j)
@@ -83,7 +85,7 @@ __device__ __forceinline__ void gemm(const TensorMap& tmA, const TensorMap& tmB,
     }
     return;
   }
-  asm volatile("setmaxnreg.inc.sync.aligned.u32 232;\n");
+  setmaxnreg_inc<232>();
   const int c = wg - 1;  // this warpgroup's 64 rows of the block tile
   float d[128];
 #pragma unroll
@@ -96,8 +98,8 @@ __device__ __forceinline__ void gemm(const TensorMap& tmA, const TensorMap& tmB,
     wgmma_fence();
 #pragma unroll
     for (int kk = 0; kk < BK / 16; ++kk)
-      wgmma_m64n256k16<T, 0, 1>(d, desc(sa + kk * 32, 16, 1024),
-                                desc(sb + kk * 16 * 128, B_CHUNK_BYTES, 1024));
+      wgmma_ss<256, T, 0, 1>(d, wgmma_desc(sa + kk * 32, 16, 1024),
+                             wgmma_desc(sb + kk * 16 * 128, B_CHUNK_BYTES, 1024));
     wgmma_commit();
     wgmma_wait<1>();
     if (kt > 0) mbar_arrive(smem_addr(&empty[(kt - 1) % STAGES]));
@@ -107,7 +109,7 @@ __device__ __forceinline__ void gemm(const TensorMap& tmA, const TensorMap& tmB,
   // ---- the epilogue, new in this rung ----
   // 1. Both consumers are past their last wgmma, so no one reads the ring any more (every copy
   //    into it has landed: each was waited for). Each consumer stages its part of C there.
-  named_barrier(1, CONSUMERS * 128);
+  bar_sync(1, CONSUMERS * 128);
   unsigned char* tile = smem + c * C_BYTES;
   const int warp = (threadIdx.x % 128) / 32, lane = threadIdx.x % 32;
   const int r0 = warp * 16 + lane / 4;  // the accumulator's rows r0 and r0 + 8 (as rung 18)
@@ -117,7 +119,7 @@ __device__ __forceinline__ void gemm(const TensorMap& tmA, const TensorMap& tmB,
     store2(reinterpret_cast<T*>(tile + staged(r0 + 8, j) + (lane % 4) * 4), d[4 * j + 2],
            d[4 * j + 3]);
   }
-  named_barrier(2 + c, 128);  // this warpgroup's part is staged
+  bar_sync(2 + c, 128);  // this warpgroup's part is staged
   // 2. Read it back a row at a time: a warp writes one whole 512-byte row of C per instruction,
   //    16 bytes per thread, where rung 18's stores wrote 16 bytes into each of 8 rows.
   T* out = C + (size_t)(m0 + c * 64) * N + n0;

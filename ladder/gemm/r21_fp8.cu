@@ -28,11 +28,13 @@ constexpr int C_BYTES = 64 * ROUND_COLS * 2;  // 16 KB per consumer
 constexpr int UNITS_PER_ROW = ROUND_COLS * 2 / 16;  // 16 16-byte units in a round's row
 constexpr int RING_BYTES = STAGES * STAGE_BYTES;  // 192 KB
 
-#include "hopper.cuh"  // TMA, mbarriers, descriptors, wgmma: the library
+#include "ladder/core/cuda/convert.cuh"    // store2
+#include "ladder/core/cuda/mbarrier.cuh"   // the full and empty barriers
+#include "ladder/core/cuda/memory.cuh"     // smem_addr
+#include "ladder/core/cuda/tma.cuh"        // the tensor map, the bulk tensor copy
+#include "ladder/core/cuda/warpgroup.cuh"  // setmaxnreg, named barriers
+#include "ladder/core/cuda/wgmma.cuh"      // descriptors, wgmma, fence / commit / wait
 
-__device__ static inline void named_barrier(int id, int count) {
-  asm volatile("bar.sync %0, %1;" ::"r"(id), "r"(count) : "memory");
-}
 // rung 19's staged layout: unit u of row r, unit index XOR row % 8, in 64-column chunks
 __device__ static inline int staged(int r, int u) {
   return (u / 8) * C_CHUNK_BYTES + r * 128 + (((u % 8) ^ (r % 8)) * 16);
@@ -66,12 +68,12 @@ __device__ __forceinline__ void gemm(const TensorMap& tmA, const TensorMap& tmB,
       mbar_init(smem_addr(&full[s]), 1);
       mbar_init(smem_addr(&empty[s]), CONSUMERS * 128);
     }
-    asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+    mbar_fence_init();
   }
   __syncthreads();
 
   if (wg == 0) {  // the producer: rung 19's, over every K tile of every tile of this block
-    asm volatile("setmaxnreg.dec.sync.aligned.u32 40;\n");
+    setmaxnreg_dec<40>();
     if (threadIdx.x == 0) {
       int it = 0;  // K tiles copied so far, across tiles: stage it % STAGES
       for (int t = blockIdx.x; t < tiles; t += gridDim.x) {
@@ -82,7 +84,7 @@ __device__ __forceinline__ void gemm(const TensorMap& tmA, const TensorMap& tmB,
           if (it >= STAGES) mbar_wait(smem_addr(&empty[s]), ((it / STAGES) + 1) & 1);
           const unsigned bar = smem_addr(&full[s]);
           const unsigned sa = smem0 + s * STAGE_BYTES, sb = sa + A_BYTES;
-          mbar_expect_tx(bar, STAGE_BYTES);
+          mbar_arrive_expect_tx(bar, STAGE_BYTES);
           tma_load(sa, &tmA, bar, kt * BK, m0);
           tma_load(sb, &tmB, bar, kt * BK, n0);  // B^T's rows n0 .. n0 + 255
         }
@@ -90,7 +92,7 @@ __device__ __forceinline__ void gemm(const TensorMap& tmA, const TensorMap& tmB,
     }
     return;
   }
-  asm volatile("setmaxnreg.inc.sync.aligned.u32 232;\n");
+  setmaxnreg_inc<232>();
   const int c = wg - 1;  // this warpgroup's 64 rows of the block tile
   unsigned char* stage_c = smem + RING_BYTES + c * C_BYTES;
   const int warp = (threadIdx.x % 128) / 32, lane = threadIdx.x % 32;
@@ -109,7 +111,8 @@ __device__ __forceinline__ void gemm(const TensorMap& tmA, const TensorMap& tmB,
       wgmma_fence();
 #pragma unroll
       for (int kk = 0; kk < BK / 32; ++kk)  // both K-major: a k32 slice is 32 bytes a row
-        wgmma_m64n256k32_fp8<E5M2>(d, desc(sa + kk * 32, 16, 1024), desc(sb + kk * 32, 16, 1024));
+        wgmma_ss_fp8<256, E5M2>(d, wgmma_desc(sa + kk * 32, 16, 1024),
+                                wgmma_desc(sb + kk * 32, 16, 1024));
       wgmma_commit();
       wgmma_wait<1>();
       if (kt > 0) mbar_arrive(smem_addr(&empty[(it - 1) % STAGES]));
@@ -131,14 +134,14 @@ __device__ __forceinline__ void gemm(const TensorMap& tmA, const TensorMap& tmB,
         store2(reinterpret_cast<T*>(stage_c + staged(r0 + 8, u) + (lane % 4) * 4),
                scale * d[4 * j + 2], scale * d[4 * j + 3]);
       }
-      named_barrier(2 + c, 128);  // this round is staged
+      bar_sync(2 + c, 128);  // this round is staged
 #pragma unroll 4
       for (int i = threadIdx.x % 128; i < 64 * UNITS_PER_ROW; i += 128) {
         const int r = i / UNITS_PER_ROW, u = i % UNITS_PER_ROW;
         *reinterpret_cast<uint4*>(out + (size_t)r * N + h * ROUND_COLS + u * 8) =
             *reinterpret_cast<const uint4*>(stage_c + staged(r, u));
       }
-      named_barrier(2 + c, 128);  // read back: the buffer is free for the next round
+      bar_sync(2 + c, 128);  // read back: the buffer is free for the next round
     }
   }
 }
