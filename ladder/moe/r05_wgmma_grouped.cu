@@ -14,7 +14,12 @@
 // offsets first and gives bad ones an empty schedule (tile_starts[E] = 0: every block returns
 // before it reads an offset), reporting them to the launcher.
 // Build for sm_90a.
-#include "../gemm/hopper.cuh"  // TMA, mbarriers, descriptors, wgmma: the library
+#include "ladder/core/cuda/convert.cuh"    // store2
+#include "ladder/core/cuda/mbarrier.cuh"   // the full and empty barriers
+#include "ladder/core/cuda/memory.cuh"     // smem_addr
+#include "ladder/core/cuda/tma.cuh"        // the tensor map, the bulk tensor copy
+#include "ladder/core/cuda/warpgroup.cuh"  // setmaxnreg, named barriers
+#include "ladder/core/cuda/wgmma.cuh"      // descriptors, wgmma, fence / commit / wait
 
 constexpr int BM = 128, BN = 256, BK = 64;  // block tile of the output and the K tile
 constexpr int STAGES = 4;
@@ -65,19 +70,19 @@ __device__ __forceinline__ void grouped_gemm(const TensorMap& tmA, const TensorM
       mbar_init(smem_addr(&full[s]), 1);
       mbar_init(smem_addr(&empty[s]), CONSUMERS * 128);
     }
-    asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+    mbar_fence_init();
   }
   __syncthreads();
 
   if (wg == 0) {
-    asm volatile("setmaxnreg.dec.sync.aligned.u32 40;\n");
+    setmaxnreg_dec<40>();
     if (threadIdx.x == 0) {
       for (int kt = 0; kt < k_tiles; ++kt) {
         const int s = kt % STAGES;
         if (kt >= STAGES) mbar_wait(smem_addr(&empty[s]), ((kt / STAGES) + 1) & 1);
         const unsigned bar = smem_addr(&full[s]);
         const unsigned sa = smem0 + s * STAGE_BYTES, sb = sa + A_BYTES;
-        mbar_expect_tx(bar, STAGE_BYTES);  // out-of-bounds parts are zero-filled and counted
+        mbar_arrive_expect_tx(bar, STAGE_BYTES);  // out-of-bounds parts are zero-filled and counted
         tma_load(sa, &tmA, bar, kt * BK, m0);
 #pragma unroll
         for (int j = 0; j < BN / B_CHUNK; ++j)
@@ -85,7 +90,7 @@ __device__ __forceinline__ void grouped_gemm(const TensorMap& tmA, const TensorM
       }
     }
   } else {
-    asm volatile("setmaxnreg.inc.sync.aligned.u32 232;\n");
+    setmaxnreg_inc<232>();
     const int c = wg - 1;
     float d[128];
 #pragma unroll
@@ -97,15 +102,14 @@ __device__ __forceinline__ void grouped_gemm(const TensorMap& tmA, const TensorM
       wgmma_fence();
 #pragma unroll
       for (int kk = 0; kk < BK / 16; ++kk)
-        wgmma_m64n256k16<T, 0, 1>(d, desc(sa + kk * 32, 16, 1024),
-                                  desc(sb + kk * 16 * 128, B_CHUNK_BYTES, 1024));
+        wgmma_ss<256, T, 0, 1>(d, wgmma_desc(sa + kk * 32, 16, 1024),
+                               wgmma_desc(sb + kk * 16 * 128, B_CHUNK_BYTES, 1024));
       wgmma_commit();
       wgmma_wait<1>();
       if (kt > 0) mbar_arrive(smem_addr(&empty[(kt - 1) % STAGES]));
     }
     wgmma_wait<0>();
-#pragma unroll
-    for (int i = 0; i < 128; ++i) asm volatile("" : "+f"(d[i])::"memory");
+    fence_operands(d);
 
     // GEMM rung 18's accumulator layout: rows r and r + 8, columns 8j + 2 (lane % 4) + {0, 1}
     const int warp = (threadIdx.x % 128) / 32, lane = threadIdx.x % 32;
