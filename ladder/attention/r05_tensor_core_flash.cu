@@ -44,7 +44,12 @@
 // row r is position r / G of head kv * G + r % G, so every K/V tile a block stages serves G heads.
 #include <cuda_fp16.h>
 
-#include "mma_sync.cuh"  // cp.async, ldmatrix, mma.m16n8k16, half2 packing, the swizzle
+#include "ladder/core/cuda/convert.cuh"      // pack2
+#include "ladder/core/cuda/cp_async.cuh"     // cp_async16, commit, wait
+#include "ladder/core/cuda/ldmatrix.cuh"     // ldmatrix_x4, ldmatrix_x4_trans
+#include "ladder/core/cuda/mma_sync.cuh"     // mma_16816: its fragment layout is written there
+
+#include "mma_sync.cuh"  // the swizzle, neg_inf
 
 constexpr int BKV = 64;  // keys per tile
 
@@ -168,8 +173,8 @@ __device__ __forceinline__ void flash_forward(const half* __restrict__ Q,
         ldmatrix_x4(kb, k_tile + swizzle<ROW_BYTES>(p * 16 + k_key, 2 * ks + k_chunk));
 #pragma unroll
         for (int mi = 0; mi < MI; ++mi) {
-          mma_16816(s[mi][2 * p], qf[mi][ks], kb[0], kb[1]);
-          mma_16816(s[mi][2 * p + 1], qf[mi][ks], kb[2], kb[3]);
+          mma_16816(s[mi][2 * p], qf[mi][ks], {kb[0], kb[1]});
+          mma_16816(s[mi][2 * p + 1], qf[mi][ks], {kb[2], kb[3]});
         }
       }
     }
@@ -220,10 +225,10 @@ __device__ __forceinline__ void flash_forward(const half* __restrict__ Q,
       }
 #pragma unroll
       for (int kk = 0; kk < BKV / 16; ++kk) {
-        pf[mi][kk][0] = pack_half2(s[mi][2 * kk][0], s[mi][2 * kk][1]);
-        pf[mi][kk][1] = pack_half2(s[mi][2 * kk][2], s[mi][2 * kk][3]);
-        pf[mi][kk][2] = pack_half2(s[mi][2 * kk + 1][0], s[mi][2 * kk + 1][1]);
-        pf[mi][kk][3] = pack_half2(s[mi][2 * kk + 1][2], s[mi][2 * kk + 1][3]);
+        pf[mi][kk][0] = pack2<half>(s[mi][2 * kk][0], s[mi][2 * kk][1]);
+        pf[mi][kk][1] = pack2<half>(s[mi][2 * kk][2], s[mi][2 * kk][3]);
+        pf[mi][kk][2] = pack2<half>(s[mi][2 * kk + 1][0], s[mi][2 * kk + 1][1]);
+        pf[mi][kk][3] = pack2<half>(s[mi][2 * kk + 1][2], s[mi][2 * kk + 1][3]);
       }
     }
 
@@ -242,8 +247,8 @@ __device__ __forceinline__ void flash_forward(const half* __restrict__ Q,
         ldmatrix_x4_trans(vb, v_tile + swizzle<ROW_BYTES>(kk * 16 + v_key, 2 * dp + v_chunk));
 #pragma unroll
         for (int mi = 0; mi < MI; ++mi) {
-          mma_16816(o[mi][2 * dp], pf[mi][kk], vb[0], vb[1]);
-          mma_16816(o[mi][2 * dp + 1], pf[mi][kk], vb[2], vb[3]);
+          mma_16816(o[mi][2 * dp], pf[mi][kk], {vb[0], vb[1]});
+          mma_16816(o[mi][2 * dp + 1], pf[mi][kk], {vb[2], vb[3]});
         }
       }
     }

@@ -23,8 +23,13 @@
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
-#include "mma_sync.cuh"  // cp.async
-#include "wgmma.cuh"     // the descriptor layout, the two wgmma shapes, pack2; desc, fences
+#include "ladder/core/cuda/convert.cuh"      // pack2, store2
+#include "ladder/core/cuda/cp_async.cuh"     // cp_async16, commit, wait
+#include "ladder/core/cuda/memory.cuh"       // smem_addr, fence_proxy_async
+#include "ladder/core/cuda/wgmma.cuh"        // wgmma_desc, wgmma_ss, wgmma_rs and their order
+
+#include "mma_sync.cuh"  // neg_inf
+#include "wgmma.cuh"     // the descriptor layout (tile_offset)
 
 constexpr int BKV = 64;     // keys per tile
 constexpr int BQ = 128;     // query rows per block: 2 warpgroups of 64
@@ -98,7 +103,7 @@ __device__ __forceinline__ void flash_forward(const T* __restrict__ Q, const T* 
   for (int j = 0; j < tiles; ++j) {
     const int stage = j & 1, kv0 = j * BKV;
     cp_async_wait<1>();  // K_j has landed (and, at j = 0, Q) ...
-    asm volatile("fence.proxy.async.shared::cta;" ::: "memory");  // ... for the async proxy
+    fence_proxy_async();  // ... for the async proxy
     __syncthreads();     // ... for every thread; every warpgroup is done with tile j - 1
     if (j + 1 < tiles) load_kv(k_head, s_k + (stage ^ 1) * KV_BYTES, kv0 + BKV);
     cp_async_commit();
@@ -112,8 +117,8 @@ __device__ __forceinline__ void flash_forward(const T* __restrict__ Q, const T* 
 #pragma unroll
     for (int ks = 0; ks < KSTEPS; ++ks) {
       const unsigned col = (ks % 4) * 32;
-      wgmma_ss<BKV, T>(s, desc(q_rows + (ks / 4) * (BQ * 128) + col, 16, 1024),
-                   desc(k_tile + (ks / 4) * (BKV * 128) + col, 16, 1024));
+      wgmma_ss<BKV, T, 0, 0>(s, wgmma_desc(q_rows + (ks / 4) * (BQ * 128) + col, 16, 1024),
+                             wgmma_desc(k_tile + (ks / 4) * (BKV * 128) + col, 16, 1024));
     }
     wgmma_commit();
     wgmma_wait<0>();
@@ -167,7 +172,7 @@ __device__ __forceinline__ void flash_forward(const T* __restrict__ Q, const T* 
     }
 
     cp_async_wait<1>();  // V_j has landed (K_{j+1} may still be in flight) ...
-    asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
+    fence_proxy_async();
     __syncthreads();     // ... for every thread
     if (j + 1 < tiles) load_kv(v_head, s_v + (stage ^ 1) * KV_BYTES, kv0 + BKV);
     cp_async_commit();
@@ -178,7 +183,7 @@ __device__ __forceinline__ void flash_forward(const T* __restrict__ Q, const T* 
     wgmma_fence();
 #pragma unroll
     for (int kk = 0; kk < BKV / 16; ++kk)
-      wgmma_rs<D, T>(o, pf[kk], desc(v_tile + kk * 16 * 128, BKV * 128, 1024));
+      wgmma_rs<D, T, 1>(o, pf[kk], wgmma_desc(v_tile + kk * 16 * 128, BKV * 128, 1024));
     wgmma_commit();
     wgmma_wait<0>();
   }

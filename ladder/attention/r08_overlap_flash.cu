@@ -20,8 +20,13 @@
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
-#include "mma_sync.cuh"  // cp.async
-#include "wgmma.cuh"     // the descriptor layout, the two wgmma shapes, pack2; desc, fences
+#include "ladder/core/cuda/convert.cuh"      // pack2, store2
+#include "ladder/core/cuda/cp_async.cuh"     // cp_async16, commit, wait
+#include "ladder/core/cuda/memory.cuh"       // smem_addr, fence_proxy_async
+#include "ladder/core/cuda/wgmma.cuh"        // wgmma_desc, wgmma_ss, wgmma_rs and their order
+
+#include "mma_sync.cuh"  // neg_inf
+#include "wgmma.cuh"     // the descriptor layout (tile_offset), store_before_wait
 
 constexpr int BKV = 64;     // keys per tile
 constexpr int BQ = 128;     // query rows per block: 2 warpgroups of 64
@@ -81,7 +86,7 @@ __device__ __forceinline__ void flash_forward(const T* __restrict__ Q, const T* 
   // is done with K_{j-1} (its S was waited for) and V_{j-2} (its P V too): their stages refill.
   auto barrier_then_copy = [&](int j) {
     cp_async_wait<0>();
-    asm volatile("fence.proxy.async.shared::cta;" ::: "memory");  // for the async proxy
+    fence_proxy_async();  // for the async proxy
     __syncthreads();
     if (j + 1 < tiles) load_kv(k_head, s_k + ((j + 1) & 1) * KV_BYTES, (j + 1) * BKV);
     load_kv(v_head, s_v + (j & 1) * KV_BYTES, j * BKV);
@@ -111,8 +116,8 @@ __device__ __forceinline__ void flash_forward(const T* __restrict__ Q, const T* 
 #pragma unroll
     for (int ks = 0; ks < KSTEPS; ++ks) {
       const unsigned col = (ks % 4) * 32;
-      wgmma_ss<BKV, T>(s, desc(q_rows + (ks / 4) * (BQ * 128) + col, 16, 1024),
-                   desc(k_tile + (ks / 4) * (BKV * 128) + col, 16, 1024));
+      wgmma_ss<BKV, T, 0, 0>(s, wgmma_desc(q_rows + (ks / 4) * (BQ * 128) + col, 16, 1024),
+                             wgmma_desc(k_tile + (ks / 4) * (BKV * 128) + col, 16, 1024));
     }
     wgmma_commit();
   };
@@ -176,7 +181,7 @@ __device__ __forceinline__ void flash_forward(const T* __restrict__ Q, const T* 
     fence_operands(o);
 #pragma unroll
     for (int kk = 0; kk < BKV / 16; ++kk)
-      wgmma_rs<D, T>(o, pf[kk], desc(v_tile + kk * 16 * 128, BKV * 128, 1024));
+      wgmma_rs<D, T, 1>(o, pf[kk], wgmma_desc(v_tile + kk * 16 * 128, BKV * 128, 1024));
     wgmma_commit();
     fence_operands(o);
   };
@@ -202,7 +207,7 @@ __device__ __forceinline__ void flash_forward(const T* __restrict__ Q, const T* 
   }
   // the last tile's P V: its V came with the last tile's group
   cp_async_wait<0>();
-  asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
+  fence_proxy_async();
   __syncthreads();
   wgmma_fence();
   issue_pv(tiles - 1);

@@ -22,8 +22,16 @@
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
-#include "mma_sync.cuh"  // cp.async, for Q
-#include "wgmma.cuh"     // the descriptor layout, the two wgmma shapes, pack2; TMA, mbarriers
+#include "ladder/core/cuda/convert.cuh"      // pack2, store2
+#include "ladder/core/cuda/cp_async.cuh"     // cp_async16, for Q
+#include "ladder/core/cuda/mbarrier.cuh"     // the full and empty barriers
+#include "ladder/core/cuda/memory.cuh"       // smem_addr, fence_proxy_async
+#include "ladder/core/cuda/tma.cuh"          // the tensor maps, the bulk tensor copy
+#include "ladder/core/cuda/warpgroup.cuh"    // setmaxnreg, named barriers
+#include "ladder/core/cuda/wgmma.cuh"        // wgmma_desc, wgmma_ss, wgmma_rs and their order
+
+#include "mma_sync.cuh"  // neg_inf
+#include "wgmma.cuh"     // the descriptor layout (tile_offset), store_before_wait
 
 constexpr int BKV = 64;  // keys per tile
 constexpr int STAGES = 2;
@@ -63,12 +71,12 @@ __device__ __forceinline__ void flash_forward(const TensorMap& tmK, const Tensor
       mbar_init(smem_addr(&empty_k[s]), CONSUMERS * 128);  // every consumer thread
       mbar_init(smem_addr(&empty_v[s]), CONSUMERS * 128);
     }
-    asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+    mbar_fence_init();
   }
   __syncthreads();  // the block's only barrier
 
   if (threadIdx.x < 128) {  // the producer warpgroup
-    asm volatile("setmaxnreg.dec.sync.aligned.u32 24;\n");
+    setmaxnreg_dec<24>();
     if (threadIdx.x == 0) {
       const int layer = b * HKV + kv;  // K and V's maps: (B HKV) x N x D
       auto copy = [&](const TensorMap& map, unsigned long long* full, unsigned long long* empty,
@@ -80,7 +88,7 @@ __device__ __forceinline__ void flash_forward(const TensorMap& tmK, const Tensor
         // the consumers' release of tile j - STAGES ((j / STAGES + 1) & 1, the same bit)
         if (j >= STAGES) mbar_wait(smem_addr(&empty[s]), ((j / STAGES) + 1) & 1);
         const unsigned bar = smem_addr(&full[s]);
-        mbar_expect_tx(bar, KV_BYTES);
+        mbar_arrive_expect_tx(bar, KV_BYTES);
 #pragma unroll
         for (int cb = 0; cb < D / 64; ++cb)  // coordinates innermost first: (column, key, layer)
           tma_load_3d(stages + s * KV_BYTES + cb * BKV * 128, &map, bar, cb * 64, j * BKV, layer);
@@ -92,7 +100,7 @@ __device__ __forceinline__ void flash_forward(const TensorMap& tmK, const Tensor
     }
     return;
   }
-  asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(CONSUMER_REGS));
+  setmaxnreg_inc<CONSUMER_REGS>();
 
   const int tid = threadIdx.x - 128, warp = tid / 32, lane = tid % 32;  // among the consumers
   const int g = lane / 4, t = lane % 4;
@@ -111,8 +119,8 @@ __device__ __forceinline__ void flash_forward(const TensorMap& tmK, const Tensor
     }
     cp_async_commit();
     cp_async_wait<0>();
-    asm volatile("fence.proxy.async.shared::cta;" ::: "memory");  // for the async proxy
-    asm volatile("bar.sync %0, 128;" ::"r"(1 + wg) : "memory");   // this warpgroup only
+    fence_proxy_async();  // for the async proxy
+    bar_sync(1 + wg, 128);  // this warpgroup only
   }
   auto wait_full = [&](unsigned long long* full, int j) {
     mbar_wait(smem_addr(&full[j % STAGES]), (j / STAGES) & 1);
@@ -140,8 +148,8 @@ __device__ __forceinline__ void flash_forward(const TensorMap& tmK, const Tensor
 #pragma unroll
     for (int ks = 0; ks < KSTEPS; ++ks) {
       const unsigned col = (ks % 4) * 32;
-      wgmma_ss<BKV, T>(s, desc(q_rows + (ks / 4) * (BQ * 128) + col, 16, 1024),
-                      desc(k_tile + (ks / 4) * (BKV * 128) + col, 16, 1024));
+      wgmma_ss<BKV, T, 0, 0>(s, wgmma_desc(q_rows + (ks / 4) * (BQ * 128) + col, 16, 1024),
+                             wgmma_desc(k_tile + (ks / 4) * (BKV * 128) + col, 16, 1024));
     }
     wgmma_commit();
   };
@@ -205,7 +213,7 @@ __device__ __forceinline__ void flash_forward(const TensorMap& tmK, const Tensor
     fence_operands(o);
 #pragma unroll
     for (int kk = 0; kk < BKV / 16; ++kk)
-      wgmma_rs<D, T>(o, pf[kk], desc(v_tile + kk * 16 * 128, BKV * 128, 1024));
+      wgmma_rs<D, T, 1>(o, pf[kk], wgmma_desc(v_tile + kk * 16 * 128, BKV * 128, 1024));
     wgmma_commit();
     fence_operands(o);
   };

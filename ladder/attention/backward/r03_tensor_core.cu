@@ -32,7 +32,12 @@
 // they produce lands only in dK and dV rows past N, which are never stored.
 #include <cuda_fp16.h>
 
-#include "../mma_sync.cuh"  // cp.async, ldmatrix, mma.m16n8k16, half2 packing, the swizzle
+#include "ladder/core/cuda/convert.cuh"      // pack2
+#include "ladder/core/cuda/cp_async.cuh"     // cp_async16, commit, wait
+#include "ladder/core/cuda/ldmatrix.cuh"     // ldmatrix_x4, ldmatrix_x4_trans
+#include "ladder/core/cuda/mma_sync.cuh"     // mma_16816: its fragment layout is written there
+
+#include "../mma_sync.cuh"  // the swizzle of forward rung 5
 
 constexpr int WARPS = 4, THREADS = 32 * WARPS;
 constexpr int BLOCK_ROWS = 16 * WARPS;  // keys of a dkdv block, queries of a dq block
@@ -69,8 +74,8 @@ __device__ __forceinline__ void mma_abt(float (&acc)[NT][4], unsigned a, int a_r
     for (int p = 0; p < NT / 2; ++p) {
       unsigned bf[4];
       ldmatrix_x4(bf, b + swizzle<D * 2>(p * 16 + b_row, 2 * ks + b_chunk));
-      mma_16816(acc[2 * p], af, bf[0], bf[1]);
-      mma_16816(acc[2 * p + 1], af, bf[2], bf[3]);
+      mma_16816(acc[2 * p], af, {bf[0], bf[1]});
+      mma_16816(acc[2 * p + 1], af, {bf[2], bf[3]});
     }
   }
 }
@@ -84,16 +89,16 @@ __device__ __forceinline__ void mma_xb(float (&acc)[D / 8][4], const float (&x)[
   const int lane = threadIdx.x % 32;
 #pragma unroll
   for (int kk = 0; kk < NT / 2; ++kk) {
-    const unsigned xf[4] = {pack_half2(x[2 * kk][0], x[2 * kk][1]),
-                            pack_half2(x[2 * kk][2], x[2 * kk][3]),
-                            pack_half2(x[2 * kk + 1][0], x[2 * kk + 1][1]),
-                            pack_half2(x[2 * kk + 1][2], x[2 * kk + 1][3])};
+    const unsigned xf[4] = {pack2<half>(x[2 * kk][0], x[2 * kk][1]),
+                            pack2<half>(x[2 * kk][2], x[2 * kk][3]),
+                            pack2<half>(x[2 * kk + 1][0], x[2 * kk + 1][1]),
+                            pack2<half>(x[2 * kk + 1][2], x[2 * kk + 1][3])};
 #pragma unroll
     for (int dp = 0; dp < D / 16; ++dp) {
       unsigned bf[4];
       ldmatrix_x4_trans(bf, b + swizzle<D * 2>(kk * 16 + lane % 16, 2 * dp + lane / 16));
-      mma_16816(acc[2 * dp], xf, bf[0], bf[1]);
-      mma_16816(acc[2 * dp + 1], xf, bf[2], bf[3]);
+      mma_16816(acc[2 * dp], xf, {bf[0], bf[1]});
+      mma_16816(acc[2 * dp + 1], xf, {bf[2], bf[3]});
     }
   }
 }

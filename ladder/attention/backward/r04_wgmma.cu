@@ -21,8 +21,12 @@
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
-#include "../mma_sync.cuh"  // cp.async
-#include "../wgmma.cuh"     // the descriptor layout, wgmma_ss, wgmma_rs; desc, fences
+#include "ladder/core/cuda/convert.cuh"      // is_bf16, pack2
+#include "ladder/core/cuda/cp_async.cuh"     // cp_async16, commit, wait
+#include "ladder/core/cuda/memory.cuh"       // smem_addr, fence_proxy_async
+#include "ladder/core/cuda/wgmma.cuh"        // wgmma_desc, wgmma_ss, wgmma_rs and their order
+
+#include "../wgmma.cuh"  // the descriptor layout (tile_offset)
 
 constexpr int THREADS = 128;  // one warpgroup
 constexpr int ROWS = 64;      // keys of a key-kernel block, queries of a query-kernel block
@@ -48,7 +52,7 @@ __device__ __forceinline__ void load_tile(unsigned tile, const T* head, int row0
 // wait for every thread's.
 __device__ __forceinline__ void tiles_ready() {
   cp_async_wait<0>();
-  asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
+  fence_proxy_async();
   __syncthreads();
 }
 
@@ -58,7 +62,7 @@ __device__ __forceinline__ void wgmma_abt(float* acc, unsigned a, unsigned b) {
 #pragma unroll
   for (int ks = 0; ks < D / 16; ++ks) {
     const unsigned step = (ks / 4) * (64 * 128) + (ks % 4) * 32;  // column block, k16 in it
-    wgmma_ss<64, T>(acc, desc(a + step, 16, 1024), desc(b + step, 16, 1024));
+    wgmma_ss<64, T, 0, 0>(acc, wgmma_desc(a + step, 16, 1024), wgmma_desc(b + step, 16, 1024));
   }
 }
 
@@ -80,7 +84,7 @@ template <typename T, int D>
 __device__ __forceinline__ void wgmma_xb(float* acc, const unsigned (&x)[4][4], unsigned b) {
 #pragma unroll
   for (int kk = 0; kk < 4; ++kk)
-    wgmma_rs<D, T>(acc, x[kk], desc(b + kk * 16 * 128, 64 * 128, 1024));
+    wgmma_rs<D, T, 1>(acc, x[kk], wgmma_desc(b + kk * 16 * 128, 64 * 128, 1024));
 }
 
 // Rows g and g + 8 of this warp's 16 x D accumulators, times `scale`, into rows
@@ -95,7 +99,7 @@ __device__ __forceinline__ void store_rows(T* dst, const float* acc, int first_r
     if (row < rows) {
 #pragma unroll
       for (int dt = 0; dt < D / 8; ++dt)
-        if constexpr (is_bf16<T>) {  // written out, not wgmma.cuh's store2, which made nvcc
+        if constexpr (is_bf16<T>) {  // written out, not convert.cuh's store2, which made nvcc
           // lay out the float16 kernels differently from the ones measured
           *reinterpret_cast<__nv_bfloat162*>(dst + (size_t)row * D + dt * 8 + 2 * t) =
               __floats2bfloat162_rn(acc[4 * dt + 2 * hh] * scale,
