@@ -1,11 +1,12 @@
 """Drawing helpers every problem's diagrams share, and the roofline of a results file.
 
 The problem packages draw their kernels' geometry (``ladder/gemm/diagrams.py`` ...) from their
-rungs' own constants; what is not about one problem lives here: shared-memory banks, grids of
-labelled cells, labels spread so they do not overlap, and the roofline, which places every
+rungs' own constants; what is not about one problem lives here: shared-memory banks, wgmma's
+shared-memory descriptor and the 128-byte swizzle (the conv and GEMM rungs both use them), grids
+of labelled cells, labels spread so they do not overlap, and the roofline, which places every
 measured rung of a problem under the ceilings of the results file it comes from. Nothing here
-imports a problem package. Every function returns a ``matplotlib.figure.Figure`` made without
-pyplot, so drawing never touches a notebook's or a test's global figure state.
+imports a problem package. Every drawing function returns a ``matplotlib.figure.Figure`` made
+without pyplot, so drawing never touches a notebook's or a test's global figure state.
 """
 
 from __future__ import annotations
@@ -47,6 +48,13 @@ def figure(height: float, width: float = FIG_WIDTH) -> Figure:
     (so it can be measured and saved without a display)."""
     fig = Figure(figsize=(width, height), layout="constrained")
     FigureCanvasAgg(fig)
+    return fig
+
+
+def saved(fig: Figure, path: str | Path | None) -> Figure:
+    """``fig``, written to ``path`` first when one is given (PNG, SVG ... by its suffix)."""
+    if path is not None:
+        fig.savefig(path, dpi=150)
     return fig
 
 
@@ -99,6 +107,53 @@ def draw_bank_map(ax: Axes, byte_addresses: Sequence[int], title: str) -> int:
     verdict = "conflict-free" if degree == 1 else f"{degree}-way conflict"
     ax.set_title(f"{title}: {verdict}, {degree} pass{'es' if degree > 1 else ''}", fontsize=9)
     return degree
+
+
+# ---- wgmma's shared-memory matrix descriptor (PTX ISA, "Matrix Descriptor Format") ----
+
+# (field, first bit, bits): addresses and offsets are kept in 16-byte units (bytes >> 4)
+DESCRIPTOR_FIELDS = (
+    ("start_address", 0, 14),
+    ("lbo", 16, 14),
+    ("sbo", 32, 14),
+    ("base_offset", 49, 3),
+    ("swizzle", 62, 2),
+)
+SWIZZLE_BYTES = {0: 0, 1: 128, 2: 64, 3: 32}  # the swizzle mode's code -> its width (0: none)
+SWIZZLE_ROW = 128  # bytes of a row of the 128-byte swizzle; 8 rows make its 1024-byte atom
+
+
+def descriptor(address: int, lbo: int, sbo: int, swizzle: int = 0) -> int:
+    """The 64-bit descriptor of a shared-memory operand: ``address``, ``lbo`` and ``sbo`` in
+    bytes (stored >> 4 in 14 bits; the address keeps its low 18 bits, as the kernels mask it),
+    ``swizzle`` in bytes (0, 32, 64 or 128)."""
+    mode = {width: code for code, width in SWIZZLE_BYTES.items()}[swizzle]
+    values = {"start_address": address & 0x3FFFF, "lbo": lbo & 0x3FFFF, "sbo": sbo & 0x3FFFF}
+    out = mode << 62
+    for name, first, _ in DESCRIPTOR_FIELDS[:3]:
+        out |= (values[name] >> 4) << first
+    return out
+
+
+def descriptor_fields(desc: int) -> dict[str, int]:
+    """A descriptor decoded: ``start_address``, ``lbo`` and ``sbo`` in bytes (the fields times
+    16), ``base_offset`` as stored, ``swizzle`` in bytes (0 for none)."""
+    raw = {name: (desc >> first) & ((1 << bits) - 1) for name, first, bits in DESCRIPTOR_FIELDS}
+    return {
+        "start_address": raw["start_address"] << 4,
+        "lbo": raw["lbo"] << 4,
+        "sbo": raw["sbo"] << 4,
+        "base_offset": raw["base_offset"],
+        "swizzle": SWIZZLE_BYTES[raw["swizzle"]],
+    }
+
+
+def swizzle_128(offset: int) -> int:
+    """Where the 128-byte swizzle (TMA's ``SWIZZLE_128B``, wgmma's mode 1) puts byte ``offset``
+    of a 1024-byte-aligned tile: the 16-byte chunk within each 128-byte row XORed with the row's
+    index mod 8 (address bits 4-6 with bits 7-9), so the 8 rows of a column of chunks lie in 8
+    different groups of 4 banks."""
+    return offset ^ (((offset >> 7) & 7) << 4)
 
 
 def cell_grid(

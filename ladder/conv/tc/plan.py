@@ -428,3 +428,109 @@ def launch_plan(
         return fallback(x, w, out)
     smem, copy_x = found.plan.smem_bytes, x.align < ALIGN
     return kernel_launch(found.kernel, found.grid, THREADS, smem, found.scalars, copy_x)
+
+
+# ---- the layout arithmetic the kernels do in C++, written once more in Python ----
+# For the pictures (conv/diagrams.py) and the exercises; tests/test_diagrams.py holds it to the
+# .cu files and multiplies a small layer through it (a NumPy model of rung 8's kernel).
+
+
+def quad_words(k: int) -> tuple[int, int, int, int]:
+    """The input rows of quad k's four pair words in register order (a0, a1, a2, a3): 2k,
+    2k + 1, 2k + 1, 2k + 2 (``rewrite_quads`` in staging.cuh, rungs 8 and 9). Why: lane
+    (g, t)'s a0 is A row g (output row 2i) at filter row 2j, a1 row g + 8 (output row 2i + 1)
+    at 2j, a2 row g at 2j + 1, a3 row g + 8 at 2j + 1, and an input row is the output row plus
+    the filter row, so with k = i + j they read rows 2k, 2k + 1, 2k + 1, 2k + 2."""
+    return 2 * k, 2 * k + 1, 2 * k + 1, 2 * k + 2
+
+
+def diagonal(k: int, tiles: int, steps: int = PAIRS) -> list[tuple[int, int]]:
+    """The (tile i, k16 step j) pairs whose A fragment is quad k, i + j = k, for ``tiles`` m16
+    tiles and ``steps`` k16 steps: one 16-byte load feeds them all (``window``, rung 8)."""
+    return [(i, k - i) for i in range(tiles) if 0 <= k - i < steps]
+
+
+def pair_word_column(layout: Layout, col: int, t: int, qc: int = 0) -> int:
+    """The first of the two input columns of the pair words lane t holds for its column ``col``
+    (A rows g and g + 8) in the window of filter-column chunk qc: its filter columns are
+    8 qc + 2t and + 1, so input columns CSTEP col + 2t + 8 qc and + 1 (CSTEP = 2 when packed:
+    a column is then a pair of output columns)."""
+    return (2 if layout.packed else 1) * col + 2 * t + Q_CHUNK * qc
+
+
+def window_quad(
+    layout: Layout, col: int, t: int, sub_band: int, channel: int, qc: int = 0, pb: int = 0
+) -> int:
+    """Where lane (col, t)'s first quad of window (channel, qc, pb) of a sub-band lies, in quads
+    (16 bytes) from ``quads_at``; the window's quad k follows at + k (rungs 8 and 9:
+    ``lane_quads`` and ``src`` in r08_tensor_core.cu). A column of quads is ``quad_stride``
+    long and holds one input column, quad k its rows 2k .. 2k + 2 of the band."""
+    cstep = 2 if layout.packed else 1
+    column = channel * layout.cols + col + 2 * t // cstep + qc * Q_CHUNK // cstep
+    return column * layout.quad_stride + sub_band * layout.tiles + pb * PAIRS
+
+
+def job_walk(layout: Layout) -> list[dict[str, Any]]:
+    """The jobs of one full band in the order the kernels' loop takes them (r08_tensor_core.cu;
+    warpgroup jobs, r09_wgmma.cu): job = round · SLOTS + slot = fg · supergroups + sg, with
+    SLOTS = NWARPS / job_warps job slots per round; job sg covers columns n from
+    8 job_warps sg, 8 job_warps of them, numbered sub-band by sub-band (n = sub_band · Wn + w),
+    those past the band's last column idle. One record per job: job, round, slot, fg (its
+    filter group) and columns, the (sub_band, w) it computes."""
+    sub_bands = ceil_div(min(layout.band_rows, layout.Ho), layout.tile_rows * layout.tiles)
+    columns = sub_bands * layout.Wn
+    span = 8 * layout.job_warps
+    supergroups = ceil_div(ceil_div(columns, 8), layout.job_warps)
+    slots = NWARPS // layout.job_warps
+    walk = []
+    for job in range(supergroups * layout.NFG):
+        fg, sg = divmod(job, supergroups)
+        round_, slot = divmod(job, slots)
+        first = sg * span
+        cols = [divmod(n, layout.Wn) for n in range(first, min(first + span, columns))]
+        walk.append({"job": job, "round": round_, "slot": slot, "fg": fg, "columns": cols})
+    return walk
+
+
+def fm_row(m: int) -> tuple[int, int, int]:
+    """(filter f, dy, dx) of row m of rung 13's A, wgmma's 64 rows (r13_filters_on_m.cu): warp
+    wq = m // 16 holds rows 16 wq .. 16 wq + 15, its lane (i, t) rows 16 wq + i (dx = 0) and
+    16 wq + i + 8 (dx = 1), ordered so that f = 4 (i % 4) + wq and dy = i // 4: the two
+    accumulators of one lane's column are then dx = 0 and 1 of one output, one half2 store."""
+    warp, rest = divmod(m, 16)
+    dx, i = divmod(rest, 8)
+    return 4 * (i % 4) + warp, i // 4, dx
+
+
+def fm_tap(m: int, p: int, q: int, k: int) -> tuple[int, int] | None:
+    """The filter tap (row, column) that A[m][(c, p, q)] holds in rung 13, for window row p and
+    column q (0 to 7) of a K x K filter: w[f][c][p - dy][q - dx], None outside the filter."""
+    _, dy, dx = fm_row(m)
+    row, col = p - dy, q - dx
+    return (row, col) if 0 <= row < k and 0 <= col < k else None
+
+
+def parity_row(r: int, rows: int) -> int:
+    """Where rung 13's rewrite puts input row r among a channel's ``rows`` (R, even) rewritten
+    rows: the even rows first, then the odd ones, s = (r % 2) R/2 + r // 2."""
+    return r % 2 * (rows // 2) + r // 2
+
+
+def fm_chunk(c: int, r: int, n: int, rows: int, blocks: int) -> int:
+    """The 16-byte chunk of rung 13's rewritten input that holds x[c][r][2n .. 2n + 7]:
+    (c R + s(r)) NP + n, R = ``rows`` per channel, NP = ``blocks`` per block row."""
+    return (c * rows + parity_row(r, rows)) * blocks + n
+
+
+def fm_step(c: int, j: int, job: int, rows: int, blocks: int, n_blocks: int) -> dict[str, int]:
+    """Rung 13's descriptor of B for k16 step (c, j) of job ``job`` (``issue_job``,
+    ``chunk_desc``): ``start``, the chunk of the even k8 half (filter row 2j) of the job's first
+    block, (c R + j) NP + job NT with NT = ``n_blocks``; ``lbo``, the bytes from the even half
+    to the odd one (filter row 2j + 1), R/2 NP chunks; ``sbo``, the bytes between n8 blocks,
+    one 128-byte core matrix. Block g's even-half chunk is then start + g and its odd-half
+    chunk start + R/2 NP + g, for every block row at once."""
+    return {
+        "start": (c * rows + j) * blocks + job * n_blocks,
+        "lbo": rows // 2 * blocks * 16,
+        "sbo": 8 * 16,
+    }
