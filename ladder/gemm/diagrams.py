@@ -13,11 +13,14 @@ the constants and the conflict counts the rungs' docstrings state.
 - ``epilogue_stores``: rung 18's stores straight from registers against rung 19's staging.
 - ``persistent_timeline``: one SM over two tiles of C, rung 19's block per tile against rung
   20's block that stays, its copies running under the epilogue.
+- ``draw_wgmma_descriptor``: rung 17's shared-memory descriptors of A and B decoded into their
+  bit fields, and the 8 x 16-byte core matrices of A they address under the 128-byte swizzle.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -30,6 +33,7 @@ from ladder.gemm import r06_transposed_tiles as r06
 from ladder.gemm import r08_warp_tiling as r08
 from ladder.gemm import r14_cp_async as r14
 from ladder.gemm import r15_mma_sync as r15
+from ladder.gemm import r17_wgmma_descriptors as r17
 from ladder.gemm import r18_wgmma as r18
 from ladder.gemm import r19_smem_epilogue as r19
 from ladder.gemm import r20_persistent as r20
@@ -625,3 +629,192 @@ def persistent_timeline(tiles: int = 2, k_tiles: int = 6) -> Figure:
         "epilogue 1.5; label: tile.k)"
     )
     return fig
+
+
+# ---- 7. rung 17: the shared-memory descriptor and the core matrix ----
+
+# Rung 17's stage (r17_wgmma_descriptors.cu): A's BM x BK tile, then B's BK x BN in chunks of
+# 64 columns, both written by TMA with the 128-byte swizzle into 1024-byte-aligned tiles.
+# tests/test_diagrams.py evaluates the .cu's own expressions and compares them with these.
+A_ROW_BYTES = r17.BK * HALF_BYTES  # a row of A's tile: 128 bytes, one row of the swizzle
+B_CHUNK = dg.SWIZZLE_ROW // HALF_BYTES  # columns of B per TMA box: one 128-byte row per k-row
+CORE_ROWS = 8  # a core matrix: 8 rows of 16 bytes (8 x 8 halves), the unit wgmma reads
+WGMMA_M, WGMMA_K = 64, 16  # a warpgroup's wgmma: 64 rows of A, 16 of K (m64nNk16)
+STAGE_BYTES = (r17.BM * r17.BK + r17.BK * r17.BN) * HALF_BYTES
+
+
+def r17_descriptor_args(operand: str, stage: int, warpgroup: int, kk: int) -> tuple[int, int, int]:
+    """(address, LBO, SBO) in bytes of the descriptor rung 17 builds for ``operand`` ("A" or
+    "B") at k16 step ``kk`` of stage ``stage``, addresses from the 1024-byte-aligned base of
+    the stage ring. A is K-major: the warpgroup's 64 rows start 64 rows in, a k16 step is 32
+    bytes along the rows; LBO is unused by a K-major swizzled operand (one 16-byte unit), SBO is
+    a swizzle atom, 8 rows of 128 bytes: the next 8 rows. B is N-major in chunks of B_CHUNK
+    columns: a k16 step is 16 k-rows of 128 bytes; LBO is one chunk (BK rows), the next 64
+    columns of N; SBO the next 8 k-rows."""
+    base = stage * STAGE_BYTES
+    atom = CORE_ROWS * dg.SWIZZLE_ROW
+    if operand == "A":
+        address = base + warpgroup * WGMMA_M * A_ROW_BYTES + kk * WGMMA_K * HALF_BYTES
+        return address, dg.CHUNK_BYTES, atom
+    if operand == "B":
+        address = base + r17.BM * A_ROW_BYTES + kk * WGMMA_K * dg.SWIZZLE_ROW
+        return address, r17.BK * dg.SWIZZLE_ROW, atom
+    raise ValueError(f"operand is 'A' or 'B', not {operand!r}")
+
+
+def r17_descriptor(operand: str, stage: int = 0, warpgroup: int = 0, kk: int = 0) -> int:
+    """The 64-bit descriptor rung 17 gives wgmma for ``operand`` (``r17_descriptor_args``),
+    128-byte swizzled."""
+    return dg.descriptor(*r17_descriptor_args(operand, stage, warpgroup, kk), dg.SWIZZLE_ROW)
+
+
+def a_tile_offset(row: int, k: int) -> int:
+    """The byte of a stage's A tile where TMA puts A's element (row, k) of the block's BM x BK
+    tile: row-major rows of 128 bytes, then the 128-byte swizzle."""
+    return dg.swizzle_128(row * A_ROW_BYTES + k * HALF_BYTES)
+
+
+def core_matrix_rows(desc: int, i: int, kh: int) -> list[int]:
+    """The byte addresses of the 8 rows (16 bytes each) of core matrix (i, kh) that wgmma reads
+    through ``desc``, a K-major 128-byte-swizzled descriptor: row group i SBO bytes apart, its
+    rows one swizzle row (128 bytes) apart, k8 half kh 16 bytes along, then the swizzle, which
+    the hardware applies to the address (why the tiles must be 1024-byte aligned)."""
+    fields = dg.descriptor_fields(desc)
+    start, sbo = fields["start_address"], fields["sbo"]
+    return [
+        dg.swizzle_128(start + i * sbo + r * dg.SWIZZLE_ROW + kh * dg.CHUNK_BYTES)
+        for r in range(CORE_ROWS)
+    ]
+
+
+FIELD_COLORS = {
+    "start_address": dg.BLUE,
+    "lbo": dg.ORANGE,
+    "sbo": dg.GREEN,
+    "base_offset": dg.GREY,
+    "swizzle": dg.RED,
+}
+KK_COLORS = (dg.BLUE, dg.ORANGE, dg.GREEN, dg.PURPLE)
+
+
+def _draw_bits(ax: Any, desc: int, y0: float, notes: dict[str, str], gid: str) -> None:
+    """``desc`` as 4 rows of 16 bits (bit 0 at the right of the first row), each field in its
+    colour, its value and ``notes`` beside the row that holds it."""
+    spans = {name: (first, first + bits) for name, first, bits in dg.DESCRIPTOR_FIELDS}
+    fields = dg.descriptor_fields(desc)
+    for bit in range(64):
+        owner = next((n for n, (lo, hi) in spans.items() if lo <= bit < hi), None)
+        x, y = 15 - bit % 16, y0 + bit // 16
+        ax.add_patch(Rectangle((x, y), 1, 1, fc=FIELD_COLORS[owner] if owner else "white",
+                               alpha=0.55, ec=dg.GREY, lw=0.4, gid=gid))  # fmt: skip
+        ax.text(x + 0.5, y + 0.5, str((desc >> bit) & 1), ha="center", va="center", fontsize=6)
+    raw = {name: (desc >> lo) & ((1 << (hi - lo)) - 1) for name, (lo, hi) in spans.items()}
+    lines = {
+        0: f"bits 0–13, start address >> 4 = {raw['start_address']}: byte "
+        f"{fields['start_address']}; {notes['start_address']}",
+        1: f"bits 16–29, LBO >> 4 = {raw['lbo']}: {fields['lbo']} B; {notes['lbo']}",
+        2: f"bits 32–45, SBO >> 4 = {raw['sbo']}: {fields['sbo']} B; {notes['sbo']}",
+        3: f"bits 49–51, base offset {raw['base_offset']}; bits 62–63, swizzle mode "
+        f"{raw['swizzle']}: {fields['swizzle']}-byte swizzle",
+    }
+    for row, line in lines.items():
+        ax.text(16.4, y0 + row + 0.5, line, ha="left", va="center", fontsize=6.5)
+
+
+def draw_wgmma_descriptor(
+    stage: int = 0, warpgroup: int = 1, kk: int = 1, path: str | Path | None = None
+) -> Figure:
+    """Rung 17's descriptors at k16 step ``kk`` of ``stage`` for ``warpgroup``: (a) A's and B's
+    64-bit words, bit by bit, decoded into their fields (start address >> 4, LBO >> 4, SBO >> 4,
+    base offset, swizzle mode); (b) the warpgroup's 64 x BK tile of A cut into 8 x 16-byte core
+    matrices, the 8 x 2 that step kk reads labelled (i, kh); (c) where rows 0 to 7 of the tile
+    land in shared memory under the 128-byte swizzle, one 1024-byte atom: chunk c of row r at
+    chunk c XOR r, so the 8 rows of one core matrix fill all 8 bank groups."""
+    fig = dg.figure(7.6)
+    grid = fig.add_gridspec(2, 2, height_ratios=(1.05, 1))
+    bits = fig.add_subplot(grid[0, :])
+    tile, atom = fig.add_subplot(grid[1, 0]), fig.add_subplot(grid[1, 1])
+
+    # (a) the two descriptors
+    da, db = r17_descriptor("A", stage, warpgroup, kk), r17_descriptor("B", stage, warpgroup, kk)
+    notes_a = {
+        "start_address": f"stage {stage} + warpgroup {warpgroup} × 64 rows × 128 B + kk × 32 B",
+        "lbo": "unused by a K-major swizzled operand (one unit)",
+        "sbo": "the next 8 rows (one 1024-byte swizzle atom)",
+    }
+    notes_b = {
+        "start_address": f"stage {stage} + A's {r17.BM * A_ROW_BYTES} B + kk × 16 k-rows × 128 B",
+        "lbo": f"the next {B_CHUNK} columns of N (a chunk of BK = {r17.BK} k-rows)",
+        "sbo": "the next 8 k-rows (one swizzle atom)",
+    }
+    _draw_bits(bits, da, 0, notes_a, "bit-A")
+    _draw_bits(bits, db, 5.6, notes_b, "bit-B")
+    bits.text(0, -0.15, f"A (64 × 16 slice, K-major): {da:#018x}", fontsize=7.5, va="bottom")
+    bits.text(0, 5.45, f"B (16 × {r17.BN} slice, N-major): {db:#018x}", fontsize=7.5,
+              va="bottom")  # fmt: skip
+    bits.set_xlim(0, 48)
+    bits.set_ylim(9.6, -1.1)
+    bits.set_xticks([0.5, 15.5], ["bit 15 (+16·row)", "bit 0"])
+    bits.set_yticks([])
+    bits.tick_params(labelsize=6, length=0)
+    bits.set_frame_on(False)
+    bits.set_title(
+        f"(a) the descriptors of k16 step kk = {kk} (stage {stage}, warpgroup {warpgroup}; "
+        "addresses from the ring's 1024-byte-aligned base), four rows of 16 bits each",
+        fontsize=8,
+    )
+
+    # (b) the warpgroup's tile of A in core matrices
+    chunks = A_ROW_BYTES // dg.CHUNK_BYTES  # 16-byte columns of a row: 2 per k16 step
+    groups = WGMMA_M // CORE_ROWS
+    for i in range(groups):
+        for c in range(chunks):
+            step, half = divmod(c, 2)
+            read = step == kk
+            tile.add_patch(Rectangle((c, i), 1, 1, fc=KK_COLORS[step], alpha=0.85 if read
+                                     else 0.3, ec="black" if read else "white",
+                                     lw=1.0 if read else 0.5, gid="core-matrix"))  # fmt: skip
+            if read:
+                tile.text(c + 0.5, i + 0.5, f"({i}, {half})", ha="center", va="center",
+                          fontsize=6)  # fmt: skip
+    tile.set_xlim(0, chunks)
+    tile.set_ylim(groups, 0)
+    tile.set_xticks(np.arange(chunks) + 0.5, [f"k {8 * c}–{8 * c + 7}" for c in range(chunks)])
+    tile.set_yticks(np.arange(groups) + 0.5, [f"rows {8 * i}–{8 * i + 7}" for i in range(groups)])
+    tile.tick_params(labelsize=5.5, length=0)
+    tile.set_xlabel("colour: the k16 step kk that reads the column", fontsize=7)
+    tile.set_title(
+        f"(b) warpgroup {warpgroup}'s 64 × BK = 64 × {r17.BK} tile of A: 8 × {chunks} core "
+        f"matrices\n(8 rows × 16 B); step kk = {kk} reads 64 × 16 of it: (i, kh) = 8 × 2",
+        fontsize=7,
+    )
+
+    # (c) rows 0-7 in shared memory: logical chunk c of row r sits at chunk c ^ r
+    for r in range(CORE_ROWS):
+        for c in range(chunks):
+            place = dg.swizzle_128(r * A_ROW_BYTES + c * dg.CHUNK_BYTES) % A_ROW_BYTES
+            column = place // dg.CHUNK_BYTES
+            read = c // 2 == kk
+            atom.add_patch(Rectangle((column, r), 1, 1, fc=KK_COLORS[c // 2], alpha=0.85 if read
+                                     else 0.3, ec="black" if read else "white",
+                                     lw=1.0 if read else 0.5, gid="atom-chunk"))  # fmt: skip
+            atom.text(column + 0.5, r + 0.5, f"k{8 * c}", ha="center", va="center", fontsize=6)
+    atom.set_xlim(0, chunks)
+    atom.set_ylim(CORE_ROWS, 0)
+    atom.set_xticks(np.arange(chunks) + 0.5, [f"{4 * b}–{4 * b + 3}" for b in range(chunks)])
+    atom.set_yticks(np.arange(CORE_ROWS) + 0.5, [f"row {r}" for r in range(CORE_ROWS)])
+    atom.tick_params(labelsize=6, length=0)
+    atom.set_xlabel("banks (16-byte chunk of the 128-byte row)", fontsize=7)
+    atom.set_title(
+        f"(c) rows 0–7 in shared memory, one 1024-byte atom: chunk c of row r\nat c XOR r; "
+        f"step {kk}'s core matrices (0, 0), (0, 1) (outlined) span 8 bank groups each",
+        fontsize=7,
+    )
+    fig.suptitle(
+        f"rung 17 (r17_wgmma_descriptors), BM × BN × BK = {r17.BM} × {r17.BN} × {r17.BK}: one "
+        f"wgmma m64n{r17.BN}k16 per k16 step reads A and B through these descriptors\n(rungs "
+        "18 to 20 build the same ones); the tiles are written by TMA with the 128-byte swizzle, "
+        "which wgmma undoes from the address bits",
+        fontsize=8,
+    )
+    return dg.saved(fig, path)
