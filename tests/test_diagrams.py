@@ -3,13 +3,15 @@ apart. Each test checks a fact of the picture that comes from a rung constant.""
 
 from __future__ import annotations
 
+import functools
 import io
 import itertools
 import json
 import math
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import Any
 
 import matplotlib
 
@@ -50,6 +52,10 @@ FIGURES: dict[str, Callable[[], Figure]] = {
     "overlap_timeline": attention_diagrams.overlap_timeline,
     "producer_pipeline": attention_diagrams.producer_pipeline,
     "implicit_gemm": conv_diagrams.implicit_gemm,
+    "draw_quads": conv_diagrams.draw_quads,
+    "draw_jobs": conv_diagrams.draw_jobs,
+    "draw_filters_on_m": conv_diagrams.draw_filters_on_m,
+    "draw_wgmma_descriptor": gemm_diagrams.draw_wgmma_descriptor,
     "roofline_gemm": lambda: dg.roofline(RESULTS, "gemm"),
     "roofline_conv": lambda: dg.roofline(RESULTS, "conv"),
     "roofline_attention": lambda: dg.roofline(RESULTS, "attention"),
@@ -452,3 +458,403 @@ def test_register_budget_from_rungs_9_and_11() -> None:
     fig = attention_diagrams.register_budget()
     bars = [p for p in fig.axes[0].patches if str(p.get_gid()).endswith(":S")]
     assert sorted(b.get_width() for b in bars) == [32, 32, 64, 64, 64]
+
+
+# ---- the densest layouts (issue 53): conv rung 8's quads and jobs, conv rung 13's operands,
+# wgmma's descriptor and core matrix. The layout arithmetic the kernels do in C++ is written
+# once in Python (conv/tc/plan.py, core/diagrams.py, gemm/diagrams.py); each test holds it to
+# the .cu files' own expressions, or multiplies a layer through it and compares with the
+# convolution. ----
+
+from ladder.conv import r08_tensor_core as conv_r08  # noqa: E402
+from ladder.conv import r09_wgmma as conv_r09  # noqa: E402
+from ladder.conv import r13_filters_on_m as conv_r13  # noqa: E402
+from ladder.conv.tc import plan as tc_plan  # noqa: E402
+from ladder.gemm import r17_wgmma_descriptors as r17  # noqa: E402
+
+LADDER = Path(__file__).resolve().parent.parent / "ladder"
+TC = LADDER / "conv" / "tc"
+
+
+def c_expression(text: str) -> str:
+    """A C++ integer expression as Python: no casts or unsigned suffixes, ``/`` as ``//`` (the
+    operands here are never negative, where the two agree)."""
+    text = re.sub(r"\((?:unsigned long long|unsigned|int|long long)\)", "", " ".join(text.split()))
+    text = re.sub(r"(\d)(?:ull|u)\b", r"\1", text)
+    return re.sub(r"(?<![/])/(?![/])", "//", text)
+
+
+def cu_constants(text: str, given: dict[str, int] | None = None) -> dict[str, int]:
+    """The integer constants a .cu or .cuh file declares (``constexpr int|unsigned NAME = ...``,
+    several per statement), evaluated in order after ``given`` (the -D options); those that
+    need anything else are left out."""
+    names = dict(given or {})
+    for statement in re.findall(r"constexpr (?:int|unsigned) ([^;(]+);", text):
+        for part in statement.split(","):
+            name, _, value = part.partition("=")
+            try:
+                names[name.strip()] = eval(c_expression(value.split("//")[0]), {}, dict(names))
+            except (NameError, SyntaxError):
+                pass
+    return names
+
+
+def minus_d(options: Sequence[str]) -> dict[str, int]:
+    """The integer -D options of a source, by name."""
+    found = (re.fullmatch(r"-D(\w+)=(\d+)u?", option) for option in options)
+    return {m.group(1): int(m.group(2)) for m in found if m}
+
+
+DEFINES = {**minus_d(tc_plan.defines()),
+           **minus_d([f"-D{k}={v}" for k, v in conv_r13.DEFINES.items()])}  # fmt: skip
+
+
+def descriptor_builders() -> dict[str, dict[str, Any]]:
+    """Every function under ladder/ that builds a wgmma descriptor (returns ``unsigned long
+    long``, named ``*desc``), wherever the wrappers live: name -> its parameters (with
+    defaults), its return expression and the constants it can see (its file's, the library's
+    and the -D options)."""
+    sources = {p: p.read_text() for p in [*LADDER.rglob("*.cuh"), *LADDER.rglob("*.cu")]}
+    library = {}
+    for text in sources.values():
+        library.update(cu_constants(text, DEFINES))
+    found = {}
+    pattern = r"unsigned long long (\w*desc)\(([^)]*)\)\s*\{\s*return\s+(.*?);\s*\}"
+    for text in sources.values():
+        for name, params, body in re.findall(pattern, text, re.S):
+            parameters = []
+            for param in params.split(","):
+                declared, _, default = param.partition("=")
+                parameters.append((declared.split()[-1], default.strip() or None))
+            found[name] = {"parameters": parameters, "body": body, "constants": library}
+    return found
+
+
+def build_descriptor(name: str, *args: int) -> int:
+    """Descriptor builder ``name`` evaluated from its own C++ for these arguments (defaults
+    for the rest); a builder that calls another one is evaluated through it."""
+    builder = descriptor_builders()[name]
+    here = dict(builder["constants"])
+    for (param, default), value in itertools.zip_longest(builder["parameters"], args):
+        here[param] = value if value is not None else eval(c_expression(default), {}, here)
+    body = c_expression(builder["body"])
+    calls = {other: functools.partial(build_descriptor, other) for other in descriptor_builders()}
+    return eval(body, {}, {**here, **calls})
+
+
+def conv_reference(x: np.ndarray, w: np.ndarray) -> np.ndarray:
+    """y[b, m, oy, ox] = Σ x[b, c, oy + p, ox + q] w[m, c, p, q], float64."""
+    k = w.shape[-1]
+    ho, wo = x.shape[2] - k + 1, x.shape[3] - k + 1
+    y = np.zeros((x.shape[0], w.shape[0], ho, wo))
+    for p in range(k):
+        for q in range(k):
+            y += np.einsum("mc,bcyx->bmyx", w[:, :, p, q], x[:, :, p : p + ho, q : q + wo])
+    return y
+
+
+def test_quad_words_are_the_mma_fragment_rows() -> None:
+    """Tile i at k16 step j, read through mma.m16n8k16's A layout (A row g: output row 2i,
+    row g + 8: 2i + 1; k = 8 kh + kq: filter row 2j + kh, column kq), needs in register reg the
+    pair word of input row quad_words(i + j)[reg] at column g + 2t: one quad per diagonal. And
+    the rewrite writes those rows, the window reads quad i + j."""
+    a = gemm_diagrams.mma_layout()["A"]
+    for row, col in itertools.product(range(16), range(16)):
+        lane, reg, half = a[row, col]
+        g, t = divmod(lane, 4)
+        for i, j in itertools.product(range(6), range(tc_plan.PAIRS)):
+            input_row = 2 * i + row // 8 + 2 * j + col // 8
+            assert input_row == tc_plan.quad_words(i + j)[reg]
+            assert row % 8 + col % 8 == g + 2 * t + half  # the pair word at column g + 2t
+    staging = (TC / "staging.cuh").read_text()
+    assert "const unsigned m = pair_word(2 * k + 1);" in staging
+    assert "quad = make_uint4(pair_word(2 * k), m, m, pair_word(2 * k + 2));" in staging
+    cu = Path(conv_r08.SOURCE.path).read_text()
+    assert "const int i = k - j;" in cu and "constexpr int QUADS = T + USED - 1;" in cu
+    assert tc_plan.diagonal(3, 6) == [(0, 3), (1, 2), (2, 1), (3, 0)]
+    assert tc_plan.diagonal(8, 6) == [(5, 3)]
+
+
+def test_window_addressing_is_rung_8s() -> None:
+    """plan.window_quad is the .cu's lane_quads + src, evaluated from its own expressions."""
+    cu = Path(conv_r08.SOURCE.path).read_text()
+    lane = re.search(r"lane_quads =\s*quads \+ (.*?);", cu, re.S).group(1)
+    src = re.search(r"const uint4\* src = lane_quads \+ (.*?);", cu, re.S).group(1)
+    for layer in (layers.CONV1, layers.CONV2, (3, 2, 32, 22, 15, 9)):
+        found = conv_r08.plan(layer)
+        names = {"p": found, "ROWS": 2 * found.tiles, "CSTEP": 2 if found.packed else 1,
+                 "Q_CHUNK": tc_plan.Q_CHUNK, "P_BLOCK": tc_plan.P_BLOCK}  # fmt: skip
+        windows = itertools.product(range(found.QC), range(found.PB))
+        for (col, t, sb, cl), (qc, pb) in itertools.product(
+            itertools.product((0, 5), range(4), (0, 1), (0, 1)), windows
+        ):
+            here = {**names, "col": col, "t": t, "sb": sb, "cl": cl, "qc": qc, "pb": pb}
+            cu_index = eval(c_expression(lane), {}, here) + eval(c_expression(src), {}, here)
+            assert tc_plan.window_quad(found, col, t, sb, cl, qc, pb) == cu_index
+            column = tc_plan.window_quad(found, col, t, 0, cl, qc, 0) // found.quad_stride
+            cstep = names["CSTEP"]
+            assert cstep * (column - cl * found.cols) == tc_plan.pair_word_column(found, col, t, qc)
+
+
+def test_rung_8_model_convolves(rng: np.random.Generator) -> None:
+    """A NumPy model of rung 8's kernel built on plan.py's arithmetic: quads staged as
+    rewrite_quads writes them (quad_words), each job of job_walk, each window at window_quad,
+    tile i at step j multiplying quad i + j through mma.sync's fragment layout, the B blocks
+    from the weights. It computes the convolution, and writes every output once. The layer has
+    two sub-bands (a group of 8 columns wraps), two filter groups, and K = 9: two filter-column
+    chunks and two filter-row blocks, the last of one row (a k8 step)."""
+    layer = (1, 2, 32, 22, 15, 9)
+    found = conv_r08.plan(layer)
+    assert not found.packed and found.PB == 2 and found.QC == 2 and found.NFG == 2
+    _, c_count, m_count, h, w_in, k = layer
+    x = rng.standard_normal((1, c_count, h, w_in))
+    weights = rng.standard_normal((m_count, c_count, k, k))
+    quads = np.zeros((c_count * found.cols * found.quad_stride, 4, 2))
+    for cl, column, q in itertools.product(range(c_count), range(found.cols),
+                                           range(found.quad_stride)):  # fmt: skip
+        for reg, r in enumerate(tc_plan.quad_words(q)):
+            for half in range(2):
+                if r < h and column + half < w_in:
+                    index = (cl * found.cols + column) * found.quad_stride + q
+                    quads[index, reg, half] = x[0, cl, r, column + half]
+    owners = gemm_diagrams.mma_layout()["A"]
+    rows, tiles, nt_count = 2 * found.tiles, found.tiles, found.n_tiles
+    y = np.zeros((1, m_count, found.Ho, found.Wo))
+    written = np.zeros_like(y)
+    for job in tc_plan.job_walk(found):
+        lanes = job["columns"]
+        for i, nt in itertools.product(range(tiles), range(nt_count)):
+            d = np.zeros((16, 8))
+            for cl, qc, pb in itertools.product(range(c_count), range(found.QC), range(found.PB)):
+                taps = min(tc_plan.P_BLOCK, k - pb * tc_plan.P_BLOCK)
+                for j in range(taps // 2 + taps % 2):
+                    a = np.zeros((16, 16))
+                    for row, col in itertools.product(range(16), range(16)):
+                        lane, reg, half = owners[row, col]
+                        g, t = divmod(lane, 4)
+                        if g < len(lanes):
+                            sb, column = lanes[g]
+                            at = tc_plan.window_quad(found, column, t, sb, cl, qc, pb) + i + j
+                            a[row, col] = quads[at, reg, half]
+                    b = np.zeros((16, 8))
+                    for kk, n in itertools.product(range(16), range(8)):
+                        f = 8 * (job["fg"] * nt_count + nt) + n
+                        p, q = 8 * pb + 2 * j + kk // 8, 8 * qc + kk % 8
+                        if f < m_count and p < k and q < k:
+                            b[kk, n] = weights[f, cl, p, q]
+                    d += a @ b
+            for g, (sb, column) in enumerate(lanes):
+                for row, oy in ((g, sb * rows + 2 * i), (g + 8, sb * rows + 2 * i + 1)):
+                    for n in range(8):
+                        f = 8 * (job["fg"] * nt_count + nt) + n
+                        if oy < found.Ho and f < m_count:
+                            y[0, f, oy, column] = d[row, n]
+                            written[0, f, oy, column] += 1
+    assert (written == 1).all()
+    np.testing.assert_allclose(y, conv_reference(x, weights), rtol=1e-10, atol=1e-10)
+
+
+@pytest.mark.parametrize("layer", [layers.CONV1, layers.CONV2, (3, 2, 32, 22, 15, 9)])
+def test_job_walk_is_the_kernels_loop(layer: tuple[int, ...]) -> None:
+    """job_walk's rounds are Layout.rounds for rung 8's and rung 9's (warpgroup) plans; a job
+    takes slot job % SLOTS of round job // SLOTS; every (column, filter group) is one job's.
+    The .cu's loop keeps job = round · NWARPS + warp by subtraction (no division)."""
+    for found in (conv_r08.plan(layer), conv_r09.plan(layer)):
+        if found is None:
+            continue
+        walk = tc_plan.job_walk(found)
+        slots = tc_plan.NWARPS // found.job_warps
+        assert max(job["round"] for job in walk) + 1 == found.rounds
+        for job in walk:
+            assert (job["round"], job["slot"]) == divmod(job["job"], slots)
+            assert 0 < len(job["columns"]) <= 8 * found.job_warps
+        covered = [(job["fg"], sb, w) for job in walk for sb, w in job["columns"]]
+        sub_bands = -(-min(found.band_rows, found.Ho) // (found.tile_rows * found.tiles))
+        assert sorted(covered) == sorted(itertools.product(range(found.NFG), range(sub_bands),
+                                                           range(found.Wn)))  # fmt: skip
+    cu = Path(conv_r08.SOURCE.path).read_text()
+    assert "// job = round * NWARPS + warp = fg * groups + group" in cu
+    assert "const int n = group * 8 + g;" in cu
+
+
+def test_rung_13_layout_is_its_cu_expressions() -> None:
+    """plan.py's rung-13 arithmetic against the .cu's own expressions, evaluated: the rewrite's
+    chunk of row r, the step's descriptor offset, the first descriptor of a job; A's rows."""
+    cu = Path(conv_r13.SOURCE.path).read_text()
+    found = conv_r13.plan(layers.CONV2)
+    r_count, blocks, nt = found.R, found.NP, conv_r13.NT
+    core_bytes = cu_constants(cu, DEFINES)["FM_CORE_BYTES"]
+    rewrite = re.search(r"unsigned dst = rep \+ 16 \* \((.*?) \+ 4 \* first\);", cu).group(1)
+    step = re.search(r"\(d, a\[s\], desc \+ (.*?)\);", cu).group(1)  # steps 1 ..
+    first = re.search(r"= \w*desc\(rep \+ ([^,]+), ([^,;]+?)[,)]", cu).groups()
+    names = {"R": r_count, "R2": r_count // 2, "NP": blocks, "FM_NT": nt}
+    for c, r in itertools.product(range(found.size[1]), range(r_count)):
+        chunk = eval(c_expression(rewrite), {}, {**names, "c": c, "r": r})
+        assert chunk == tc_plan.fm_chunk(c, r, 0, r_count, blocks)
+    for s, job in itertools.product(range(4 * found.size[1]), range(found.tiles)):
+        c, j = divmod(s, 4)
+        fields = tc_plan.fm_step(c, j, job, r_count, blocks, nt)
+        start = eval(c_expression(first[0]), {}, {**names, "job": job}) // 16
+        assert start + eval(c_expression(step), {}, {**names, "s": s}) == fields["start"]
+        assert eval(c_expression(first[1]), {}, names) == fields["lbo"]
+    assert tc_plan.fm_step(0, 0, 0, r_count, blocks, nt)["sbo"] == core_bytes
+    assert "const int f = 4 * (i % 4) + warp, dy = i / 4;" in cu
+    assert "const int dx = r & 1, p = 2 * (s % 4) + (r >> 1);" in cu
+    assert "weight_pair(w, f, s / 4, p - dy, 2 * t - dx, M, C, K)" in cu
+    a = gemm_diagrams.mma_layout()["A"]  # wgmma's register A: each warp's 16 rows as mma.sync's
+    for warp, row, col in itertools.product(range(4), range(16), range(16)):
+        lane, reg, _ = a[row, col]
+        i = lane // 4
+        f, dy, dx = tc_plan.fm_row(16 * warp + row)
+        assert (f, dy, dx) == (4 * (i % 4) + warp, i // 4, reg & 1)
+    assert sorted(tc_plan.fm_row(m) for m in range(64)) == sorted(
+        itertools.product(range(16), range(2), range(2))
+    )
+
+
+def test_rung_13_model_convolves(rng: np.random.Generator) -> None:
+    """conv2's image through rung 13's layout: A[m][(c, p, q)] = the tap fm_tap gives, B read
+    chunk by chunk where each step's descriptor points (fm_step_chunks), a chunk holding
+    x[c][r][2n .. 2n + 7] where fm_chunk says the rewrite stored it; D[m][g] is then y at
+    (f, 2Y + dy, 2n + dx). Every chunk read lies inside the plan's rewritten rows and tail."""
+    found = conv_r13.plan(layers.CONV2)
+    _, c_count, m_count, h, w_in, k = found.size
+    x = rng.standard_normal((1, c_count, h, w_in))
+    weights = rng.standard_normal((m_count, c_count, k, k))
+    r_count, blocks = found.R, found.NP
+    chunks = np.zeros((found.rep_chunks, 8))
+    for c, r, n in itertools.product(range(c_count), range(r_count), range(blocks)):
+        for e in range(8):
+            if r < h and 2 * n + e < w_in:
+                chunks[tc_plan.fm_chunk(c, r, n, r_count, blocks), e] = x[0, c, r, 2 * n + e]
+    g_count = found.tiles * conv_r13.NT
+    d = np.zeros((64, g_count))
+    for c, j in itertools.product(range(c_count), range(tc_plan.PAIRS)):
+        b = np.zeros((16, g_count))
+        for read in conv_diagrams.fm_step_chunks(found, c, j):
+            assert read["chunk"] < found.rep_chunks
+            b[8 * read["half"] : 8 * read["half"] + 8, read["g"]] = chunks[read["chunk"]]
+        a = np.zeros((64, 16))
+        for m, kk in itertools.product(range(64), range(16)):
+            f = tc_plan.fm_row(m)[0]
+            tap = tc_plan.fm_tap(m, 2 * j + kk // 8, kk % 8, k)
+            if tap is not None and f < m_count:
+                a[m, kk] = weights[f, c, tap[0], tap[1]]
+        d += a @ b
+    y = conv_reference(x, weights)[0]
+    for m, g in itertools.product(range(64), range(found.G)):
+        f, dy, dx = tc_plan.fm_row(m)
+        row, col = divmod(g, blocks)
+        oy, ox = 2 * row + dy, 2 * col + dx
+        if f < m_count and oy < found.Ho and ox < found.Wo:
+            assert d[m, g] == pytest.approx(y[f, oy, ox], abs=1e-9)
+    for g in range(found.G):  # the even half of step j is block row Y's input row 2Y + 2j
+        row, col = divmod(g, blocks)
+        reads = [r for r in conv_diagrams.fm_step_chunks(found, 1, 2) if r["g"] == g]
+        assert [r["chunk"] for r in reads] == [
+            tc_plan.fm_chunk(1, 2 * row + 4 + half, col, r_count, blocks) for half in (0, 1)
+        ]
+
+
+def test_descriptor_encoding_is_the_kernels() -> None:
+    """core/diagrams.descriptor and descriptor_fields against every descriptor builder of the
+    kernels, evaluated from its own C++: the library's (address, LBO, SBO, swizzle) and the
+    conv rungs' (rung 13's chunks, the weights' core matrices). Decoded, each gives back its
+    arguments; encoded again, the same 64 bits."""
+    builders = descriptor_builders()
+    general = [name for name, b in builders.items()
+               if [p for p, _ in b["parameters"][:3]] == ["addr", "lbo", "sbo"]]  # fmt: skip
+    assert general, "no descriptor builder taking (addr, lbo, sbo)"
+    samples = {"addr": (0, 16, 8224, 69632, 0x3FFF0), "lbo": (16, 5440, 8192), "sbo": (128, 1024)}
+    for name, builder in builders.items():
+        params = [p for p, default in builder["parameters"] if default is None]
+        for values in itertools.product(*(samples[p] for p in params)):
+            desc = build_descriptor(name, *values)
+            fields = dg.descriptor_fields(desc)
+            again = dg.descriptor(fields["start_address"], fields["lbo"], fields["sbo"],
+                                  fields["swizzle"])  # fmt: skip
+            assert again == desc and fields["base_offset"] == 0, name
+            for param, value in zip(params, values, strict=True):
+                field = "start_address" if param == "addr" else param
+                assert fields[field] == value, (name, param)
+    for name in general:  # the library's default is TMA's 128-byte swizzle
+        assert dg.descriptor_fields(build_descriptor(name, 8224, 16, 1024))["swizzle"] == 128
+
+
+def test_r17_descriptors_are_the_cu_expressions() -> None:
+    """r17_descriptor against rung 17's .cu: its constexprs, the stage's sa and sb, and the
+    two descriptor calls, evaluated through the library's builder for every stage, warpgroup
+    and step."""
+    cu = Path(r17.SOURCE.path).read_text()
+    names = cu_constants(cu)
+    assert (names["BM"], names["BN"], names["BK"]) == (r17.BM, r17.BN, r17.BK)
+    assert names["B_CHUNK"] == gemm_diagrams.B_CHUNK and names["STAGES"] == r17.STAGES
+    assert names["STAGE_BYTES"] == gemm_diagrams.STAGE_BYTES
+    stages = re.findall(r"const unsigned sa = (.*?), sb = (.*?);", cu)
+    (sa, sb), *_ = [(a, b) for a, b in stages if "wg" in a]  # the consumers', not the copy's
+    calls = dict(re.findall(r"const unsigned long long (d[ab]) = (\w+\(.*?\));", cu))
+    builders = {**names, **{b: functools.partial(build_descriptor, b)
+                            for b in descriptor_builders()}}  # fmt: skip
+    for stage, wg, kk in itertools.product(range(r17.STAGES), range(2), range(r17.BK // 16)):
+        here = {**builders, "smem0": 0, "s": stage, "wg": wg, "kk": kk}
+        here["sa"], here["sb"] = (eval(c_expression(e), {}, here) for e in (sa, sb))
+        for operand, call in (("A", calls["da"]), ("B", calls["db"])):
+            desc = eval(c_expression(call), {}, here)
+            assert desc == gemm_diagrams.r17_descriptor(operand, stage, wg, kk)
+            fields = dg.descriptor_fields(desc)
+            args = gemm_diagrams.r17_descriptor_args(operand, stage, wg, kk)
+            assert (fields["start_address"], fields["lbo"], fields["sbo"]) == args
+
+
+def test_core_matrices_read_what_tma_wrote() -> None:
+    """Through rung 17's A descriptor, core matrix (i, kh) of step kk is rows 8i .. 8i + 7 of
+    the warpgroup's slice at k 16 kk + 8 kh .. + 7, exactly where TMA's 128-byte swizzle put
+    them; its 8 rows lie in 8 different bank groups. The swizzle is rung 15's and rung 19's
+    rule for 128-byte rows."""
+    for stage, wg, kk in itertools.product((0, 3), (0, 1), range(r17.BK // 16)):
+        desc = gemm_diagrams.r17_descriptor("A", stage, wg, kk)
+        for i, kh in itertools.product(range(8), range(2)):
+            rows = gemm_diagrams.core_matrix_rows(desc, i, kh)
+            wanted = [stage * gemm_diagrams.STAGE_BYTES
+                      + gemm_diagrams.a_tile_offset(64 * wg + 8 * i + r, 16 * kk + 8 * kh)
+                      for r in range(8)]  # fmt: skip
+            assert rows == wanted
+            assert len({row // dg.CHUNK_BYTES % dg.BANK_GROUPS for row in rows}) == 8
+    swizzle_rows = gemm_diagrams.r15_swizzle(dg.SWIZZLE_ROW)
+    for row, chunk in itertools.product(range(16), range(8)):
+        offset = row * dg.SWIZZLE_ROW + chunk * dg.CHUNK_BYTES
+        assert dg.swizzle_128(offset) == offset - 16 * chunk + 16 * swizzle_rows(row, chunk)
+        assert dg.swizzle_128(offset) == r19.staged(row, chunk)
+
+
+def test_the_new_figures_draw_the_constants() -> None:
+    """Each figure draws what its data functions and the rungs' constants say."""
+    found8 = conv_r08.plan(layers.CONV2)
+    fig = conv_diagrams.draw_quads(k=3)
+    assert len(patches(fig, "quad-word")) == len(set(tc_plan.quad_words(3)))
+    assert len(patches(fig, "quad")) == 4 * (found8.tiles + tc_plan.PAIRS - 1)
+    assert len(patches(fig, "tile-step")) == found8.tiles * tc_plan.PAIRS
+    assert f"feeds {len(tc_plan.diagonal(3, found8.tiles))} mma" in fig.get_suptitle()
+
+    fig = conv_diagrams.draw_jobs()
+    jobs = {t.get_text().split("\n")[0] for ax in fig.axes for t in ax.texts}
+    walk = tc_plan.job_walk(found8)
+    assert {f"job {job['job']}" for job in walk} <= jobs | {"job 12"}
+    assert f"takes {found8.rounds} rounds" in fig.get_suptitle()
+    assert len(patches(fig, "window")) == found8.size[1] * found8.QC * found8.PB
+
+    found13 = conv_r13.plan(layers.CONV2)
+    fig = conv_diagrams.draw_filters_on_m()
+    assert len(patches(fig, "a-row")) == conv_r13.ROWS
+    assert len(patches(fig, "tap")) == conv_r13.SHIFTS * found13.size[5] ** 2
+    lbo = tc_plan.fm_step(0, 0, 0, found13.R, found13.NP, conv_r13.NT)["lbo"]
+    assert f"{lbo} B later" in fig.get_suptitle() and lbo == 16 * found13.R // 2 * found13.NP
+
+    fig = gemm_diagrams.draw_wgmma_descriptor(stage=1, warpgroup=1, kk=2)
+    texts = [t.get_text() for ax in fig.axes for t in ax.texts]
+    for operand in ("A", "B"):
+        desc = gemm_diagrams.r17_descriptor(operand, 1, 1, 2)
+        assert any(f"{desc:#018x}" in text for text in texts)
+        assert len(patches(fig, f"bit-{operand}")) == 64
+    assert len(patches(fig, "core-matrix")) == 8 * 8
+    assert sum(p.get_linewidth() > 0.5 for p in patches(fig, "atom-chunk")) == 2 * 8
