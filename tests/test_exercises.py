@@ -132,6 +132,12 @@ WRONG = {
     "softmax_backward": lambda y, dy: y * dy,  # the row sum left out
     "offsets": lambda ids, experts: np.cumsum(np.bincount(ids.ravel(), minlength=experts)),
     "tile_padding": {**solutions.tile_padding, "empty_share": 0.0},  # the last tiles full
+    "descriptor_fields": {**solutions.descriptor_fields, "lbo": 512},  # the field, not bytes
+    "core_matrix": {**solutions.core_matrix, "byte": 13 * 128 + 84},  # the swizzle left out
+    "quad_words": {**solutions.quad_words, "rows": (6, 7, 8, 9)},  # four rows, not three
+    "job_rounds": {**solutions.job_rounds, "warp": 0},  # row 14 taken as sub-band 0
+    "filter_rows": {**solutions.filter_rows, "taps": 64},  # the window, not the filter
+    "step_descriptor": {**solutions.step_descriptor, "start_chunk": (40 + 4) * 17},  # row 2j
 }
 
 CASES = [(module, name) for module, names in EXERCISES.items() for name in names]
@@ -250,3 +256,67 @@ except MissingCompiler as missing:
     (line,) = done.stdout.strip().splitlines()
     assert "NVRTC" in line and "numba-ladder[cuda13]" in line and "no GPU needed" in line
     assert issubclass(MissingCompiler, AssertionError)  # a notebook's exercise cell prints it
+
+
+# ---- the layout exercises (issue 53): every planted mistake gets its own hint ----
+
+# (module, exercise, a wrong answer, the words its hint must hold); each exercise's hints differ
+MISTAKES = [
+    ("nb03_conv", "quad_words", {"rows": (6, 7, 8, 9)}, "the middle one twice"),
+    ("nb03_conv", "quad_words", {"rows": (3, 4, 4, 5)}, "not k"),
+    (
+        "nb03_conv",
+        "quad_words",
+        {"pairs": [(0, 3), (1, 2), (2, 1), (3, 0), (4, -1)]},
+        "do not exist",
+    ),
+    ("nb03_conv", "quad_words", {"pairs": [(0, 3), (3, 0)]}, "every (i, j) with i + j = 3"),
+    ("nb03_conv", "quad_words", {"column": 6}, "add the lane's own output column"),
+    ("nb03_conv", "quad_words", {"column": 5}, "two halves"),
+    ("nb03_conv", "job_rounds", {"rounds": 13}, "one job for each of the NWARPS"),
+    ("nb03_conv", "job_rounds", {"rounds": 3}, "sub-bands = ceil(Ho / 2T)"),
+    ("nb03_conv", "job_rounds", {"warp": 0}, "numbered sub-band by sub-band"),
+    ("nb03_conv", "job_rounds", {"round": 1}, "round = job // NWARPS"),
+    ("nb07_conv_hopper", "filter_rows", {"row": (9, 0, 1)}, "not filter-major"),
+    ("nb07_conv_hopper", "filter_rows", {"taps": 64}, "does not grow"),
+    ("nb07_conv_hopper", "filter_rows", {"taps": 42}, "count the (p, q)"),
+    ("nb07_conv_hopper", "filter_rows", {"registers": 16}, "that is one channel"),
+    ("nb07_conv_hopper", "step_descriptor", {"start_chunk": 748}, "not at row 2j"),
+    ("nb07_conv_hopper", "step_descriptor", {"start_chunk": 42}, "(c R + s(2j)) NP"),
+    ("nb07_conv_hopper", "step_descriptor", {"lbo_bytes": 340}, "a chunk is 16"),
+    ("nb07_conv_hopper", "step_descriptor", {"lbo_bytes": 10880}, "start halfway"),
+    ("nb07_conv_hopper", "step_descriptor", {"odd_chunk": 754}, "LBO further"),
+    ("nb07_conv_hopper", "step_descriptor", {"odd_chunk": 1093}, "s(2Y + 2j + 1)"),
+    ("nb02_tensor_cores", "descriptor_fields", {"start_address": 4352}, "bytes >> 4"),
+    ("nb02_tensor_cores", "descriptor_fields", {"lbo": 1024, "sbo": 8192}, "LBO is bits 16-29"),
+    ("nb02_tensor_cores", "descriptor_fields", {"sbo": 2048}, "read bits 32-45"),
+    ("nb02_tensor_cores", "descriptor_fields", {"swizzle": 1}, "answer in bytes"),
+    ("nb02_tensor_cores", "core_matrix", {"kk": 1}, "16 of K"),
+    ("nb02_tensor_cores", "core_matrix", {"core_matrix": (1, 0)}, "(k mod 16) // 8"),
+    ("nb02_tensor_cores", "core_matrix", {"byte": 13 * 128 + 84}, "c XOR (r mod 8)"),
+    ("nb02_tensor_cores", "core_matrix", {"byte": 13 * 128 + 16 * (2 ^ 5) + 10}, "2 bytes"),
+    ("nb02_tensor_cores", "core_matrix", {"byte": 1700}, "the byte within the chunk stays"),
+]
+
+
+@pytest.mark.parametrize(("module", "name", "wrong", "hint"), MISTAKES)
+def test_each_layout_mistake_gets_its_own_hint(module, name, wrong, hint):
+    """The worked answer with one mistake planted: the hint names that mistake."""
+    with pytest.raises(AssertionError) as err:
+        _check(module, name)({**getattr(solutions, name), **wrong})
+    assert hint in str(err.value)
+    others = {h for m, n, _, h in MISTAKES if (m, n) == (module, name) and h != hint}
+    assert not any(other in str(err.value) for other in others)
+
+
+def test_the_layout_exercises_read_the_kernels_constants():
+    """The numbers the exercises ask about come from the plans and rungs they name, and a
+    learner reads the descriptor as the docstring says."""
+    from ladder.conv import r08_tensor_core as r08
+    from ladder.conv import r13_filters_on_m as r13
+    from ladder.conv.layers import CONV2
+    from ladder.exercises import nb02_tensor_cores
+
+    assert r08.plan(CONV2).tiles == 6 and r08.plan(CONV2).rounds == solutions.job_rounds["rounds"]
+    assert (r13.plan(CONV2).R, r13.plan(CONV2).NP) == (40, 17)
+    assert hex(nb02_tensor_cores.DESCRIPTOR) == "0x4000004002001100"

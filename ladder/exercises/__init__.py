@@ -6,7 +6,7 @@ Numba's simulator), never from ``solutions.py``, which holds worked answers: rea
 
 One module per notebook: ``nb00_start_here``, ``nb01_gemm``, ``nb02_tensor_cores``,
 ``nb03_conv``, ``nb04_streams_and_graphs``, ``nb05_fusion``, ``nb06_attention``,
-``nb08_models``, ``nb09_moe``.
+``nb07_conv_hopper``, ``nb08_models``, ``nb09_moe``.
 """
 
 EXERCISES = {
@@ -20,8 +20,10 @@ EXERCISES = {
         "copy_waits",
         "epilogue_sectors",
         "fp8_stage",
+        "descriptor_fields",
+        "core_matrix",
     ),
-    "nb03_conv": ("conv1_shape_flops", "quads_per_window"),
+    "nb03_conv": ("conv1_shape_flops", "quads_per_window", "quad_words", "job_rounds"),
     "nb04_streams_and_graphs": ("pipeline_time", "graph_launches", "call_costs"),
     "nb05_fusion": ("fusion_bytes", "online_softmax"),
     "nb06_attention": (
@@ -32,6 +34,7 @@ EXERCISES = {
         "consumer_registers",
         "wide_key_registers",
     ),
+    "nb07_conv_hopper": ("filter_rows", "step_descriptor"),
     "nb08_models": ("matmul_backward", "softmax_backward"),
     "nb09_moe": ("offsets", "tile_padding"),
 }

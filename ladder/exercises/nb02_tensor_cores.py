@@ -13,13 +13,19 @@
   rung 18's epilogue and in rung 19's, and how full rung 18's are.
 - ``check_fp8_stage(dict)``: what one stage of rung 21 (8-bit floats) holds and feeds, against
   rung 20's stage of halves.
+- ``check_descriptor_fields(dict)``: decode a shared-memory descriptor rung 17 builds: its start
+  address, leading and stride byte offsets and swizzle (``gemm.diagrams.draw_wgmma_descriptor``).
+- ``check_core_matrix(dict)``: which k16 step and core matrix read one element of A's tile in
+  rung 17, and at which byte the 128-byte swizzle put it.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+from ladder.core.diagrams import descriptor_fields, swizzle_128
 from ladder.exercises._common import WORD, as_dict, bank_ways, require
+from ladder.gemm import diagrams as gemm_diagrams
 
 MMA = (16, 8, 16)  # m16n8k16
 BLOCK_TILE = (128, 128, 32)  # BM, BN, BK
@@ -189,3 +195,81 @@ def check_fp8_stage(answer: Any) -> str:
     return (f"right: {k_elements} of K in {wgmma} instructions a consumer, {ratio:g}x the "
             "multiplies for the same bytes: the copies and barriers cost what they did, the math "
             "per stage doubles, as the tensor cores' 8-bit rate does")  # fmt: skip
+
+
+# check_descriptor_fields: rung 17's descriptor of B at stage 1, k16 step 2 (print it in hex)
+DESCRIPTOR = gemm_diagrams.r17_descriptor("B", stage=1, warpgroup=0, kk=2)
+ELEMENT = (13, 42)  # check_core_matrix: (row, k) of a warpgroup's 64 x 64 tile of A
+
+
+def check_descriptor_fields(answer: Any) -> str:
+    """DESCRIPTOR is a 64-bit shared-memory descriptor rung 17 gives wgmma. Its fields (PTX
+    ISA, "Matrix Descriptor Format"): bits 0-13 the start address, bits 16-29 the leading
+    dimension byte offset (LBO), bits 32-45 the stride byte offset (SBO), each stored as
+    bytes >> 4; bits 62-63 the swizzle mode (0 none, 1 the 128-byte swizzle, 2 64-byte, 3
+    32-byte). Keys: start_address, lbo, sbo (bytes), swizzle (the swizzle's width in bytes, 0
+    for none)."""
+    keys = ("start_address", "lbo", "sbo", "swizzle")
+    found = as_dict(answer, keys, "check_descriptor_fields")
+    right = descriptor_fields(DESCRIPTOR)
+    for key in ("start_address", "lbo", "sbo"):
+        require(
+            found[key] != right[key] >> 4,
+            f"{key}: the field holds bytes >> 4 (16-byte units): multiply by 16",
+        )
+    require(
+        (found["lbo"], found["sbo"]) != (right["sbo"], right["lbo"]),
+        "lbo, sbo: LBO is bits 16-29, SBO bits 32-45",
+    )
+    bits = {"start_address": "0-13", "lbo": "16-29", "sbo": "32-45"}
+    for key, where in bits.items():
+        require(found[key] == right[key], f"{key}: read bits {where} (then x 16)")
+    require(found["swizzle"] != 1, "swizzle: mode 1 is the 128-byte swizzle: answer in bytes")
+    require(found["swizzle"] == right["swizzle"], "swizzle: bits 62-63 hold the mode")
+    return (
+        f"right: B's k16 step 2 of stage 1 starts at byte {right['start_address']}; the next 64 "
+        f"columns of N are LBO = {right['lbo']} bytes on, the next 8 k-rows SBO = "
+        f"{right['sbo']} on, {right['swizzle']}-byte swizzled: one word tells the tensor cores "
+        "where all 16 x 256 halves lie"
+    )
+
+
+def check_core_matrix(answer: Any) -> str:
+    """Rung 17's stage holds a warpgroup's 64 x BK (64) tile of A as TMA wrote it: row r at
+    byte 128 r (BK halves of 2 bytes), then the 128-byte swizzle: the 16-byte chunk c of row r
+    is stored at chunk c XOR (r % 8). A k16 step kk reads the 64 x 16 slice k = 16 kk ..
+    16 kk + 15 as 8 x 2 core matrices (i, kh) of 8 rows x 8 halves: rows 8i .. 8i + 7, k
+    16 kk + 8 kh .. + 7. For A's element (row, k) = ELEMENT = (13, 42): keys kk, core_matrix
+    ((i, kh)) and byte (its byte offset in the tile)."""
+    found = as_dict(answer, ("kk", "core_matrix", "byte"), "check_core_matrix")
+    row, k = ELEMENT
+    kk = k // gemm_diagrams.WGMMA_K
+    core = (row // gemm_diagrams.CORE_ROWS, k % gemm_diagrams.WGMMA_K // 8)
+    byte = gemm_diagrams.a_tile_offset(row, k)
+    row_bytes = gemm_diagrams.A_ROW_BYTES
+    require(found["kk"] == kk, "kk: a k16 step takes 16 of K")
+    given = tuple(found["core_matrix"]) if isinstance(found["core_matrix"], (list, tuple)) else ()
+    require(
+        given == core,
+        "core_matrix: i is the group of 8 rows, kh which 8 of the step's 16 k (k mod 16) // 8",
+    )
+    unswizzled = row * row_bytes + HALF * k
+    require(
+        found["byte"] != unswizzled,
+        "byte: TMA wrote the tile with the 128-byte swizzle: chunk c of row r sits at chunk "
+        "c XOR (r mod 8)",
+    )
+    require(
+        found["byte"] != swizzle_128(row * row_bytes + k),
+        f"byte: a half is {HALF} bytes: k = {k} is byte {HALF * k} of its row before the swizzle",
+    )
+    require(
+        found["byte"] == byte,
+        "byte: row r starts at 128 r; byte 2k of it lies in chunk 2k // 16, which moves to "
+        "chunk (2k // 16) XOR (r % 8); the byte within the chunk stays",
+    )
+    return (
+        f"right: step {kk}, core matrix {core}, byte {byte} (not {unswizzled}): the 8 rows of "
+        "a core matrix sit in 8 different 16-byte columns, so wgmma reads them without bank "
+        "conflicts"
+    )

@@ -57,6 +57,11 @@ copy_instructions = {"cp_async": (128 * 64 + 64 * 256) * 2 // 16, "tma": 1 + 4}
 copy_waits = {"rung_17": 4, "rung_18": 4}
 # 128-byte rows of 1-byte elements; 32 of K per m64n256k32; twice rung 20's K per stage
 fp8_stage = {"k_elements": 128, "wgmma": 128 // 32, "ratio": 2}
+# bits 0-13 = 4352, 16-29 = 512, 32-45 = 64, each x 16; mode 1 at bits 62-63: 128-byte swizzle
+descriptor_fields = {"start_address": 4352 * 16, "lbo": 512 * 16, "sbo": 64 * 16, "swizzle": 128}
+# k 42: step 42 // 16 = 2, k8 half (42 % 16) // 8 = 1, row group 13 // 8 = 1; byte 84 of row 13
+# is chunk 5 at byte 4, moved to chunk 5 ^ (13 % 8) = 0: 13 x 128 + 0 x 16 + 4
+core_matrix = {"kk": 2, "core_matrix": (1, 1), "byte": 13 * 128 + 4}
 
 # nb03_conv: conv1 (10000, 1, 4, 86, 86, 7) -> 80 x 80 outputs
 conv1_shape_flops = {
@@ -64,6 +69,11 @@ conv1_shape_flops = {
     "gflop": 2 * 10000 * 4 * 80 * 80 * 1 * 7 * 7 / 1e9,
 }
 quads_per_window = {"quads": 10 + 4 - 1, "mma": 10 * 4}  # k = i + j in 0 .. T + PAIRS - 2
+# a0: 2i + 2j = 6; a1: 2i + 1 + 2j; a2: 2i + 2j + 1; a3: 2i + 1 + 2j + 1; column g + 2t = 2 + 6
+quad_words = {"rows": (6, 7, 7, 8), "pairs": [(0, 3), (1, 2), (2, 1), (3, 0)], "column": 8}
+# ceil(34 / 12) = 3 sub-bands x 34 columns = 102, 13 jobs of 8: 2 rounds of 8 warps; row 14 is
+# sub-band 1, n = 34 + 5 = 39, job 39 // 8 = 4: warp 4, round 0
+job_rounds = {"rounds": 2, "warp": 4, "round": 0}
 
 # nb04_streams_and_graphs: 8 chunks of (0.5, 0.375, 0.25) ms; the copy in sets the pace
 pipeline_time = {"sequential_ms": 9.0, "pipelined_ms": 4.0 + 0.375 + 0.25, "efficiency": 4 / 4.625}
@@ -97,6 +107,17 @@ backward_products = {"executed": 7, "credited": 5}
 softmax_share = {"d64": 1.0, "d128": 0.5}
 consumer_registers = {"pool": 96 * 640, "consumer": 112}
 wide_key_registers = {"s": 64 * 128 // 128, "p": 32}
+
+
+# nb07_conv_hopper: row 37 = warp 2, dx = 0, i = 5: f = 4 x 1 + 2, dy = 1; 7 x 7 taps; 4 C x 4
+filter_rows = {"row": (6, 1, 0), "taps": 49, "registers": 64}
+# R = 40, NP = 17: start (1 x 40 + 2) x 17; LBO 20 x 17 chunks of 16 bytes; block 40 = (Y 2,
+# n 6) needs row 2 x 2 + 5 = 9, stored at row 20 + 4: (40 + 24) x 17 + 6 = start + 340 + 40
+step_descriptor = {
+    "start_chunk": (1 * 40 + 2) * 17,
+    "lbo_bytes": 40 // 2 * 17 * 16,
+    "odd_chunk": (1 * 40 + 40 // 2 + 9 // 2) * 17 + 6,
+}
 
 
 # nb08_models
