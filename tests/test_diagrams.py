@@ -486,10 +486,12 @@ def c_expression(text: str) -> str:
 
 def cu_constants(text: str, given: dict[str, int] | None = None) -> dict[str, int]:
     """The integer constants a .cu or .cuh file declares (``constexpr int|unsigned NAME = ...``,
-    several per statement), evaluated in order after ``given`` (the -D options); those that
-    need anything else are left out."""
+    several per statement, or an enum's), evaluated in order after ``given`` (the -D options);
+    those that need anything else are left out."""
     names = dict(given or {})
-    for statement in re.findall(r"constexpr (?:int|unsigned) ([^;(]+);", text):
+    statements = re.findall(r"constexpr (?:int|unsigned) ([^;(]+);", text)
+    statements += re.findall(r"enum\s+\w*\s*(?::\s*\w+\s*)?\{([^}]*)\}", text)
+    for statement in statements:
         for part in statement.split(","):
             name, _, value = part.partition("=")
             try:
