@@ -760,7 +760,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_diff)
 
     p = command(
-        "transfer", "data movement: transfers, overlap, launch costs -> results/<gpu>-transfer.json"
+        "transfer", "data movement: transfers, overlap, launch costs (ladder bench keeps them)"
     )
     transfer_options.add_arguments(p)
     p.set_defaults(func=cmd_transfer)
@@ -768,14 +768,14 @@ def build_parser() -> argparse.ArgumentParser:
     p = command(
         "models",
         "the course's LeNet and a GPT-2 block on the ladder's operators, against PyTorch eager "
-        "and torch.compile -> results/<gpu>-models.json (needs PyTorch: the ops extra)",
+        "and torch.compile (needs PyTorch: the ops extra; ladder bench keeps them)",
     )
     p.add_argument("--parts", nargs="+", default=["lenet", "block"], choices=["lenet", "block"])
     p.add_argument("--dtypes", nargs="+", metavar="DTYPE", help="only these dtypes")
     p.add_argument(
         "--out",
-        help="results file (default: results/<gpu>-models.json on a GPU; in the simulator "
-        "nothing is written without --out)",
+        help="results file (default: none; ladder bench --problems models keeps the results in "
+        "the GPU's canonical file)",
     )
     p.add_argument(
         "--from-results",

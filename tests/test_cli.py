@@ -15,7 +15,6 @@ import ladder
 from ladder import cli
 from ladder.core import report, timing
 from ladder.core.rung import get_problem, get_rung, problems, rungs
-from ladder.transfer import bench
 
 simulator_only = pytest.mark.skipif(ON_GPU, reason="the simulator's behaviour")
 
@@ -169,8 +168,8 @@ def test_piped_output_keeps_tables_whole():
 @simulator_only
 def test_simulator_results_are_written_only_where_asked(tmp_path, monkeypatch, capsys):
     monkeypatch.chdir(tmp_path)
-    assert report.results_path(None, bench.default_path()) is None
-    assert report.results_path("mine.json", bench.default_path()) == Path("mine.json")
+    assert report.results_path(None, Path("results/x.json")) is None
+    assert report.results_path("mine.json", None) == Path("mine.json")
     assert cli.main(["transfer", "--only", "launch"]) == 0
     assert cli.main(["bench", "--problems", "layernorm", "--repeats", "1"]) == 0
     assert capsys.readouterr().out.count("nothing written") == 2

@@ -155,14 +155,3 @@ def test_persistent_rung_carries_the_ring_across_tiles(dtype):
     out, ref = _run(rung, size, dtype, seed=11)
     assert np.all(np.isfinite(out)), "an element of C was never written (still NaN)"
     assert timing.relative_error(out, ref) <= PROBLEM.tolerance(dtype)
-
-
-def test_the_readme_hopper_gemm_block_is_the_results():
-    from pathlib import Path
-
-    from ladder.gemm import summary
-
-    text = (Path(__file__).parent.parent / "README.md").read_text()
-    block = text.split(summary.START + "\n")[1].split(summary.END)[0]
-    assert block == summary.markdown(), "run: python -m ladder.gemm.summary --readme README.md"
-    assert "| H200 | float16 | 8192³ |" in block and "float8_e4m3fn" in block

@@ -260,16 +260,6 @@ def test_grouped_gemm_reads_each_calls_offsets(rung):
         assert error <= problem.tolerance(rung.dtypes[-1])
 
 
-def test_the_readme_block_is_written_from_the_results():
-    from pathlib import Path
-
-    from ladder.moe import summary
-
-    text = (Path(__file__).parent.parent / "README.md").read_text()
-    block = text.split(summary.START + "\n")[1].split(summary.END)[0]
-    assert block == summary.markdown(), "run: python -m ladder.moe.summary --readme README.md"
-
-
 def test_the_diagrams_draw_the_kernels_rules():
     from matplotlib.patches import Rectangle
 

@@ -103,12 +103,6 @@ def test_a_rung_with_a_compute_capability_range_must_say_why():
     assert "gemm/x" not in {r.key for r in rungs("gemm")}
 
 
-def test_the_readme_table_of_gpu_generations_is_the_registrys():
-    text = (Path(__file__).parent.parent / "README.md").read_text()
-    block = text.split(report.GPUS_START + "\n")[1].split(report.GPUS_END)[0]
-    assert block == report.generations_markdown(rungs()), "run: ladder list --readme README.md"
-
-
 def test_ladder_list_shows_each_gpu_generation(capsys, monkeypatch):
     monkeypatch.setenv("COLUMNS", "200")  # one line per rung
     assert cli.main(["list", "gemm", "--gpus"]) == 0

@@ -22,9 +22,6 @@ from ladder.core import derived, device
 from ladder.core.rung import GENERATIONS, Rung
 from ladder.core.timing import Status, run_status
 
-GPUS_START = "<!-- gpus:start -->"
-GPUS_END = "<!-- gpus:end -->"
-
 
 def results_document(
     runs: Iterable[dict[str, Any]],
@@ -51,10 +48,11 @@ def results_document(
 NOT_WRITTEN = "nothing written: the simulator's results go to a file only with --out FILE"
 
 
-def results_path(out: str | None, default: Path) -> Path | None:
-    """Where a command writes its results: ``out`` when given, else ``default`` (in
-    ``results/``, beside the GPU results), except in the simulator, whose runs are written
-    only where ``--out`` asks (None: nowhere)."""
+def results_path(out: str | None, default: Path | None) -> Path | None:
+    """Where a command writes its results: ``out`` when given, else ``default`` (the GPU's
+    canonical file, for ``ladder bench``; None for the commands whose runs reach it only
+    through ``ladder bench``), except in the simulator, whose runs are written only where
+    ``--out`` asks (None: nowhere)."""
     if out:
         return Path(out)
     return None if device.simulator() else default

@@ -1,5 +1,6 @@
 """``ladder models``: the course's network and a GPT-2 block on the ladder's operators, against
-PyTorch eager and ``torch.compile`` in the same run -> ``results/<gpu>-models.json``.
+PyTorch eager and ``torch.compile`` in the same run (``ladder bench --problems models`` keeps it
+in the GPU's canonical file).
 
 - **LeNet** (``lenet``) at batch ``LENET_BATCH``, float32 and float16: the forward's time, each
   layer's time as the course reports it (the layer alone, on the previous layer's output), and
@@ -61,10 +62,6 @@ TARGETS = {
 }
 # the run the notebook shows (an H100's; a lab file, since results/ holds only ladder bench's)
 COMMITTED = "lab/models/2026-11-26-first-run/nvidia-h100-80gb-hbm3-models.json"
-
-
-def default_path() -> Path:
-    return Path("results") / f"{device.gpu_slug()}-models.json"
 
 
 def _device() -> str:
@@ -534,7 +531,8 @@ def _print(doc: dict[str, Any], console: Any) -> None:
 
 def run_args(args: Any) -> int:
     """``ladder models``: measure, print, write ``--out`` (on a GPU by default
-    ``results/<gpu>-models.json``; in the simulator only an ``--out`` given) and its figures;
+    nothing unless ``--out`` is given: ``ladder bench --problems models`` writes the canonical
+    file) and its figures;
     or, with ``--from-results``, read a results file and draw its figures again. ``--readme``
     writes the README's block from the figures and the file."""
     from rich.console import Console
@@ -551,7 +549,7 @@ def run_args(args: Any) -> int:
     else:
         doc = run(tuple(args.parts), tuple(args.dtypes) if args.dtypes else None, log=console.log)
         _print(doc, console)
-        out = report.results_path(args.out, default_path())
+        out = report.results_path(args.out, None)  # the canonical file: ladder bench
         drawn = []
         if out is not None:
             report.write_results(doc, out)

@@ -10,8 +10,8 @@ Not a ladder of kernels but the costs around them, measured the same way on ever
 - CUDA graphs through ``ladder.core.graphs``, the project's helper that captures launches on
   a stream into a graph and replays it;
 - ``launch``: what a launch costs on the host, several ways, and what a graph's replay costs;
-- ``plot``: the bandwidth, timeline and launch figures; ``bench``: all of it into
-  ``results/<gpu>-transfer.json`` (``python -m ladder.transfer``).
+- ``plot``: the bandwidth, timeline and launch figures; ``bench``: all of it
+  (``python -m ladder.transfer``; ``ladder bench --problems transfer`` for the canonical file).
 
 The convolution comes from ``ladder.conv``: any rung's launcher (``launch(x, w, out, *,
 stream)``), by default the highest rung that runs here.

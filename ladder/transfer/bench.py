@@ -9,7 +9,8 @@ Three parts, each a module of this package:
   grid of (chunks, streams); overlap efficiency, timelines, and the bit-for-bit check;
 - ``launch``: host time per kernel launch, several ways, and a CUDA graph's replay.
 
-The results go to ``results/<gpu>-transfer.json`` (``--out``; in the simulator only to an
+The results go to ``--out`` (``ladder bench --problems transfer`` keeps them in the GPU's
+canonical file instead; in the simulator only to an
 ``--out`` given) with the header every ladder results file has (GPU, driver, library
 versions, date), and the figures beside it (``--figures``): ``<stem>-bandwidth.png``,
 ``<stem>-timeline-conv1.png``, ``<stem>-timeline-conv2.png``, ``<stem>-launch.png``. The
@@ -39,10 +40,6 @@ from ladder.transfer import launch, pipeline, plot, transfers
 from ladder.transfer.options import PARTS, add_arguments
 
 TARGETS = {"overlap_efficiency": 0.90, "graph_us_per_kernel": 2.0}
-
-
-def default_path() -> Path:
-    return Path("results") / f"{device.gpu_slug()}-transfer.json"
 
 
 def run(
@@ -360,11 +357,11 @@ def run_args(args: argparse.Namespace) -> int:
         doc["checks"] = checks(doc)  # from the measured figures, as this version checks them
     else:
         doc = run(tuple(args.only or PARTS), rung=args.rung, layer_names=args.layers)
-        out = report.results_path(args.out, default_path())
+        out = report.results_path(args.out, None)  # the canonical file: ladder bench
         if out is not None:
             report.write_results(doc, out)
     folder = Path(args.figures) if args.figures else out.parent if out else None
-    stem = out.stem if out else default_path().stem
+    stem = out.stem if out else f"{device.gpu_slug()}-transfer"
     drawn = figures(doc, folder, stem) if folder else []
     for line in summary(doc):
         print(line)

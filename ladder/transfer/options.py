@@ -12,8 +12,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Add the benchmark's options to ``parser``."""
     parser.add_argument(
         "--out",
-        help="results file (default: results/<gpu>-transfer.json on a GPU; in the simulator "
-        "nothing is written without --out)",
+        help="results file (default: none; ladder bench --problems transfer keeps the results "
+        "in the GPU's canonical file)",
     )
     parser.add_argument("--figures", help="folder for the PNG figures (default: beside --out)")
     parser.add_argument("--only", nargs="+", choices=PARTS, help="measure only these parts")
