@@ -839,9 +839,10 @@ def test_the_new_figures_draw_the_constants() -> None:
     assert f"feeds {len(tc_plan.diagonal(3, found8.tiles))} mma" in fig.get_suptitle()
 
     fig = conv_diagrams.draw_jobs()
-    jobs = {t.get_text().split("\n")[0] for ax in fig.axes for t in ax.texts}
+    labels = [t.get_text().split("\n") for ax in fig.axes for t in ax.texts]
     walk = tc_plan.job_walk(found8)
-    assert {f"job {job['job']}" for job in walk} <= jobs | {"job 12"}
+    drawn = {(int(a[4:]), int(b[5:]), int(c[6:])) for a, b, c in (x for x in labels if len(x) == 3)}
+    assert drawn == {(job["job"], job["slot"], job["round"]) for job in walk}  # conv2: all labelled
     assert f"takes {found8.rounds} rounds" in fig.get_suptitle()
     assert len(patches(fig, "window")) == found8.size[1] * found8.QC * found8.PB
 

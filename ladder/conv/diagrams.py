@@ -220,18 +220,30 @@ def draw_quads(
     top = 2 * tile  # tile i's output rows 2i, 2i + 1 meet filter rows 0 .. 7
     window.add_patch(
         Rectangle(
-            (0, top), columns, 2 * plan.PAIRS + 1, fc=dg.ORANGE, alpha=0.35, ec=dg.ORANGE,
-            lw=1.2, gid="tile-window",
+            (0, top),
+            columns,
+            2 * plan.PAIRS + 1,
+            fc=dg.ORANGE,
+            alpha=0.35,
+            ec=dg.ORANGE,
+            lw=1.2,
+            gid="tile-window",
         )
-    )  # fmt: skip
+    )
     for r in range(rows):
         in_quad = r in quad_rows
         window.add_patch(
             Rectangle(
-                (x0, r), 2, 1, fc=dg.RED if in_quad else "white", alpha=0.9, ec=dg.BLUE,
-                lw=0.8, gid="quad-word" if in_quad else "pair-word",
+                (x0, r),
+                2,
+                1,
+                fc=dg.RED if in_quad else "white",
+                alpha=0.9,
+                ec=dg.BLUE,
+                lw=0.8,
+                gid="quad-word" if in_quad else "pair-word",
             )
-        )  # fmt: skip
+        )
         window.text(x0 + 1, r + 0.5, f"F({r})", ha="center", va="center", fontsize=5.5)
     window.set_xlim(0, columns)
     window.set_ylim(rows, 0)
@@ -266,8 +278,9 @@ def draw_quads(
 
     # (c) tile i at k16 step j multiplies quad i + j
     labels = [[str(i + j) for j in range(plan.PAIRS)] for i in range(tiles)]
-    colors = [[dg.RED if i + j == k else "#dbe4f0" for j in range(plan.PAIRS)]
-              for i in range(tiles)]  # fmt: skip
+    colors = [
+        [dg.RED if i + j == k else "#dbe4f0" for j in range(plan.PAIRS)] for i in range(tiles)
+    ]
     dg.cell_grid(table, labels, colors, fontsize=7, gid="tile-step")
     table.set_xlim(0, plan.PAIRS)
     table.set_ylim(tiles, 0)
@@ -318,7 +331,7 @@ def draw_jobs(layer: Sequence[int] = layers.CONV2, path: str | Path | None = Non
     ho, wn, k = found.Ho, found.Wn, found.size[5]
     rows = found.tile_rows * found.tiles  # output rows of a sub-band: 2T
     sub_bands = plan.ceil_div(min(found.band_rows, ho), rows)
-    rounds = max(job["round"] for job in walk) + 1
+    rounds = found.rounds
     warp_colors = colormaps["tab10"]
 
     fig = dg.figure(5.6)
@@ -329,20 +342,40 @@ def draw_jobs(layer: Sequence[int] = layers.CONV2, path: str | Path | None = Non
         for sb, first, length in pieces:
             plane.add_patch(
                 Rectangle(
-                    (first, sb * rows), length, rows, fc=color, alpha=0.85 - 0.4 * job["round"]
-                    / max(rounds - 1, 1), ec="white", lw=1.5, gid="job",
+                    (first, sb * rows),
+                    length,
+                    rows,
+                    fc=color,
+                    alpha=0.85 - 0.4 * job["round"] / max(rounds - 1, 1),
+                    ec="white",
+                    lw=1.5,
+                    gid="job",
                 )
-            )  # fmt: skip
+            )
         sb, first, length = max(pieces, key=lambda piece: piece[2])
         if length >= 3:  # a label fits
-            plane.text(first + length / 2, sb * rows + rows / 2,
-                       f"job {job['job']}\nwarp {job['slot']}\nround {job['round']}",
-                       ha="center", va="center", fontsize=6.5)  # fmt: skip
+            plane.text(
+                first + length / 2,
+                sb * rows + rows / 2,
+                f"job {job['job']}\nwarp {job['slot']}\nround {job['round']}",
+                ha="center",
+                va="center",
+                fontsize=6.5,
+            )
     if sub_bands * rows > ho:  # the last sub-band's rows past the image: computed, not stored
         plane.add_patch(
-            Rectangle((0, ho), wn, sub_bands * rows - ho, fc="white", alpha=0.6, hatch="///",
-                      ec=dg.GREY, lw=0, gid="past-the-image")
-        )  # fmt: skip
+            Rectangle(
+                (0, ho),
+                wn,
+                sub_bands * rows - ho,
+                fc="white",
+                alpha=0.6,
+                hatch="///",
+                ec=dg.GREY,
+                lw=0,
+                gid="past-the-image",
+            )
+        )
     for sb in range(1, sub_bands):
         plane.plot([0, wn], [sb * rows, sb * rows], color="black", lw=1.2)
     plane.set_xlim(0, wn)
@@ -362,20 +395,30 @@ def draw_jobs(layer: Sequence[int] = layers.CONV2, path: str | Path | None = Non
 
     # (b) one job's windows, in the order its loop takes them
     shown = 6
-    order = [(c, qc, pb) for c in range(found.size[1]) for qc in range(found.QC)
-             for pb in range(found.PB)]  # fmt: skip
+    order = [
+        (c, qc, pb)
+        for c in range(found.size[1])
+        for qc in range(found.QC)
+        for pb in range(found.PB)
+    ]
     for y, (c, qc, pb) in enumerate(order[:shown]):
         taps = min(plan.P_BLOCK, k - pb * plan.P_BLOCK)
         used = taps // 2 + taps % 2  # k16 steps, plus a k8 step on an odd last row
         loads = found.tiles + used - 1
         mma = found.tiles * used * found.n_tiles
         first = plan.window_quad(found, 0, 0, 0, c, qc, pb)
-        windows.add_patch(Rectangle((0, y + 0.08), 1, 0.84, fc=dg.BLUE, alpha=0.25,
-                                    ec=dg.BLUE, gid="window"))  # fmt: skip
-        windows.text(0.5, y + 0.5,
-                     f"window c = {c}, qc = {qc}, pb = {pb}: {taps} filter rows\n{loads} quad "
-                     f"loads from quad {first}, {mma} mma", ha="center", va="center",
-                     fontsize=6.5)  # fmt: skip
+        windows.add_patch(
+            Rectangle((0, y + 0.08), 1, 0.84, fc=dg.BLUE, alpha=0.25, ec=dg.BLUE, gid="window")
+        )
+        windows.text(
+            0.5,
+            y + 0.5,
+            f"window c = {c}, qc = {qc}, pb = {pb}: {taps} filter rows\n{loads} quad "
+            f"loads from quad {first}, {mma} mma",
+            ha="center",
+            va="center",
+            fontsize=6.5,
+        )
     windows.set_xlim(0, 1)
     windows.set_ylim(max(min(len(order), shown), 4), 0)
     windows.axis("off")
@@ -441,8 +484,7 @@ def draw_filters_on_m(
     # (a) A's rows: warp wq holds 16 wq .. 16 wq + 15
     warps = r13.ROWS // 16
     labels = [[f"f{plan.fm_row(16 * w + r)[0]}" for w in range(warps)] for r in range(16)]
-    colors = [[SHIFT_COLORS[plan.fm_row(16 * w + r)[1:]] for w in range(warps)]
-              for r in range(16)]  # fmt: skip
+    colors = [[SHIFT_COLORS[plan.fm_row(16 * w + r)[1:]] for w in range(warps)] for r in range(16)]
     dg.cell_grid(rows_ax, labels, colors, fontsize=6, gid="a-row")
     rows_ax.set_xlim(0, warps)
     rows_ax.set_ylim(16, 0)
@@ -465,11 +507,25 @@ def draw_filters_on_m(
             for q in range(window):
                 live = plan.fm_tap(m, p, q, k) is not None
                 taps_ax.add_patch(
-                    Rectangle((x0 + q, p), 1, 1, fc=SHIFT_COLORS[(dy, dx)] if live else "white",
-                              alpha=0.8, ec=dg.GREY, lw=0.3, gid="tap" if live else "zero")
-                )  # fmt: skip
-        taps_ax.text(x0 + window / 2, -0.4, f"row {m} = (f {filt}, dy {dy}, dx {dx})",
-                     ha="center", va="bottom", fontsize=6)  # fmt: skip
+                    Rectangle(
+                        (x0 + q, p),
+                        1,
+                        1,
+                        fc=SHIFT_COLORS[(dy, dx)] if live else "white",
+                        alpha=0.8,
+                        ec=dg.GREY,
+                        lw=0.3,
+                        gid="tap" if live else "zero",
+                    )
+                )
+        taps_ax.text(
+            x0 + window / 2,
+            -0.4,
+            f"row {m} = (f {filt}, dy {dy}, dx {dx})",
+            ha="center",
+            va="bottom",
+            fontsize=6,
+        )
     taps_ax.set_xlim(-0.2, 4 * (window + 1) - 0.8)
     taps_ax.set_ylim(window, -1.6)
     taps_ax.set_aspect("equal")
@@ -503,8 +559,12 @@ def draw_filters_on_m(
             if job < 0:
                 style = {"fc": "#bbbbbb", "ec": "white", "gid": "padding"}
             else:
-                style = {"fc": (dg.BLUE, dg.ORANGE)[half], "alpha": 0.9 - 0.45 * job,
-                         "ec": "white", "gid": f"job{job}-half{half}"}  # fmt: skip
+                style = {
+                    "fc": (dg.BLUE, dg.ORANGE)[half],
+                    "alpha": 0.9 - 0.45 * job,
+                    "ec": "white",
+                    "gid": f"job{job}-half{half}",
+                }
             for s, first, length in _runs(sorted(places)):
                 ax.add_patch(Rectangle((first, s), length, 1, lw=0.3, **style))
         ax.plot([0, blocks], [rows / 2, rows / 2], color="black", lw=1)
@@ -515,9 +575,11 @@ def draw_filters_on_m(
         quarter = rows // 4
         ax.set_yticks(
             [s + 0.5 for s in range(0, rows, quarter)],
-            [f"r {2 * s if s < rows // 2 else 2 * (s - rows // 2) + 1}" for s in range(0, rows,
-                                                                                      quarter)],
-        )  # fmt: skip
+            [
+                f"r {2 * s if s < rows // 2 else 2 * (s - rows // 2) + 1}"
+                for s in range(0, rows, quarter)
+            ],
+        )
         ax.tick_params(labelsize=6, length=0)
         ax.set_xlabel("chunk n: x[c][r][2n .. 2n + 7]", fontsize=6)
         if j == 0:

@@ -705,8 +705,18 @@ def _draw_bits(ax: Any, desc: int, y0: float, notes: dict[str, str], gid: str) -
     for bit in range(64):
         owner = next((n for n, (lo, hi) in spans.items() if lo <= bit < hi), None)
         x, y = 15 - bit % 16, y0 + bit // 16
-        ax.add_patch(Rectangle((x, y), 1, 1, fc=FIELD_COLORS[owner] if owner else "white",
-                               alpha=0.55, ec=dg.GREY, lw=0.4, gid=gid))  # fmt: skip
+        ax.add_patch(
+            Rectangle(
+                (x, y),
+                1,
+                1,
+                fc=FIELD_COLORS[owner] if owner else "white",
+                alpha=0.55,
+                ec=dg.GREY,
+                lw=0.4,
+                gid=gid,
+            )
+        )
         ax.text(x + 0.5, y + 0.5, str((desc >> bit) & 1), ha="center", va="center", fontsize=6)
     raw = {name: (desc >> lo) & ((1 << (hi - lo)) - 1) for name, (lo, hi) in spans.items()}
     lines = {
@@ -750,8 +760,7 @@ def draw_wgmma_descriptor(
     _draw_bits(bits, da, 0, notes_a, "bit-A")
     _draw_bits(bits, db, 5.6, notes_b, "bit-B")
     bits.text(0, -0.15, f"A (64 × 16 slice, K-major): {da:#018x}", fontsize=7.5, va="bottom")
-    bits.text(0, 5.45, f"B (16 × {r17.BN} slice, N-major): {db:#018x}", fontsize=7.5,
-              va="bottom")  # fmt: skip
+    bits.text(0, 5.45, f"B (16 × {r17.BN} slice, N-major): {db:#018x}", fontsize=7.5, va="bottom")
     bits.set_xlim(0, 48)
     bits.set_ylim(9.6, -1.1)
     bits.set_xticks([0.5, 15.5], ["bit 15 (+16·row)", "bit 0"])
@@ -771,12 +780,20 @@ def draw_wgmma_descriptor(
         for c in range(chunks):
             step, half = divmod(c, 2)
             read = step == kk
-            tile.add_patch(Rectangle((c, i), 1, 1, fc=KK_COLORS[step], alpha=0.85 if read
-                                     else 0.3, ec="black" if read else "white",
-                                     lw=1.0 if read else 0.5, gid="core-matrix"))  # fmt: skip
+            tile.add_patch(
+                Rectangle(
+                    (c, i),
+                    1,
+                    1,
+                    fc=KK_COLORS[step],
+                    alpha=0.85 if read else 0.3,
+                    ec="black" if read else "white",
+                    lw=1.0 if read else 0.5,
+                    gid="core-matrix",
+                )
+            )
             if read:
-                tile.text(c + 0.5, i + 0.5, f"({i}, {half})", ha="center", va="center",
-                          fontsize=6)  # fmt: skip
+                tile.text(c + 0.5, i + 0.5, f"({i}, {half})", ha="center", va="center", fontsize=6)
     tile.set_xlim(0, chunks)
     tile.set_ylim(groups, 0)
     tile.set_xticks(np.arange(chunks) + 0.5, [f"k {8 * c}–{8 * c + 7}" for c in range(chunks)])
@@ -795,9 +812,18 @@ def draw_wgmma_descriptor(
             place = dg.swizzle_128(r * A_ROW_BYTES + c * dg.CHUNK_BYTES) % A_ROW_BYTES
             column = place // dg.CHUNK_BYTES
             read = c // 2 == kk
-            atom.add_patch(Rectangle((column, r), 1, 1, fc=KK_COLORS[c // 2], alpha=0.85 if read
-                                     else 0.3, ec="black" if read else "white",
-                                     lw=1.0 if read else 0.5, gid="atom-chunk"))  # fmt: skip
+            atom.add_patch(
+                Rectangle(
+                    (column, r),
+                    1,
+                    1,
+                    fc=KK_COLORS[c // 2],
+                    alpha=0.85 if read else 0.3,
+                    ec="black" if read else "white",
+                    lw=1.0 if read else 0.5,
+                    gid="atom-chunk",
+                )
+            )
             atom.text(column + 0.5, r + 0.5, f"k{8 * c}", ha="center", va="center", fontsize=6)
     atom.set_xlim(0, chunks)
     atom.set_ylim(CORE_ROWS, 0)
