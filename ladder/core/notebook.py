@@ -1,13 +1,12 @@
-"""Helpers for the notebooks: show a rung's story and code, measure it, plot the ladder.
+"""Helpers for the notebooks: show a rung's story and lesson, measure it, and read the
+canonical results.
 
-The notebooks call these so that the text a learner reads is the rung's own docstring and
-source, never a copy that can drift from the code.
+The notebooks call these so that the text a learner reads is the rung's own docstring, its
+diff from its parent and the canonical file's figures, never a copy that can drift.
 """
 
 from __future__ import annotations
 
-import ast
-import inspect
 import sys
 from pathlib import Path
 from typing import Any
@@ -16,22 +15,36 @@ from ladder.core import derived, device, report, roofline, timing
 from ladder.core.rung import Rung
 
 
-def source_without_docstring(rung: Rung) -> str:
-    """The rung module's code below its docstring."""
-    source = inspect.getsource(sys.modules[rung.launch.__module__])
-    tree = ast.parse(source)
-    first = tree.body[0]
-    if isinstance(first, ast.Expr) and isinstance(getattr(first, "value", None), ast.Constant):
-        source = "\n".join(source.splitlines()[first.end_lineno :])
-    return source.strip() + "\n"
+def lesson(rung: Rung, context: int = 3) -> str:
+    """Markdown of a rung's lesson: its diff from its parent (``ladder diff``), a block per
+    file, with links to the whole files; for the first rung of a ladder, its code whole."""
+    from ladder.core import diff
+
+    path = diff.module_file(rung)
+    where = f"ladder/{path.resolve().as_posix().rsplit('/ladder/', 1)[-1]}"
+    try:
+        found = diff.files(rung, context=context)
+    except ValueError:  # the first rung: nothing to diff against
+        text = diff.code(path)
+        return f"The code ([`{where}`](../{where})), below its docstring:\n```python\n{text}```"
+    parent = diff.parent_of(rung)
+    lines = [
+        f"**The lesson**: what `{rung.name}` changes in `{parent.name}` (rung {parent.number}), "
+        f"`ladder diff {rung.problem} {rung.name}`; the whole file: [`{where}`](../{where})"
+        + (", and its `.cu` beside it." if any(f.kind == "cu" for f in found) else ".")
+    ]
+    for f in found:
+        lines += ["```diff\n" + "\n".join(f.lines) + "\n```"]
+    return "\n\n".join(lines)
 
 
 def walk(
     case: timing.Case, rung: Rung, show_code: bool = True, show_doc: bool = True
 ) -> timing.Measurement:
-    """Display the rung's story and code, then check and time it on ``case``. A notebook that
-    walks a rung again (another dtype or size) passes ``show_doc=False`` (and usually
-    ``show_code=False``): a heading naming the case instead of the story."""
+    """Display the rung's story and its lesson (the diff from its parent), then check and time
+    it on ``case``. A notebook that walks a rung again (another dtype or size) passes
+    ``show_doc=False`` (and usually ``show_code=False``): a heading naming the case instead
+    of the story."""
     from IPython.display import Markdown, display
 
     heading = f"### Rung {rung.number}: {rung.title}"
@@ -40,10 +53,7 @@ def walk(
     else:
         display(Markdown(f"{heading} ({case.dtype}, {' x '.join(map(str, case.size))})"))
     if show_code:
-        cuda_source = getattr(sys.modules[rung.launch.__module__], "SOURCE", None)
-        if cuda_source is not None:  # a CUDA C++ rung: the kernel, then its Python loader
-            display(Markdown(f"`{cuda_source.name}`:\n```cuda\n{cuda_source.text()}```"))
-        display(Markdown(f"```python\n{source_without_docstring(rung)}```"))
+        display(Markdown(lesson(rung)))
     m = timing.measure(case, rung)
     if m.ok:
         note = " (simulator: not a GPU time)" if m.simulated else ""
@@ -175,4 +185,51 @@ def contenders(
 
         report.plot_contenders(doc, None, problems, dtypes)
         plt.show()
+    return doc
+
+
+def canonical(slug: str | None = None) -> dict[str, Any] | None:
+    """The canonical results file of the GPU the README reports (or of ``slug``), read; None,
+    said, where it is not here (an installed package has no repository)."""
+    from ladder.core import canonical as files
+    from ladder.core import render
+
+    slug = slug or render.readme_gpu()
+    path = files.path_for(slug, files.RESULTS) if slug else None
+    if path is None or not path.is_file():
+        print("the canonical results are not here (they come with the repository)")
+        return None
+    return report.read_results(path)
+
+
+def measured(
+    problem: str, dtype: str | None = None, shape: tuple[int, ...] | None = None
+) -> dict[str, Any] | None:
+    """Show the canonical file's tables of ``problem`` (every rung, library and peer; one
+    dtype or shape where given), naming the file, the GPU and the dates; return the file's
+    document. Notebooks print their measured figures this way, never type them."""
+    from IPython.display import Markdown, display
+
+    doc = canonical()
+    if doc is None:
+        return None
+    runs = [
+        r
+        for r in doc["runs"]
+        if r["problem"] == problem
+        and (dtype is None or r["dtype"] == dtype)
+        and (shape is None or tuple(r["shape"]) == tuple(shape))
+    ]
+    if not runs:
+        print(f"{problem} {dtype or ''} has no runs in the canonical file yet")
+        return doc
+    dates = sorted({str(r.get("date") or doc["date"])[:10] for r in runs})
+    lines = [
+        f"From the canonical file of the {doc['gpu']} (`ladder bench`, measured "
+        f"{' to '.join(dict.fromkeys([dates[0], dates[-1]]))}):",
+        "",
+    ]
+    for group in derived.groups(runs).values():
+        lines += report.group_table(group, doc.get("ceilings"))
+    display(Markdown("\n".join(lines)))
     return doc
