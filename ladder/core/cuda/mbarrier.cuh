@@ -11,9 +11,14 @@
 #ifndef LADDER_CUDA_MBARRIER_CUH
 #define LADDER_CUDA_MBARRIER_CUH
 
-// A barrier at shared address bar, expecting `count` arrivals per phase
+// A barrier at shared address bar, expecting `count` arrivals per phase (a register), or COUNT
+// (an immediate in the instruction: mbar_init<COUNT>(bar)).
 __device__ __forceinline__ void mbar_init(unsigned bar, unsigned count) {
-  asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" ::"r"(bar), "r"(count));
+  asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" ::"r"(bar), "r"(count) : "memory");
+}
+template <unsigned COUNT>
+__device__ __forceinline__ void mbar_init(unsigned bar) {
+  asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" ::"r"(bar), "n"(COUNT) : "memory");
 }
 // Makes the initializations above visible to the async proxy (the copies that will complete on
 // them) and, through a barrier after it, to the other threads. It exists only as

@@ -21,14 +21,14 @@
 // Swizzle modes of a descriptor (bits 62-63): none (the canonical interleaved layout of 8 x 16
 // byte core matrices), or the 128-byte swizzle that TMA writes (16-byte unit u of row r at
 // u ^ (r % 8) within each 1024-byte, 8-row atom).
-constexpr unsigned WGMMA_SWIZZLE_NONE = 0, WGMMA_SWIZZLE_128B = 1;
+enum WgmmaSwizzle : unsigned { WGMMA_SWIZZLE_NONE = 0, WGMMA_SWIZZLE_128B = 1 };
 
 // The shared-memory matrix descriptor of an operand at shared address addr: the start address,
 // the leading-dimension byte offset (lbo) and the stride byte offset (sbo), each in 16-byte units
 // (bits 0-13, 16-29, 32-45), and the swizzle mode. Shared addresses stay below 2^18, so the
 // address field holds all of them; lbo and sbo must be below 2^18 too.
-__device__ __forceinline__ unsigned long long wgmma_desc(unsigned addr, unsigned lbo, unsigned sbo,
-                                                         unsigned swizzle = WGMMA_SWIZZLE_128B) {
+__device__ __forceinline__ unsigned long long wgmma_desc(
+    unsigned addr, unsigned lbo, unsigned sbo, WgmmaSwizzle swizzle = WGMMA_SWIZZLE_128B) {
   return (unsigned long long)((addr & 0x3FFFF) >> 4) | (unsigned long long)(lbo >> 4) << 16 |
          (unsigned long long)(sbo >> 4) << 32 | (unsigned long long)swizzle << 62;
 }
