@@ -2,7 +2,7 @@
 // inline PTX. x (B, C, H, W) and w (M, C, K, K) half, y (B, M, Ho, Wo) half, FP32 sums:
 // out[pixel][filter] = sum over k of X[pixel][k] W[k][filter], pixels on the M side of
 // mma.m16n8k16 (A), filters on the N side (B), no im2col in memory (r08_tensor_core.py tells
-// why; ladder/conv/tc/ holds the primitives, the staging and the epilogues).
+// why; ladder/conv/tc/ holds the staging and the epilogues, ladder/core/cuda the primitives).
 //
 // Work: an item is one band of output rows of one image (the whole image for the ECE408
 // layers). Blocks are persistent (grid = resident blocks, items strided over them); a block
@@ -30,6 +30,9 @@
 // two barriers of a staging step and read only after the second; the first barrier of the next
 // step is also where every warp has finished reading them. cp.async.wait_group 0 before the
 // first barrier completes this thread's copies, the barrier everyone's.
+#include "ladder/core/cuda/cp_async.cuh"  // cp_async_wait
+#include "ladder/core/cuda/mma_sync.cuh"  // mma_16816, mma_1688: their fragment layouts are there
+
 #include "tc/epilogue.cuh"
 #include "tc/staging.cuh"
 
@@ -76,9 +79,9 @@ __device__ __forceinline__ void window(float (&acc)[T][NT][4], const uint4* src,
 #pragma unroll
       for (int nt = 0; nt < NT; ++nt) {
         if (j < STEPS)
-          mma_16816(acc[i][nt], a.x, a.y, a.z, a.w, bw[j][nt].x, bw[j][nt].y);
+          mma_16816(acc[i][nt], {a.x, a.y, a.z, a.w}, {bw[j][nt].x, bw[j][nt].y});
         else
-          mma_1688(acc[i][nt], a.x, a.y, bw[j][nt].x);
+          mma_1688(acc[i][nt], {a.x, a.y}, bw[j][nt].x);
       }
     }
   }
@@ -141,7 +144,7 @@ __device__ __forceinline__ void conv_mma_sync(const Conv& p) {
   // it visible and retires every warp's reads of the previous quads and fragments; after the
   // second the raw slots are free, and the load that follows is issued at once.
   auto stage = [&](int item, int chunk, int next_item, int next_chunk) {
-    cp_async_wait_all();
+    cp_async_wait<0>();
     __syncthreads();
     rewrite_quads<PACK>(p, quads, raw, item, chunk, tid);
     if (CHUNKED) {
@@ -198,7 +201,7 @@ __device__ __forceinline__ void conv_mma_sync(const Conv& p) {
         store_general<T, NT, PACK>(p, acc, b, h0, sb, col, group, fg, n_live, columns, g, t);
     }
   }
-  cp_async_wait_all();  // nothing may be in flight at exit
+  cp_async_wait<0>();  // nothing may be in flight at exit
 }
 
 #define CONV_MMA_SYNC(NAME, T, NT, CHUNKED, PACK) \

@@ -66,7 +66,7 @@ __device__ __forceinline__ void conv_wgmma(const Conv& p) {
   // it visible and retires every warp's reads of the previous quads and fragments; after the
   // second the raw slots are free, and the load that follows is issued at once.
   auto stage = [&](int item, int chunk, int next_item, int next_chunk) {
-    cp_async_wait_all();
+    cp_async_wait<0>();
     __syncthreads();
     rewrite_quads<PACK>(p, quads, raw, item, chunk, tid);
     if (CHUNKED) {
@@ -125,7 +125,7 @@ __device__ __forceinline__ void conv_wgmma(const Conv& p) {
         store_general<T, NT, PACK>(p, acc, b, h0, sb, col, group, fg, n_live, columns, g, t);
     }
   }
-  cp_async_wait_all();  // nothing may be in flight at exit
+  cp_async_wait<0>();  // nothing may be in flight at exit
 }
 
 #define CONV_WGMMA(NAME, T, NT, CHUNKED) \

@@ -45,7 +45,7 @@ __device__ __forceinline__ void conv_one_group(const Conv& p) {
   // input visible and retires every warp's reads of the previous quads; after the second the
   // raw slots are free, and the next item's copy is issued at once.
   auto stage = [&](int item, int next_item) {
-    cp_async_wait_all();
+    cp_async_wait<0>();
     __syncthreads();
     if ((p.W & 1) == 0)  // the sliding rewrite reads whole 32-bit pair words
       rewrite_quads_sliding(p, quads, raw, item, 0, tid);
@@ -96,7 +96,7 @@ __device__ __forceinline__ void conv_one_group(const Conv& p) {
         store_general<T, NT, PACK>(p, acc, b, h0, sb, col, group, fg, n_live, columns, g, t);
     }
   }
-  cp_async_wait_all();  // nothing may be in flight at exit
+  cp_async_wait<0>();  // nothing may be in flight at exit
 }
 
 // C channels, T tiles (4T output rows x 64 output columns x 2 NT filters per warpgroup job):

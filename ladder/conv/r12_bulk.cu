@@ -2,7 +2,7 @@
 // the output (sm_90a only).
 //
 // A bulk copy (cp.async.bulk) moves a contiguous run of 16-byte chunks between global and
-// shared memory without threads: the TMA unit does the addressing (tc/bulk_copy.cuh). What
+// shared memory without threads: the TMA unit does the addressing (ladder/core/cuda/tma.cuh). What
 // changes from rung 11 (r11_one_group.cu):
 // - in: one thread issues one bulk copy per channel into the raw slots (the same chunks, the
 //   same skew) and arrives on an mbarrier that counts their bytes; every thread waits on it
@@ -15,7 +15,10 @@
 //   store to global memory as on rung 11.
 // Generic-proxy accesses (the rewrite's reads of the slots, the jobs' stores into the buffer)
 // are ordered before the bulk copies' accesses (the async proxy) by fence.proxy.async.
-#include "tc/bulk_copy.cuh"
+#include "ladder/core/cuda/mbarrier.cuh"  // the input's mbarrier
+#include "ladder/core/cuda/memory.cuh"    // fence_proxy_async
+#include "ladder/core/cuda/tma.cuh"       // the bulk copies in and out
+
 #include "tc/epilogue.cuh"
 #include "tc/staging.cuh"
 #include "tc/wgmma.cuh"
@@ -33,7 +36,7 @@ __device__ __forceinline__ void copy_band_bulk(const Conv& p, unsigned short* ra
   const int cc = min(p.chunk_channels, p.C);
   const int length = min(p.RIN, p.H - h0) * p.W;
   const long long first_band = band_start(p, b, 0, h0), plane = (long long)p.H * p.W;
-  BulkCopy::fence_async();  // the rewrite's reads of the slots (generic) before these writes
+  fence_proxy_async();  // the rewrite's reads of the slots (generic) before these writes
   for (int cl = 0; cl < cc; ++cl) {
     const long long start = first_band + cl * plane, first = start & ~7LL;
     int n = ((int)(start - first) + length + 7) >> 3;  // 16-byte chunks
@@ -43,9 +46,12 @@ __device__ __forceinline__ void copy_band_bulk(const Conv& p, unsigned short* ra
       const long long at = first + 8LL * n;
       for (int e = 0; e < 8; ++e) raw[(slot + n) * 8 + e] = at + e < p.x_halves ? p.x[at + e] : 0;
     }
-    if (n > 0) BulkCopy::load(bar, raw_shared + slot * 16, p.x + first, 16 * n);
+    if (n > 0) {
+      mbar_expect_tx(bar, 16 * n);
+      bulk_load(raw_shared + slot * 16, p.x + first, 16 * n, bar);
+    }
   }
-  BulkCopy::arrive(bar);
+  mbar_arrive(bar);
 }
 
 template <int CH, int T, int NT>
@@ -75,8 +81,9 @@ __device__ __forceinline__ void conv_one_group_bulk(const Conv& p) {
   // Image `image`'s output buffer -> y, one bulk copy (one thread).
   auto store_out = [&](int image) {
     const long long halves = (long long)p.M * Ho * p.Wo;
-    BulkCopy::store(p.y + image * halves, (unsigned)__cvta_generic_to_shared(out_words),
-                    (unsigned)(2 * halves));
+    bulk_store(p.y + image * halves, (unsigned)__cvta_generic_to_shared(out_words),
+               (unsigned)(2 * halves));
+    bulk_commit();
   };
 
   // The mbarrier's phase completes when this item's input has landed. The first barrier also
@@ -85,20 +92,24 @@ __device__ __forceinline__ void conv_one_group_bulk(const Conv& p) {
   // copy has read the buffer before the second barrier, after which this image's jobs write it
   // again.
   auto stage = [&](int item, int next_item) {
-    BulkCopy::wait(bar, loads++ & 1);  // this item's input has landed
-    if (bulk_out) BulkCopy::fence_async();
+    mbar_wait(bar, loads++ & 1);  // this item's input has landed
+    if (bulk_out) fence_proxy_async();
     __syncthreads();
     if (bulk_out && tid == 0 && item != (int)blockIdx.x) store_out(item - gridDim.x);
     if ((p.W & 1) == 0)  // the sliding rewrite reads whole 32-bit pair words
       rewrite_quads_sliding(p, quads, raw, item, 0, tid);
     else
       rewrite_quads<PACK>(p, quads, raw, item, 0, tid);
-    if (bulk_out && tid == 0) BulkCopy::wait_read();
+    if (bulk_out && tid == 0) bulk_wait_read<0>();
     __syncthreads();
     if (next_item < items) copy_band_bulk(p, raw, raw_shared, bar, next_item, tid);
   };
 
-  if (tid == 0) BulkCopy::init(bar);
+  if (tid == 0) {  // one arrival a phase (the thread that issues the copies), and their bytes
+    mbar_init<1>(bar);
+    mbar_fence_init();
+    fence_proxy_async();
+  }
   __syncthreads();  // before any thread waits on it
   stage_core_matrices<PACK>(p, smem, 0, min(p.chunk_channels, p.C));
   if ((int)blockIdx.x < items) copy_band_bulk(p, raw, raw_shared, bar, blockIdx.x, tid);
@@ -143,11 +154,11 @@ __device__ __forceinline__ void conv_one_group_bulk(const Conv& p) {
     }
   }
   if (bulk_out) {  // the last image out: its stores fenced and complete, then the copy
-    BulkCopy::fence_async();
+    fence_proxy_async();
     __syncthreads();
     if (tid == 0 && (int)blockIdx.x < items) {
       store_out(blockIdx.x + (items - 1 - blockIdx.x) / gridDim.x * gridDim.x);
-      BulkCopy::wait_all();
+      bulk_wait<0>();
     }
   }
 }

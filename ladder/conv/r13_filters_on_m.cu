@@ -46,7 +46,10 @@
 // (fence.proxy.async) before the barrier after which they read.
 #include <cuda_fp16.h>
 
-#include "tc/bulk_copy.cuh"
+#include "ladder/core/cuda/mbarrier.cuh"  // the raw slots' mbarriers
+#include "ladder/core/cuda/memory.cuh"    // fence_proxy_async, st_shared_*
+#include "ladder/core/cuda/tma.cuh"       // the bulk copies in and out
+#include "ladder/core/cuda/wgmma.cuh"     // wgmma_desc, wgmma_rs and their order
 
 // Set by the launcher (r13_filters_on_m.py, DEFINES: one source for Python and C++):
 // FM_THREADS (a block is one warpgroup), FM_NT (pixel blocks per job: wgmma's N), FM_JOBS
@@ -61,47 +64,10 @@ static_assert(8 * FM_RAW_SLOTS <= FM_BARS_BYTES, "an mbarrier (8 bytes) per raw 
 constexpr unsigned FM_CORE_BYTES = 128;  // a core matrix: 8 rows of 16 bytes (n8 blocks apart)
 constexpr unsigned FM_OFFSET = 0x3FFFFFFFu;      // table: the byte offset in a plane
 
-// D (64 x 152, FP32) (+)= A (64 x 16, this warp's 16 rows in a) * B (16 x 152, by descriptor).
-// The accumulators as asm operands, with constraint C: "=f" for a job's first step, which
-// ignores D's old contents (scale-d false), so that the registers are dead between jobs (the
-// rewrite and the epilogue then have them), "+f" for the steps that accumulate.
-#define FM_D(C)  \
-  C(d[0]), C(d[1]), C(d[2]), C(d[3]), C(d[4]), C(d[5]), C(d[6]), C(d[7]), \
-  C(d[8]), C(d[9]), C(d[10]), C(d[11]), C(d[12]), C(d[13]), C(d[14]), C(d[15]), \
-  C(d[16]), C(d[17]), C(d[18]), C(d[19]), C(d[20]), C(d[21]), C(d[22]), C(d[23]), \
-  C(d[24]), C(d[25]), C(d[26]), C(d[27]), C(d[28]), C(d[29]), C(d[30]), C(d[31]), \
-  C(d[32]), C(d[33]), C(d[34]), C(d[35]), C(d[36]), C(d[37]), C(d[38]), C(d[39]), \
-  C(d[40]), C(d[41]), C(d[42]), C(d[43]), C(d[44]), C(d[45]), C(d[46]), C(d[47]), \
-  C(d[48]), C(d[49]), C(d[50]), C(d[51]), C(d[52]), C(d[53]), C(d[54]), C(d[55]), \
-  C(d[56]), C(d[57]), C(d[58]), C(d[59]), C(d[60]), C(d[61]), C(d[62]), C(d[63]), \
-  C(d[64]), C(d[65]), C(d[66]), C(d[67]), C(d[68]), C(d[69]), C(d[70]), C(d[71]), \
-  C(d[72]), C(d[73]), C(d[74]), C(d[75])
-#define FM_WGMMA_N152                                                                        \
-  "wgmma.mma_async.sync.aligned.m64n152k16.f32.f16.f16 {"                                  \
-  "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, "  \
-  "%19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, "  \
-  "%36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, "  \
-  "%53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, %64, %65, %66, %67, %68, %69, "  \
-  "%70, %71, %72, %73, %74, %75}, {%76, %77, %78, %79}, %80, "
-template <bool ACCUMULATE>
-__device__ __forceinline__ void wgmma_n152(float (&d)[FM_NT / 2], const unsigned (&a)[4],
-                                           unsigned long long b) {
-  if (ACCUMULATE)
-    asm volatile(FM_WGMMA_N152 "1, 1, 1, 0;\n"
-                 : FM_D("+f")
-                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b));
-  else
-    asm volatile(FM_WGMMA_N152 "0, 1, 1, 0;\n"
-                 : FM_D("=f")
-                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b));
-}
-
 // The descriptor of B at shared address `addr`: K-major core matrices without swizzle, the k8
-// halves of a step `lbo` bytes apart, n8 blocks 128 bytes apart (16-byte units; the fields as
-// in weight_desc, tc/wgmma.cuh).
+// halves of a step `lbo` bytes apart, n8 blocks 128 bytes apart.
 __device__ __forceinline__ unsigned long long chunk_desc(unsigned addr, unsigned lbo) {
-  return (unsigned long long)((addr & 0x3FFFF) >> 4) | (unsigned long long)(lbo >> 4) << 16 |
-         (unsigned long long)(FM_CORE_BYTES >> 4) << 32;
+  return wgmma_desc(addr, lbo, FM_CORE_BYTES, WGMMA_SWIZZLE_NONE);
 }
 
 __device__ __forceinline__ unsigned short half_bits(const __half* p, long long at, bool inside) {
@@ -117,31 +83,27 @@ __device__ __forceinline__ unsigned weight_pair(const __half* w, int f, int c, i
          (unsigned)half_bits(w, at + 1, row && q + 1 >= 0 && q + 1 < K) << 16;
 }
 
-__device__ __forceinline__ void st_shared_v4(unsigned addr, unsigned a, unsigned b, unsigned c,
-                                             unsigned d) {
-  asm volatile("st.shared.v4.b32 [%0], {%1, %2, %3, %4};\n" ::"r"(addr), "r"(a), "r"(b), "r"(c),
-               "r"(d)
-               : "memory");
-}
-
 // One job's multiplies into d: 4 C k16 steps, one commit group. Step (c, j) reads the even k8
 // half at chunk (c R + j) NP of the job's first block, the odd one R/2 NP chunks later (LBO).
+// D (64 x FM_NT, FP32) (+)= A (64 x 16, this warp's 16 rows in a) * B (16 x FM_NT, by
+// descriptor): the first step ignores D's old contents (ACCUMULATE false), so that the
+// registers are dead between jobs (the rewrite and the epilogue then have them).
 template <int S>
 __device__ __forceinline__ void issue_job(float (&d)[FM_NT / 2], const unsigned (&a)[S][4],
                                           unsigned long long desc, int R, int NP) {
-  wgmma_n152<false>(d, a[0], desc);
+  wgmma_rs<FM_NT, half, 0, false>(d, a[0], desc);
 #pragma unroll
-  for (int s = 1; s < S; ++s) wgmma_n152<true>(d, a[s], desc + ((s / 4) * R + s % 4) * NP);
-  asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
+  for (int s = 1; s < S; ++s)
+    wgmma_rs<FM_NT, half, 0>(d, a[s], desc + ((s / 4) * R + s % 4) * NP);
+  wgmma_commit();
 }
 
 // Until at most N groups of this warpgroup's multiplies are in flight; then d is final (the
 // empty asm keeps the compiler from reading d above the wait).
 template <int N>
 __device__ __forceinline__ void wait_job(float (&d)[FM_NT / 2]) {
-  asm volatile("wgmma.wait_group.sync.aligned %0;\n" ::"n"(N) : "memory");
-#pragma unroll
-  for (int u = 0; u < FM_NT / 2; ++u) asm volatile("" : "+f"(d[u]));
+  wgmma_wait<N>();
+  fence_operands(d);
 }
 
 // One job's epilogue into the output buffer. Lane (i, t) holds columns g = 8 jj + 2t, + 1 of
@@ -161,13 +123,9 @@ __device__ __forceinline__ void store_job(const float (&d)[FM_NT / 2], const uns
       const __half2 v0 = __floats2half2_rn(d[4 * jj], d[4 * jj + 2]);
       const __half2 v1 = __floats2half2_rn(d[4 * jj + 1], d[4 * jj + 3]);
       if (!(e[jj].x & FM_INVALID))
-        asm volatile("st.shared.b32 [%0], %1;\n" ::"r"(plane + e[jj].x),
-                     "r"(*reinterpret_cast<const unsigned*>(&v0))
-                     : "memory");
+        st_shared_b32(plane + e[jj].x, *reinterpret_cast<const unsigned*>(&v0));
       if (!(e[jj].y & FM_INVALID))
-        asm volatile("st.shared.b32 [%0], %1;\n" ::"r"(plane + e[jj].y),
-                     "r"(*reinterpret_cast<const unsigned*>(&v1))
-                     : "memory");
+        st_shared_b32(plane + e[jj].y, *reinterpret_cast<const unsigned*>(&v1));
     }
   } else {  // odd Wo: the halves apart, x + 1 tested
 #pragma unroll
@@ -177,16 +135,21 @@ __device__ __forceinline__ void store_job(const float (&d)[FM_NT / 2], const uns
         const unsigned found = entry[8 * jj + e];
         const unsigned at = plane + (found & FM_OFFSET);
         if (!(found & FM_INVALID))
-          asm volatile("st.shared.b16 [%0], %1;\n" ::"r"(at),
-                       "h"(__half_as_ushort(__float2half_rn(d[4 * jj + e])))
-                       : "memory");
+          st_shared_b16(at, __half_as_ushort(__float2half_rn(d[4 * jj + e])));
         if (!(found & (FM_INVALID | FM_HI_INVALID)))
-          asm volatile("st.shared.b16 [%0], %1;\n" ::"r"(at + 2),
-                       "h"(__half_as_ushort(__float2half_rn(d[4 * jj + e + 2])))
-                       : "memory");
+          st_shared_b16(at + 2, __half_as_ushort(__float2half_rn(d[4 * jj + e + 2])));
       }
     }
   }
+}
+
+// One image's raw input into its slot by one bulk copy: its bytes expected on the slot's mbarrier
+// bar, then the arrival (the phase's only one), after which the phase completes when they land.
+__device__ __forceinline__ void load_raw(unsigned bar, unsigned dst, const __half* src,
+                                         unsigned bytes) {
+  mbar_expect_tx(bar, bytes);
+  bulk_load(dst, src, bytes, bar);
+  mbar_arrive(bar);
 }
 
 // x (B, C, H, W), w (M, C, K, K), y (B, M, Ho, Wo), half. The layout offsets (bytes of dynamic
@@ -230,16 +193,19 @@ __device__ __forceinline__ void conv_fm(const __half* __restrict__ x, const __ha
     st_shared_v4(rep + 16 * u, 0, 0, 0, 0);
   const bool bulk_in = flags & FM_BULK_IN, bulk_out = flags & FM_BULK_OUT;
   if (bulk_in && tid == 0) {
-    for (int slot = 0; slot < FM_RAW_SLOTS; ++slot) BulkCopy::init(base + 8 * slot);
+    for (int slot = 0; slot < FM_RAW_SLOTS; ++slot) {  // one arrival a phase, and the bytes
+      mbar_init<1>(base + 8 * slot);
+      mbar_fence_init();
+      fence_proxy_async();
+    }
   }
   __syncthreads();
   if (bulk_in && tid == 0) {
     for (int slot = 0; slot < FM_RAW_SLOTS; ++slot) {
       const long long b = blockIdx.x + (long long)slot * gridDim.x;
       if (b < B) {
-        BulkCopy::load(base + 8 * slot, base + raw_at + slot * raw_bytes, x + b * image_halves,
-                   (unsigned)(image_halves * 2));
-        BulkCopy::arrive(base + 8 * slot);
+        load_raw(base + 8 * slot, base + raw_at + slot * raw_bytes, x + b * image_halves,
+                 (unsigned)(image_halves * 2));
       }
     }
   }
@@ -251,7 +217,7 @@ __device__ __forceinline__ void conv_fm(const __half* __restrict__ x, const __ha
     const int slot = k % FM_RAW_SLOTS;
     const unsigned char* raw = smem + raw_at + slot * raw_bytes;
     if (bulk_in) {
-      BulkCopy::wait(base + 8 * slot, (k / FM_RAW_SLOTS) & 1);
+      mbar_wait(base + 8 * slot, (k / FM_RAW_SLOTS) & 1);
     } else {  // through the threads, with the zeros past the image the bulk path never needs
       __half* dst = reinterpret_cast<__half*>(smem + raw_at + slot * raw_bytes);
       const __half* src = x + b * image_halves;
@@ -283,21 +249,20 @@ __device__ __forceinline__ void conv_fm(const __half* __restrict__ x, const __ha
         cur = next, next = after;
       }
     }
-    BulkCopy::fence_async();  // the chunks (and the raw slot's reads) before the async proxy
-    if (bulk_out && tid == 0) BulkCopy::wait_read();  // the last image's store has read the buffer
+    fence_proxy_async();  // the chunks (and the raw slot's reads) before the async proxy
+    if (bulk_out && tid == 0) bulk_wait_read<0>();  // the last image's store has read the buffer
     __syncthreads();
     if (bulk_in && tid == 0 && b + FM_RAW_SLOTS * (long long)gridDim.x < B) {
-      BulkCopy::load(base + 8 * slot, base + raw_at + slot * raw_bytes,
-                 x + (b + FM_RAW_SLOTS * (long long)gridDim.x) * image_halves,
-                 (unsigned)(image_halves * 2));
-      BulkCopy::arrive(base + 8 * slot);
+      load_raw(base + 8 * slot, base + raw_at + slot * raw_bytes,
+               x + (b + FM_RAW_SLOTS * (long long)gridDim.x) * image_halves,
+               (unsigned)(image_halves * 2));
     }
 
     // the jobs, FM_JOBS at a time (the plan pads tiles to a multiple): every multiply is
     // issued, then each job's epilogue runs once its own group has completed
     for (int job = 0; job < tiles; job += FM_JOBS) {
       const unsigned long long desc = chunk_desc(rep + 16 * job * FM_NT, 16 * R2 * NP);
-      asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");
+      wgmma_fence();
 #pragma unroll
       for (int q = 0; q < FM_JOBS; ++q) issue_job<S>(acc[q], a, desc + q * FM_NT, R, NP);
       const unsigned* entry = tab + dy * GP + job * FM_NT + 2 * t;
@@ -309,16 +274,19 @@ __device__ __forceinline__ void conv_fm(const __half* __restrict__ x, const __ha
         if (f < M) store_job(acc[FM_JOBS - 1], entry + FM_NT, plane, flags & FM_PAIRED);
       }
     }
-    BulkCopy::fence_async();  // the output buffer's stores before the bulk copy reads it
+    fence_proxy_async();  // the output buffer's stores before the bulk copy reads it
     __syncthreads();
     if (bulk_out) {
-      if (tid == 0) BulkCopy::store(y + b * out_halves, out, (unsigned)(out_halves * 2));
+      if (tid == 0) {
+        bulk_store(y + b * out_halves, out, (unsigned)(out_halves * 2));
+        bulk_commit();
+      }
     } else {  // through the threads; the next image's barrier orders these reads first
       const __half* buffer = reinterpret_cast<const __half*>(smem + out_at);
       for (long long e = tid; e < out_halves; e += FM_THREADS) y[b * out_halves + e] = buffer[e];
     }
   }
-  if (bulk_out && tid == 0) BulkCopy::wait_all();
+  if (bulk_out && tid == 0) bulk_wait<0>();
 }
 
 #define CONV_FM_KERNEL(NAME, CH)                                                              \

@@ -3,6 +3,10 @@
 // mma's D layout: lane (g, t) holds A rows g and g + 8 at n = 2t, 2t + 1.
 #ifndef CONV_TC_EPILOGUE_CUH
 #define CONV_TC_EPILOGUE_CUH
+#include "ladder/core/cuda/convert.cuh"   // pack2
+#include "ladder/core/cuda/ldmatrix.cuh"  // movmatrix_trans
+#include "ladder/core/cuda/memory.cuh"    // opaque, st_global_b32
+
 #include "layout.cuh"
 
 // The general epilogue (every shape): an 8 x 8 (pixels x filters) half of a tile goes out as
@@ -72,10 +76,10 @@ __device__ __forceinline__ void store_general(const Conv& p, const float (&acc)[
     if (narrow) {
 #pragma unroll
       for (int i = 0; i < T; ++i, ya += step) {
-        const unsigned first = pack_half2(acc[i][nt][0], acc[i][nt][1]);
+        const unsigned first = pack2<half>(acc[i][nt][0], acc[i][nt][1]);
         const unsigned second =
-            __shfl_xor_sync(0xffffffffu, pack_half2(acc[i][nt][2], acc[i][nt][3]), 2);
-        store(transpose_8x8(t < 2 ? first : second), 2 * i + row_shift, 0, even);
+            __shfl_xor_sync(0xffffffffu, pack2<half>(acc[i][nt][2], acc[i][nt][3]), 2);
+        store(movmatrix_trans(t < 2 ? first : second), 2 * i + row_shift, 0, even);
       }
     } else {
 #pragma unroll
@@ -83,8 +87,8 @@ __device__ __forceinline__ void store_general(const Conv& p, const float (&acc)[
 #pragma unroll
         for (int half_row = 0; half_row < 2; ++half_row) {
           const unsigned rounded =
-              pack_half2(acc[i][nt][2 * half_row], acc[i][nt][2 * half_row + 1]);
-          const unsigned pair = PACK ? rounded : transpose_8x8(rounded);
+              pack2<half>(acc[i][nt][2 * half_row], acc[i][nt][2 * half_row + 1]);
+          const unsigned pair = PACK ? rounded : movmatrix_trans(rounded);
           // BLOCKS: the second A row is the next block row, two output rows down
           const int r = (BLOCKS ? 2 : 1) * half_row + row_at;
           store(pair, TILE_ROWS * i + r, r * Wo, (r * Wo) & 1 ? !even : even);
@@ -130,8 +134,8 @@ __device__ __forceinline__ void store_packed(const Conv& p, const float (&acc)[T
       for (int r = 0; r < 2; ++r) {
         const int row = BLOCKS ? 4 * i + 2 * r + nt % 2 : 2 * i + r;
         if (live && o.h + row < p.Ho)
-          st_global(yf + (o.at + row * o.half_wo),
-                    pack_half2(acc[i][nt][2 * r], acc[i][nt][2 * r + 1]));
+          st_global_b32(yf + (o.at + row * o.half_wo),
+                    pack2<half>(acc[i][nt][2 * r], acc[i][nt][2 * r + 1]));
       }
   }
 }
@@ -145,7 +149,7 @@ __device__ __forceinline__ void store_packed(const Conv& p, const float (&acc)[T
 struct GlobalPut {
   unsigned* at;
   __device__ __forceinline__ void operator()(unsigned offset, unsigned pair) const {
-    st_global(at + offset, pair);
+    st_global_b32(at + offset, pair);
   }
 };
 struct SharedPut {
@@ -166,7 +170,7 @@ __device__ __forceinline__ void store_filter(const float (&acc)[T][NT][4], int q
       for (int s = 0; s < 2; ++s) {
         const int rr = 4 * i + 2 * r + s;
         if (row_live[rr])
-          put(row_at[rr], pack_half2(acc[i][2 * q + s][2 * r], acc[i][2 * q + s][2 * r + 1]));
+          put(row_at[rr], pack2<half>(acc[i][2 * q + s][2 * r], acc[i][2 * q + s][2 * r + 1]));
       }
 }
 // buffer: rung 12's image buffer in shared memory (same layout as the image's output, h0 = 0),

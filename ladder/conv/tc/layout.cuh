@@ -10,7 +10,7 @@
 // docs/notes/conv.md and each rung's docstring for the layouts).
 #ifndef CONV_TC_LAYOUT_CUH
 #define CONV_TC_LAYOUT_CUH
-#include "ptx.cuh"
+#include "ladder/core/cuda/fastdiv.cuh"  // fast_div
 
 // One source for Python and C++: ladder/conv/tc/plan.py passes these to NVRTC (-D).
 constexpr int NWARPS = CONV_NWARPS;            // warps per block

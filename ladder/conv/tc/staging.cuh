@@ -7,6 +7,8 @@
 // then rewrite it as quads, zeros past the image.
 #ifndef CONV_TC_STAGING_CUH
 #define CONV_TC_STAGING_CUH
+#include "ladder/core/cuda/cp_async.cuh"  // cp_async16, cp_async_commit
+
 #include "layout.cuh"
 
 // Global -> raw slots, 16-byte cp.async chunks; one commit group per call. The one chunk that

@@ -1,7 +1,7 @@
-// Hopper's warpgroup MMA (wgmma, sm_90a only) for the conv rungs 9 to 12: the instruction in
-// the register-A form, B's descriptor, the weights staged as core matrices, and the two ways a
-// job issues its multiplies (a window per channel, rungs 9 and 10; one group per job, rungs 11
-// and 12).
+// Hopper's warpgroup MMA (wgmma, sm_90a only) for the conv rungs 9 to 12: a job's multiply of
+// one quad (the instruction's register-A form, ladder/core/cuda/wgmma.cuh), B's descriptor, the
+// weights staged as core matrices, and the two ways a job issues its multiplies (a window per
+// channel, rungs 9 and 10; one group per job, rungs 11 and 12).
 //
 // A job belongs to a warpgroup (4 warps): warp w of the group takes column group 4 sg + w, and
 // one wgmma.m64nNk16 multiplies the group's 4 x 16 A rows (each warp's own 16, from its own
@@ -10,70 +10,24 @@
 // Accumulators are laid out as NT m16n8 tiles, as for mma.sync, so the epilogues are shared.
 #ifndef CONV_TC_WGMMA_CUH
 #define CONV_TC_WGMMA_CUH
+#include "ladder/core/cuda/memory.cuh"  // fence_proxy_async
+#include "ladder/core/cuda/wgmma.cuh"   // wgmma_desc, wgmma_rs and their order
+
 #include "layout.cuh"
 
-// D (64 x 8 NT, FP32) += A (64 x 16, this warp's 16 rows in a) * B (16 x 8 NT, by descriptor).
-// Operands after the accumulators: a0..a3, the descriptor, then scale-d = 1 (accumulate),
-// imm-scale-a = imm-scale-b = 1 and imm-trans-b = 0 (B is K-major, as stored).
+// D (64 x 8 NT, FP32, NT m16n8 tiles) += A (64 x 16, this warp's 16 rows: one quad) * B
+// (16 x 8 NT, by descriptor, K-major as stored: no transpose).
 template <int NT>
-__device__ __forceinline__ void wgmma_rs(float (&d)[NT][4], uint4 a, unsigned long long b);
-
-template <>
-__device__ __forceinline__ void wgmma_rs<1>(float (&d)[1][4], uint4 a, unsigned long long b) {
-  asm volatile(
-      "wgmma.mma_async.sync.aligned.m64n8k16.f32.f16.f16 "
-      "{%0, %1, %2, %3}, {%4, %5, %6, %7}, %8, 1, 1, 1, 0;\n"
-      : "+f"(d[0][0]), "+f"(d[0][1]), "+f"(d[0][2]), "+f"(d[0][3])
-      : "r"(a.x), "r"(a.y), "r"(a.z), "r"(a.w), "l"(b));
-}
-template <>
-__device__ __forceinline__ void wgmma_rs<2>(float (&d)[2][4], uint4 a, unsigned long long b) {
-  asm volatile(
-      "wgmma.mma_async.sync.aligned.m64n16k16.f32.f16.f16 "
-      "{%0, %1, %2, %3, %4, %5, %6, %7}, {%8, %9, %10, %11}, %12, 1, 1, 1, 0;\n"
-      : "+f"(d[0][0]), "+f"(d[0][1]), "+f"(d[0][2]), "+f"(d[0][3]),
-        "+f"(d[1][0]), "+f"(d[1][1]), "+f"(d[1][2]), "+f"(d[1][3])
-      : "r"(a.x), "r"(a.y), "r"(a.z), "r"(a.w), "l"(b));
-}
-template <>
-__device__ __forceinline__ void wgmma_rs<4>(float (&d)[4][4], uint4 a, unsigned long long b) {
-  asm volatile(
-      "wgmma.mma_async.sync.aligned.m64n32k16.f32.f16.f16 "
-      "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15}, "
-      "{%16, %17, %18, %19}, %20, 1, 1, 1, 0;\n"
-      : "+f"(d[0][0]), "+f"(d[0][1]), "+f"(d[0][2]), "+f"(d[0][3]),
-        "+f"(d[1][0]), "+f"(d[1][1]), "+f"(d[1][2]), "+f"(d[1][3]),
-        "+f"(d[2][0]), "+f"(d[2][1]), "+f"(d[2][2]), "+f"(d[2][3]),
-        "+f"(d[3][0]), "+f"(d[3][1]), "+f"(d[3][2]), "+f"(d[3][3])
-      : "r"(a.x), "r"(a.y), "r"(a.z), "r"(a.w), "l"(b));
-}
-
-template <>
-__device__ __forceinline__ void wgmma_rs<8>(float (&d)[8][4], uint4 a, unsigned long long b) {
-  asm volatile(
-      "wgmma.mma_async.sync.aligned.m64n64k16.f32.f16.f16 "
-      "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "
-      "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31}, "
-      "{%32, %33, %34, %35}, %36, 1, 1, 1, 0;\n"
-      : "+f"(d[0][0]), "+f"(d[0][1]), "+f"(d[0][2]), "+f"(d[0][3]),
-        "+f"(d[1][0]), "+f"(d[1][1]), "+f"(d[1][2]), "+f"(d[1][3]),
-        "+f"(d[2][0]), "+f"(d[2][1]), "+f"(d[2][2]), "+f"(d[2][3]),
-        "+f"(d[3][0]), "+f"(d[3][1]), "+f"(d[3][2]), "+f"(d[3][3]),
-        "+f"(d[4][0]), "+f"(d[4][1]), "+f"(d[4][2]), "+f"(d[4][3]),
-        "+f"(d[5][0]), "+f"(d[5][1]), "+f"(d[5][2]), "+f"(d[5][3]),
-        "+f"(d[6][0]), "+f"(d[6][1]), "+f"(d[6][2]), "+f"(d[6][3]),
-        "+f"(d[7][0]), "+f"(d[7][1]), "+f"(d[7][2]), "+f"(d[7][3])
-      : "r"(a.x), "r"(a.y), "r"(a.z), "r"(a.w), "l"(b));
+__device__ __forceinline__ void wgmma_quad(float (&d)[NT][4], uint4 a, unsigned long long b) {
+  wgmma_rs<8 * NT, half, 0>(&d[0][0], {a.x, a.y, a.z, a.w}, b);
 }
 
 constexpr unsigned CORE_BYTES = 128;  // one 8 x 8 core matrix: 8 rows of 16 bytes
 
-// The descriptor of a weight entry at shared address `addr`: address, LBO and SBO in 16-byte
-// units (bits 0-13, 16-29, 32-45), swizzle mode 0 (bits 62-63).
+// The descriptor of a weight entry at shared address `addr`: its two core matrices (the k8
+// halves) CORE_BYTES apart (LBO), the n8 tiles FRAG_BYTES apart (SBO), no swizzle.
 __device__ __forceinline__ unsigned long long weight_desc(unsigned addr) {
-  return (unsigned long long)((addr & 0x3FFFF) >> 4) |
-         (unsigned long long)(CORE_BYTES >> 4) << 16 |
-         (unsigned long long)(FRAG_BYTES >> 4) << 32;
+  return wgmma_desc(addr, CORE_BYTES, FRAG_BYTES, WGMMA_SWIZZLE_NONE);
 }
 
 // Weights -> core matrices for channels [c0, c0 + cc): row u of 16 bytes is entry u / 16,
@@ -96,7 +50,7 @@ __device__ void stage_core_matrices(const Conv& p, unsigned char* smem, int c0, 
   // wgmma reads B through the async proxy; these stores went through the generic one. The
   // proxy fence (then the staging barrier) makes them visible to it: without it rung 9 read
   // stale weights.
-  asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
+  fence_proxy_async();
 }
 
 // One window (taps filter rows of one channel and one 8-column chunk, as rung 8's window): the
@@ -125,17 +79,17 @@ __device__ __forceinline__ void wgmma_window(float (&acc)[T][NT][4], const uint4
 #pragma unroll
   for (int k = 0; k < QUADS; ++k)  // the first ALWAYS are loaded without a test
     a[k] = k < ALWAYS || k < loaded ? src[k] : make_uint4(0, 0, 0, 0);
-  asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");
+  wgmma_fence();
 #pragma unroll
   for (int j = 0; j < PAIRS; ++j) {
     const unsigned long long desc = desc0 + j * step;
 #pragma unroll
-    for (int i = 0; i < T; ++i) wgmma_rs<NT>(acc[i], a[DIAGONAL * i + j], desc);
+    for (int i = 0; i < T; ++i) wgmma_quad<NT>(acc[i], a[DIAGONAL * i + j], desc);
   }
-  asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
+  wgmma_commit();
   // The next window loads its quads into the same registers (a run-time loop), and PTX
   // forbids writing an A register before the wgmma that reads it has completed.
-  asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory");
+  wgmma_wait<0>();
 }
 
 // Every committed group has completed: the accumulators may be read, shared memory reused.
@@ -145,13 +99,11 @@ __device__ __forceinline__ void wgmma_window(float (&acc)[T][NT][4], const uint4
 // different on every run).
 template <int T, int NT>
 __device__ __forceinline__ void wgmma_finish(float (&acc)[T][NT][4]) {
-  asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory");
+  wgmma_wait<0>();
 #pragma unroll
   for (int i = 0; i < T; ++i)
 #pragma unroll
-    for (int nt = 0; nt < NT; ++nt)
-#pragma unroll
-      for (int e = 0; e < 4; ++e) asm volatile("" : "+f"(acc[i][nt][e])::"memory");
+    for (int nt = 0; nt < NT; ++nt) fence_operands(acc[i][nt]);
 }
 
 // Rung 11's job (rungs 11 and 12). The whole job, all CH channels in one group: src points at this
@@ -191,10 +143,8 @@ __device__ __forceinline__ void one_group_job(float (&acc)[T][NT][4], const uint
 #pragma unroll
   for (int i = 0; i < T; ++i)
 #pragma unroll
-    for (int nt = 0; nt < NT; ++nt)
-#pragma unroll
-      for (int e = 0; e < 4; ++e) asm volatile("" : "+f"(acc[i][nt][e]));
-  asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");
+    for (int nt = 0; nt < NT; ++nt) fence_operands(acc[i][nt]);
+  wgmma_fence();
 #pragma unroll
   for (int c = 0; c < CH; ++c)
 #pragma unroll
@@ -202,10 +152,10 @@ __device__ __forceinline__ void one_group_job(float (&acc)[T][NT][4], const uint
       const unsigned long long desc =
           (unsigned long long)high << 32 | (desc0 + (c * PAIRS + j) * step);
 #pragma unroll
-      for (int i = 0; i < T; ++i) wgmma_rs<NT>(acc[i], a[c][2 * i + j], desc);
+      for (int i = 0; i < T; ++i) wgmma_quad<NT>(acc[i], a[c][2 * i + j], desc);
     }
-  asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
-  asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory");
+  wgmma_commit();
+  wgmma_wait<0>();
 }
 
 #endif  // CONV_TC_WGMMA_CUH
