@@ -19,14 +19,13 @@ from ladder.attention.problem import attention_numpy
 from ladder.core import device, fastcall
 from ladder.core.dtypes import resolve, to_device, to_host
 from ladder.core.fastcall import PlanCache, intake
-from ladder.core.rung import get_problem, rungs
+from ladder.core.rung import get_problem, get_rung, rungs
 from ladder.fused import problem as fused_problem
 from ladder.fused.elementwise import r01_three_kernels as elementwise1
 from ladder.fused.softmax import r05_rows_in_registers as softmax5
 from ladder.gemm import hopper, r07_wide_loads, r10_tuned, tensor_core
 from ladder.gemm import r18_wgmma as r18
 from ladder.gemm.problem import operands
-from ladder.gemm.r09_double_buffered import make_kernel
 
 
 class FakeArray:
@@ -202,8 +201,12 @@ def test_raw_arguments_are_packed_as_cuda_core_packs_them():
         fastcall._as_ctypes(np.float16(1.0))
 
 
+TUNED = get_rung("gemm", "tuned").launch  # the launcher the registration built
+WIDE_LOADS = get_rung("gemm", "wide-loads").launch
+
+
 def _gemm(a, b, c):
-    r10_tuned.launch(to_device(a), to_device(b), c)
+    TUNED(to_device(a), to_device(b), c)
     return to_host(c)
 
 
@@ -213,7 +216,7 @@ def test_tuned_gemm_replans_for_a_new_shape():
         a, b = problem.make_inputs(size, "float32", seed=sum(size))
         out = _gemm(a, b, to_device(np.full(size[:2], np.nan, np.float32)))
         assert np.allclose(out, problem.reference((a, b)), rtol=1e-5, atol=1e-5)
-    assert r10_tuned.PLANS.misses >= 2
+    assert TUNED.plans.misses >= 2
 
 
 @pytest.mark.parametrize("offset", [0, 1])
@@ -227,7 +230,8 @@ def test_tuned_gemm_plans_by_the_outputs_alignment(offset):
     out = _gemm(a, b, c)
     assert np.allclose(out, problem.reference((a, b)), rtol=1e-5, atol=1e-5)
     ops = [intake(to_device(a), "A"), intake(to_device(b), "B"), intake(c, "C")]
-    assert r10_tuned.PLANS(*ops).kernel is make_kernel(r10_tuned.TUNED, offset == 0)
+    kernel = r10_tuned.wide_kernel if offset == 0 else r10_tuned.scalar_kernel
+    assert TUNED.plans(*ops).kernel is kernel  # TUNED's, built by rung 9's make_kernel
 
 
 @pytest.mark.parametrize("offset", [0, 1])
@@ -380,6 +384,7 @@ class _FakeDispatcher:
 
 def test_numba_launch_packs_numbas_arguments_and_rewrites_only_the_pointers(monkeypatch):
     """The raw path without a GPU: a stand-in dispatcher and driver, the packing for real."""
+    intake(FakeArray((1, 1)), "x")  # intake learns FakeArray while the simulator is the backend
     fake = _FakeDriver(count=2 * 9)  # two 2-D arrays: 5 + 2 * 2 values each
     monkeypatch.setattr(fastcall.device, "simulator", lambda: False)
     monkeypatch.setattr(fastcall, "driver", lambda: fake)
@@ -410,6 +415,7 @@ def test_numba_launch_packs_numbas_arguments_and_rewrites_only_the_pointers(monk
 def test_numba_launch_packs_its_scalars_once_after_the_operands(monkeypatch):
     """A plan's fixed scalars (attention's scale and causal flag) go to the dispatcher after
     the arrays, and into the raw launch as Numba packs them; a call writes only pointers."""
+    intake(FakeArray((1, 1)), "x")  # intake learns FakeArray while the simulator is the backend
     fake = _FakeDriver(count=9 + 2)  # one 2-D array, then a float32 and a bool
     monkeypatch.setattr(fastcall.device, "simulator", lambda: False)
     monkeypatch.setattr(fastcall, "driver", lambda: fake)
@@ -498,6 +504,7 @@ def test_tensor_core_attention_plan_packs_the_kernels_arguments(monkeypatch, pac
 
 
 def test_numba_launch_keeps_the_dispatcher_when_numbas_layout_differs(monkeypatch):
+    intake(FakeArray((1, 1)), "x")  # intake learns FakeArray while the simulator is the backend
     monkeypatch.setattr(fastcall.device, "simulator", lambda: False)
     monkeypatch.setattr(fastcall, "driver", lambda: _FakeDriver(count=0))
     monkeypatch.setattr(fastcall, "_bindings", lambda: None)  # ctypes: the fake
@@ -508,7 +515,8 @@ def test_numba_launch_keeps_the_dispatcher_when_numbas_layout_differs(monkeypatc
     x = intake(FakeArray((2, 2)), "x")
     launch(x)
     launch(x)
-    assert launch.mode.startswith("dispatcher: ValueError: Numba's array arguments")
+    assert launch.mode.startswith("dispatcher: ValueError: numba-cuda ")  # names the version
+    assert "Numba's array arguments are not (meminfo, parent" in launch.mode
     assert len(dispatcher.calls) == 2
 
 
@@ -566,13 +574,17 @@ def test_plan_cache_keeps_a_plan_of_none():
 
 
 def _numba_gemm_rungs():
-    return [r for r in rungs("gemm") if hasattr(sys.modules[r.launch.__module__], "PLANS")]
+    return [r for r in rungs("gemm", references=False) if r.needs == {"numba"}]
 
 
 def test_every_numba_gemm_rung_launches_from_plans():
-    """Rungs 1 to 11: each keeps its plans (``PLANS``) and launches through them."""
-    numbers = sorted(r.number for r in _numba_gemm_rungs())
-    assert numbers == list(range(1, 12))
+    """Rungs 1 to 11: the registration keeps each one's plans (``launch.plans``), built by its
+    geometry (``gemm_rung``), and its launcher is named as its module's own."""
+    found = _numba_gemm_rungs()
+    assert sorted(r.number for r in found) == list(range(1, 12))
+    for r in found:
+        assert isinstance(r.launch.plans, PlanCache)
+        assert r.launch.geometry is sys.modules[r.launch.__module__].geometry
 
 
 def _gemm_operands(m, n, k, typestr="<f4", ptr=0x10000, c_strides=None):
@@ -587,7 +599,7 @@ def test_numba_gemm_plans_are_kept_per_signature(rung):
     """Another shape, C's row stride (one row: still contiguous), C's alignment or the dtype:
     a plan of its own; the same signature elsewhere in memory: the same plan, with the grid
     that covers C's shape."""
-    plans = PlanCache(sys.modules[rung.launch.__module__].PLANS.build)  # not the rung's own cache
+    plans = PlanCache(rung.launch.plans.build)  # not the rung's own cache
     first = plans(*_gemm_operands(5, 8, 4))
     assert plans(*_gemm_operands(5, 8, 4, ptr=0x900000)) is first
     others = [
@@ -610,12 +622,12 @@ def test_wide_loads_replans_in_the_launcher():
     stride) gets a plan of its own and the right answer; a repeated signature reuses its plan.
     """
     problem = get_problem("gemm")
-    plans = r07_wide_loads.PLANS
+    plans = WIDE_LOADS.plans
     plans.clear()
 
     def new_plans(a_host, b_host, a, c):
         before = plans.misses
-        assert r07_wide_loads.launch(a, to_device(b_host), c) is c
+        assert WIDE_LOADS(a, to_device(b_host), c) is c
         ref = problem.reference((a_host, b_host))
         assert np.allclose(to_host(c), ref, rtol=1e-5, atol=1e-5)
         return plans.misses - before
@@ -676,7 +688,7 @@ def test_tiled_launcher_plans_per_signature(monkeypatch):
     copies where it must); a kernel is built per padded size and dtype."""
     monkeypatch.setattr("cupy.cuda.get_current_stream", lambda: _FakeStream())
     built = []
-    launcher = tensor_core.TiledLauncher(r18.LAUNCHER.tiles, _fake_kernel_for(built))
+    launcher = tensor_core.TiledLauncher((r18.BM, r18.BN, r18.BK), _fake_kernel_for(built))
 
     def ops(m, n, k, ptr=0x100000, dtype="float16"):
         found = operands(
@@ -740,7 +752,7 @@ class _FakeRawKernel:
 
 
 def _fake_rung18(monkeypatch):
-    """Rung 18's ``kernel_for`` with stand-ins for its compiled kernels and the driver's map
+    """Rung 18's ``geometry`` with stand-ins for its compiled kernels and the driver's map
     encoder (both need a GPU); returns the maps made and the kernels built."""
     made, kernels = [], {}
 
@@ -765,7 +777,7 @@ def test_tensor_maps_are_kept_per_pair_of_addresses(monkeypatch):
     monkeypatch.setattr(tensor_core, "raw_launches", lambda: True)
     monkeypatch.setattr(fastcall, "driver", lambda: fake)
     monkeypatch.setattr(fastcall, "_bindings", lambda: None)  # ctypes: the fake
-    launch = r18.kernel_for(256, 512, 128, "bfloat16")
+    launch = r18.geometry(256, 512, 128, "bfloat16")
     assert set(kernels) == {"wgmma_tma_bf16"} and launch.mode == "raw"
     assert kernels["wgmma_tma_bf16"].max_dynamic_shared_size_bytes == r18.SMEM_BYTES
     calls = [(0xA000, 0xB000, 0xC000), (0xA000, 0xB000, 0xC100), (0xA100, 0xB000, 0xC200)]
@@ -802,7 +814,7 @@ def test_tensor_maps_through_cupy_when_raw_launches_are_off(monkeypatch):
     made, kernels = _fake_rung18(monkeypatch)
     monkeypatch.setattr("cupy.cuda.get_current_stream", lambda: _FakeStream())
     with fastcall.dispatcher_launches():
-        launch = r18.kernel_for(128, 256, 64, "float16")
+        launch = r18.geometry(128, 256, 64, "float16")
     assert launch.mode == "cupy RawKernel"
     launch(0xA000, 0xB000, 0xC000)
     launch(0xA100, 0xB000, 0xC000)

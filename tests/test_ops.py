@@ -396,25 +396,25 @@ def test_wgmma_reads_a_transposed_operand_in_place(layout, dtype):
     """GEMM rung 18's transposed entry points against float64, at tile multiples with more
     than one tile each way (Hopper only: elsewhere the rung is unavailable)."""
     from ladder.core.rung import get_rung
-    from ladder.gemm import r18_wgmma
 
-    why = get_rung("gemm", "wgmma").unavailable_reason()
+    wgmma = get_rung("gemm", "wgmma")
+    why = wgmma.unavailable_reason()
     if why:
         pytest.skip(why)
     m, n, k = 256, 512, 192
     given = {"tn": [(k, m), (k, n)], "nt": [(m, k), (n, k)]}[layout]
     x, y = _inputs(given, dtype, seed=5)
     out = torch.full((m, n), float("nan"), device=DEVICE, dtype=dtype)
-    r18_wgmma.launch_transposed(x, y, out, layout)
+    wgmma.transposed(x, y, out, layout)
     expected = x.double().t() @ y.double() if layout == "tn" else x.double() @ y.double().t()
     assert _error(out, expected) < 1e-2
     off = x[:, :-8] if layout == "tn" else x[:-8]  # M = 248: not a multiple of 128
     with pytest.raises(ValueError, match="multiples"):
-        r18_wgmma.launch_transposed(off.contiguous(), y, out[:-8], layout)
+        wgmma.transposed(off.contiguous(), y, out[:-8], layout)
     empty = {"tn": [(0, m), (0, n)], "nt": [(m, 0), (n, 0)]}[layout]  # K = 0: refused too
     x0, y0 = _inputs(empty, dtype, seed=6)
     with pytest.raises(ValueError, match="multiples"):
-        r18_wgmma.launch_transposed(x0, y0, out, layout)
+        wgmma.transposed(x0, y0, out, layout)
 
 
 @gpu_only

@@ -46,7 +46,7 @@ from typing import Any
 
 import numpy as np
 
-from ladder.core import device
+from ladder.core import device, numba_internals
 from ladder.core.dtypes import name_of
 
 ALIGN_CAP = 16  # bytes: the widest access any rung makes (float4, cp.async, TMA's addresses)
@@ -256,7 +256,7 @@ def _refuse(obj: Any, name: str) -> Operand:
 
 
 def _read_simulated(arr: Any, name: str) -> Operand:
-    host = arr._ary  # the simulator's device array wraps a NumPy array
+    host = numba_internals.host_array(arr)  # the simulator's device array wraps a NumPy array
     ptr = host.__array_interface__["data"][0]
     return _operand(name, arr, arr, ptr, tuple(host.shape), host.strides, host.dtype)
 
@@ -334,8 +334,14 @@ def _read_dlpack(obj: Any, name: str) -> Operand:
     return found
 
 
+def _same(op: Operand, name: str) -> Operand:
+    return op
+
+
 def _reader_for(cls: type) -> Callable[[Any, str], Operand]:
     """How to read instances of ``cls``: chosen once per type."""
+    if issubclass(cls, Operand):  # a view (``reshaped``): already read
+        return _same
     if issubclass(cls, np.ndarray):
         return _refuse
     if device.simulator():
@@ -807,7 +813,7 @@ class NumbaLaunch:
             return None, "dispatcher: the CUDA simulator"
         if not raw_launches():
             return None, "dispatcher: dispatcher_launches()"
-        if any(type(op) is not Operand for op in operands):
+        if not all(isinstance(op, Operand) for op in operands):
             return None, "dispatcher: an argument is not an Operand"
         try:
             self._keys = [op.key for op in operands]
@@ -816,34 +822,147 @@ class NumbaLaunch:
             return None, f"dispatcher: {type(err).__name__}: {err}"
 
     def _pack(self, operands: Sequence[Operand], arrays: list[Any]) -> PackedLaunch:
-        dispatcher = self.kernel
-        if getattr(dispatcher, "_launch_config_sensitive", False):
-            raise ValueError("the kernel is specialized by its launch configuration")
-        if dispatcher.extensions:
-            raise ValueError("the dispatcher has argument extensions")
-        types = tuple(dispatcher.typeof_pyval(a) for a in (*arrays, *self.scalars))
-        kernel = dispatcher.overloads[types]
-        if kernel.debug or kernel.cooperative or getattr(kernel, "launch_config_sensitive", 0):
-            raise ValueError("debug, cooperative or launch-config-sensitive kernel")
-        values: list[Any] = []
-        slots = []
-        array_types = kernel.argument_types[: len(arrays)]
-        for ty, arr, op in zip(array_types, arrays, operands, strict=True):
-            start = len(values)
-            kernel._prepare_args(ty, arr, 0, [], values)
-            ndim = len(op.shape)
-            if len(values) - start != 5 + 2 * ndim or int(values[start + 4] or 0) != op.ptr:
-                raise ValueError(
-                    "Numba's array arguments are not (meminfo, parent, nitems, itemsize, data, "
-                    "shape..., strides...): the raw launch does not know this numba-cuda"
-                )
-            slots.append(start + 4)
-        for ty, value in zip(kernel.argument_types[len(arrays) :], self.scalars, strict=True):
-            kernel._prepare_args(ty, value, 0, [], values)
-        function = _function_handle(kernel._codelibrary.get_cufunc().handle)
-        packed = [_as_ctypes(v) for v in values]
+        packed = numba_internals.pack(self.kernel, arrays, self.scalars, list(operands))
+        function = _function_handle(packed.handle)
+        values = [_as_ctypes(v) for v in packed.values]
         grid, block, smem = self.grid, self.block, self.shared_mem
-        return PackedLaunch(function, grid, block, smem, packed, slots, owner=kernel)
+        return PackedLaunch(
+            function, grid, block, smem, values, packed.pointer_slots, packed.kernel
+        )
+
+
+class _Reshaped:
+    """The memory of a C-contiguous device array seen in another shape, for Numba's
+    dispatcher (which ``numba_array`` reads it through); keeps the array alive."""
+
+    def __init__(self, op: Operand, shape: tuple[int, ...]) -> None:
+        self.op, self.shape = op, shape
+
+    @property
+    def __cuda_array_interface__(self) -> dict[str, Any]:
+        from ladder.core.dtypes import resolve
+
+        op = self.op
+        return {
+            "shape": self.shape,
+            "strides": None,
+            "typestr": resolve(op.dtype).str,
+            "data": (op.ptr, op.readonly),
+            "version": 3,
+        }
+
+
+class _View(Operand):
+    """An ``Operand`` that is another one's memory in another shape (``reshaped``), with
+    ``source``, the operand it views: ``steps`` makes it again from each call's operand."""
+
+    __slots__ = ("source",)
+
+
+def reshaped(op: Operand, shape: tuple[int, ...]) -> Operand:
+    """A C-contiguous ``op`` in ``shape`` (as many elements, the same memory): a tensor as
+    the 1-D array of its elements, or as a matrix. Only a launch through Numba's dispatcher (a
+    plan's first, or any in the simulator) makes a Numba array of it."""
+    shape = tuple(shape)
+    base = numba_array(op).reshape(shape) if device.simulator() else _Reshaped(op, shape)
+    view = _View(
+        op.name, op.obj, base, op.ptr, shape, _c_strides(shape), op.dtype, op.itemsize,
+        op.readonly, op.stream, True,
+    )  # fmt: skip
+    view.source = op
+    return view
+
+
+Part = tuple[Any, ...]  # (kernel, grid, block, args) or (kernel, grid, block, args, shared_mem)
+
+
+def _place(arg: Any, operands: Sequence[Operand]) -> int | None:
+    """Where ``arg`` is among a plan's operands (by identity), or None."""
+    return next((i for i, op in enumerate(operands) if op is arg), None)
+
+
+def steps(
+    parts: Sequence[Part],
+    operands: Sequence[Operand],
+    *,
+    streamed: bool = False,
+    launches: dict[Any, NumbaLaunch] | None = None,
+) -> Steps:
+    """The plan of a rung that runs several Numba kernels, from the launches it declares.
+
+    Each part is ``(kernel, grid, block, args)`` or ``(..., args, shared_mem)``; ``args`` are
+    the kernel's arguments, arrays first: one of ``operands`` (the arrays the plan is built
+    for) stands for the same operand of every call, ``reshaped`` of one for that view of it;
+    any other array (a workspace the plan owns) and the scalars after the arrays are fixed.
+    The plan runs the parts in order; its ``run`` is written out for these parts (as a
+    hand-written one would be), so a call costs what it would. ``streamed``: ``run`` takes the
+    stream after the operands and passes it to each launch (conv's plans). ``launches``: a
+    dict that launches with the same kernel, grid, block, shared memory and scalars share
+    (attention's plans with and without the mask)."""
+    made = {} if launches is None else launches
+    names: dict[str, Any] = {"reshaped": reshaped}
+    lines, order = [], []
+    for n, part in enumerate(parts):
+        kernel, grid, block, args, *rest = part
+        arrays = [a for a in args if isinstance(a, Operand)]
+        scalars = tuple(args[len(arrays) :])
+        if any(isinstance(a, Operand) for a in scalars):
+            raise ValueError(f"step {n}: the arrays come first, then the scalars")
+        smem = int(rest[0]) if rest else 0
+        key = (kernel, _dim3(grid), _dim3(block), smem, scalars)
+        launch = made.get(key)
+        if launch is None:
+            launch = made[key] = NumbaLaunch(kernel, grid, block, smem, scalars)
+        if launch not in order:
+            order.append(launch)
+        words = []
+        for j, arr in enumerate(arrays):
+            i = _place(arr, operands)
+            source = _place(arr.source, operands) if isinstance(arr, _View) else None
+            if i is not None:
+                words.append(f"o{i}")
+            elif source is not None:
+                names[f"s{n}_{j}"] = arr.shape
+                words.append(f"reshaped(o{source}, s{n}_{j})")
+            else:
+                names[f"f{n}_{j}"] = arr
+                words.append(f"f{n}_{j}")
+        names[f"l{n}"] = launch
+        lines.append(f"    l{n}({', '.join(words)}{', stream=stream' if streamed else ''})")
+    params = [f"o{i}" for i in range(len(operands))] + (["stream"] if streamed else [])
+    exec(f"def run({', '.join(params)}):\n" + "\n".join(lines or ["    pass"]), names)
+    return Steps(names["run"], *order)
+
+
+def plan_of(found: Any, operands: Sequence[Operand], streamed: bool = False) -> Any:
+    """The plan a rung's geometry describes for ``operands``: ``(kernel, grid, block)``, with
+    ``shared_mem`` and a tuple of scalars after it where the kernel takes them, is one launch of
+    the kernel on the operands in order (then the scalars); a list is ``steps``; anything else
+    is a plan already (a library's: ``Steps``, attention's ``Masks``, a tensor-core launch)."""
+    if isinstance(found, tuple):
+        kernel, grid, block, *rest = found
+        smem = rest[0] if rest else 0
+        scalars = tuple(rest[1]) if len(rest) > 1 else ()
+        if streamed:
+            return steps(
+                [(kernel, grid, block, (*operands, *scalars), smem)], operands, streamed=True
+            )
+        return NumbaLaunch(kernel, grid, block, smem, scalars)
+    if isinstance(found, list):
+        return steps(found, operands, streamed=streamed)
+    return found
+
+
+def rung_launcher(launch: Callable[..., Any], geometry: Callable[..., Any], plans: Any) -> Any:
+    """``launch``, the launcher a problem's registration builds around a rung's ``geometry``,
+    named and documented as the rung module's own (``ladder.core.rung.rung`` reads the module
+    from it), with ``plans`` (its ``PlanCache``) and ``geometry`` kept on it for tests and
+    reports: ``get_rung(...).launch.plans``."""
+    launch.__module__ = geometry.__module__
+    launch.__doc__ = geometry.__doc__
+    launch.plans = plans  # type: ignore[attr-defined]
+    launch.geometry = geometry  # type: ignore[attr-defined]
+    return launch
 
 
 _SCALAR_TYPES = {

@@ -1,7 +1,8 @@
 """Hopper's host side for the TMA rungs: the tensor map that ``cp.async.bulk.tensor`` reads.
 
-A library, not a rung (the device side is ``hopper.cuh``): GEMM rungs 16 to 21, the
-mixture-of-experts grouped GEMM and the notes' tries make their maps here.
+A library, not a rung (the device side is ``ladder/core/cuda``): the GEMM rungs from ``tma`` to
+``fp8``, the mixture-of-experts grouped GEMM and attention's TMA rungs make their maps and launches
+here (``gemm_launch``, ``tensor_launch``).
 ``cuTensorMapEncodeTiled`` (the driver API, through ctypes) writes 128 opaque bytes that
 describe a matrix in global memory (address, sizes, strides), the box one copy moves and the
 swizzle it writes into shared memory; the kernel takes them by value (``__grid_constant__``).
@@ -102,12 +103,7 @@ def gemm_launch(
     at most one per SM, each walking several tiles), A's map in boxes of BM rows x 64 (128
     bytes), B's in boxes of BK k-rows x 64 columns, both 128-byte swizzled; the maps made
     once per pair of addresses (``TensorMapLaunch``)."""
-    from ladder.gemm.tensor_core import TensorMapLaunch
-
     bm, bn, bk = tiles
-    kernel = source.kernel(name)
-    if kernel.max_dynamic_shared_size_bytes < smem_bytes:
-        kernel.max_dynamic_shared_size_bytes = smem_bytes  # above the default 48 KB
 
     def maps(a: int, b: int) -> tuple[np.ndarray, np.ndarray]:
         return tensor_map(a, m, k, bm, 64, dtype), tensor_map(b, k, n, bk, 64, dtype)
@@ -115,8 +111,27 @@ def gemm_launch(
     blocks = (m // bm) * (n // bn)
     if persistent:
         blocks = min(blocks, sm_count())
-    scalars = (np.int32(m), np.int32(n), np.int32(k))
-    return TensorMapLaunch(kernel, (blocks,), (threads,), smem_bytes, maps, scalars)
+    return tensor_launch(source.kernel(name), blocks, threads, smem_bytes, maps, (m, n, k))
+
+
+def tensor_launch(
+    kernel: Any,
+    blocks: int,
+    threads: int,
+    smem_bytes: int,
+    maps: Any,
+    sizes: tuple[int, ...],
+    pointers: int = 1,
+) -> Any:
+    """A ``TensorMapLaunch`` of ``kernel(map A, map B, pointers..., sizes...)`` on a 1-D grid of
+    ``blocks``, the sizes as int32 and the kernel opted in to ``smem_bytes`` of dynamic shared
+    memory (above the default 48 KB)."""
+    from ladder.gemm.tensor_core import TensorMapLaunch
+
+    if kernel.max_dynamic_shared_size_bytes < smem_bytes:
+        kernel.max_dynamic_shared_size_bytes = smem_bytes
+    scalars = tuple(np.int32(v) for v in sizes)
+    return TensorMapLaunch(kernel, (blocks,), (threads,), smem_bytes, maps, scalars, pointers)
 
 
 def sm_count() -> int:

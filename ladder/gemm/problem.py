@@ -12,14 +12,25 @@ arithmetic and the figure that matters is TFLOP/s.
 
 from __future__ import annotations
 
-from typing import Any
+import functools
+from collections.abc import Callable
+from typing import Any, NamedTuple
 
 import numpy as np
 
 from ladder.core import device
 from ladder.core.dtypes import resolve
-from ladder.core.fastcall import NumbaLaunch, Operand, PlanCache, intake, numba_array, output
-from ladder.core.rung import Problem, register_problem
+from ladder.core.fastcall import (
+    Operand,
+    PlanCache,
+    intake,
+    numba_array,
+    output,
+    plan_of,
+    rung_launcher,
+)
+from ladder.core.rung import Problem, register_problem, rung
+from ladder.gemm import tensor_core
 
 MAX_GRID_Y = 65535  # gridDim.y (and .z) limit on every CUDA GPU; gridDim.x allows 2**31 - 1
 # sizes off every tile: K = 1 and K = 0, 4-aligned ones (the float4 paths) and others (the
@@ -119,17 +130,6 @@ def operands(
     return a, b, output(c, (m, n), dtype, "C"), m, n, k
 
 
-def launch_planned(plans: PlanCache, A: Any, B: Any, C: Any, dtype: str = "float32") -> Any:
-    """C = A @ B through a launcher's plans: validate (``operands``), find the plan for these
-    operands' signature (``plans`` keeps one per signature, built by the rung's ``plan(a, b,
-    c)``), launch it. Returns the C given, as given (a PyTorch tensor stays one), or the Numba
-    device array allocated when C is None. An empty C needs no plan and no launch."""
-    a, b, c, m, n, _ = operands(A, B, C, dtype)
-    if m and n:
-        plans(a, b, c)(a, b, c)
-    return c.obj
-
-
 def check_operands(
     a: Any, b: Any, c: Any, dtype: str = "float32"
 ) -> tuple[Any, Any, Any, int, int, int]:
@@ -150,16 +150,86 @@ def grid_2d(x_count: int, x_tile: int, y_count: int, y_tile: int) -> tuple[int, 
     return grid
 
 
-def float4_plans(wide: Any, scalar: Any, bm: int, bn: int, threads: int) -> PlanCache:
-    """The plans of a rung built two ways, 16-byte accesses (``wide``) or scalar ones: per
-    signature of A, B and C, the variant every row allows and its grid of bm x bn tiles."""
+class ByAlignment(NamedTuple):
+    """A rung's kernel built two ways: ``wide`` makes 16-byte accesses, which every row of A,
+    B and C must allow (``aligned_for_float4``), ``scalar`` does not. A geometry returns one
+    in place of a kernel; the plan for each signature of the operands takes the one it allows."""
 
-    def plan(a: Operand, b: Operand, c: Operand) -> NumbaLaunch:
-        m, n = c.shape
-        kernel = wide if aligned_for_float4(a, b, c) else scalar
-        return NumbaLaunch(kernel, grid_2d(n, bn, m, bm), threads)
+    wide: Any
+    scalar: Any
 
-    return PlanCache(plan)
+
+Geometry = Callable[..., Any]
+
+
+def _numba_plan(geometry: Geometry, a: Operand, b: Operand, c: Operand) -> Any:
+    """The launch a Numba rung's ``geometry(M, N, K)`` describes for these operands: its
+    kernel (of a ``ByAlignment``, the one they allow) on its grid and block."""
+    m, n = c.shape
+    kernel, *launch = geometry(m, n, a.shape[1])
+    if type(kernel) is ByAlignment:
+        kernel = kernel.wide if aligned_for_float4(a, b, c) else kernel.scalar
+    return plan_of((kernel, *launch), (a, b, c))
+
+
+def gemm_rung(
+    *,
+    dtypes: tuple[str, ...] = ("float32",),
+    tiles: tuple[int, int, int] | None = None,
+    transposed: Geometry | None = None,
+    **options: Any,
+) -> Callable[[Geometry], Geometry]:
+    """Register a GEMM rung (C = A @ B) from its launch geometry, with ``rung``'s options
+    (name, parent, title, needs, units, min_cc, ...), and return the geometry as it is.
+
+    A Numba rung's ``geometry(M, N, K)`` returns ``(kernel, grid, block)``, with the dynamic
+    shared memory after it where the kernel takes some; ``kernel`` may be a ``ByAlignment``.
+    A CUDA C++ rung gives ``tiles`` (BM, BN, BK): its ``geometry(M, N, K, dtype)`` is called
+    for tile multiples only and returns ``(kernel, grid, block, shared_mem)``, the kernel
+    taking (A, B, C, M, N, K), or a launch of its own (``hopper.gemm_launch``);
+    ``tensor_core.TiledLauncher`` pads other sizes. ``transposed``, for a C++ rung, is the
+    geometry ``(M, N, K, dtype, layout)`` of its entry that reads Aᵀ or Bᵀ in place
+    (``Rung.transposed``, ``tensor_core.transposed_launcher``).
+
+    The launcher registered, ``launch(A, B, C=None)``, validates (``operands``), finds the plan
+    for the operands' signature (a ``PlanCache``, ``launch.plans``) and launches it: what every
+    rung's own launcher did before, written once."""
+    dtype = dtypes[0]
+
+    def decorate(geometry: Geometry) -> Geometry:
+        if tiles is None:
+            plans = PlanCache(functools.partial(_numba_plan, geometry))
+
+            def launch(A: Any, B: Any, C: Any = None) -> Any:
+                a, b, c, m, n, _ = operands(A, B, C, dtype)
+                if m and n:
+                    plans(a, b, c)(a, b, c)
+                return c.obj
+
+        else:
+            plans = tensor_core.TiledLauncher(tiles, geometry).plans
+
+            if len(dtypes) == 1:
+
+                def launch(A: Any, B: Any, C: Any = None) -> Any:
+                    a, b, c, _, _, _ = operands(A, B, C, dtype)
+                    plans(a, b, c)(a, b, c)
+                    return c.obj
+
+            else:
+
+                def launch(A: Any, B: Any, C: Any = None) -> Any:
+                    a = intake(A, "A")  # read once: operands takes the Operand as it is
+                    a, b, c, _, _, _ = operands(a, B, C, tensor_core.operand_dtype(a, dtypes))
+                    plans(a, b, c)(a, b, c)
+                    return c.obj
+
+            if transposed is not None:
+                options["transposed"] = tensor_core.transposed_launcher(transposed, tiles)
+        rung(dtypes=dtypes, **options)(rung_launcher(launch, geometry, plans))
+        return geometry
+
+    return decorate
 
 
 def aligned_for_float4(*arrays: Any) -> bool:

@@ -24,7 +24,8 @@ assumes FP8's tensor-core rate is twice FP16's, as Hopper's datasheet gives it (
 dense TFLOP/s on an H100 SXM), at twice cuBLAS's measured FP16 rate.
 
 ``operands`` validates for every launcher of the problem; ``Fp8Launcher`` runs a tile-multiple
-kernel on any size, padded where the sizes are off the tiles.
+kernel on any size, padded where the sizes are off the tiles; ``fp8_rung`` registers a rung from
+its kernel's launch for tile-multiple sizes.
 """
 
 from __future__ import annotations
@@ -35,8 +36,8 @@ from typing import Any
 import numpy as np
 
 from ladder.core.dtypes import resolve
-from ladder.core.fastcall import Operand, PlanCache, c_contiguous, intake, output
-from ladder.core.rung import Problem, register_problem
+from ladder.core.fastcall import Operand, PlanCache, c_contiguous, intake, output, rung_launcher
+from ladder.core.rung import Problem, register_problem, rung
 
 DTYPES = ("float8_e4m3fn", "float8_e5m2")
 LARGEST = {"float8_e4m3fn": 448.0, "float8_e5m2": 57344.0}
@@ -194,17 +195,13 @@ class Fp8Launcher:
     themselves when their sizes are multiples of ``tiles`` and their addresses 16-byte aligned,
     on zero-padded copies otherwise (zero rows and columns add nothing, so the result is
     exact; the copies cost time at such sizes only, never at the benchmark's). Plans are kept
-    per operand signature (``ladder.core.fastcall``), as ``tensor_core.TiledLauncher`` does."""
+    per operand signature (``ladder.core.fastcall``), as ``tensor_core.TiledLauncher`` does:
+    ``plans(a, b, sa, sb, c)(a, b, sa, sb, c)``."""
 
     def __init__(self, tiles: tuple[int, int, int], kernel_for: KernelFor) -> None:
         self.tiles = tiles
         self.kernels = PlanCache(kernel_for)  # by padded (M, N, K) and dtype
         self.plans = PlanCache(self._plan)
-
-    def __call__(self, A: Any, B: Any, scale_a: Any, scale_b: Any, C: Any = None) -> Any:
-        a, b, sa, sb, c, _, _, _ = operands(A, B, scale_a, scale_b, C)
-        self.plans(a, b, sa, sb, c)(a, b, sa, sb, c)
-        return c.obj
 
     def _plan(self, a: Operand, b: Operand, sa: Operand, sb: Operand, c: Operand) -> Any:
         from ladder.core.fastcall import bits_view
@@ -245,3 +242,24 @@ class _Padded:
         self.pbt[:n, :k] = bits_view(b, (n, k))  # column-major B is Bᵀ row-major
         self.kernel(self.pa.data.ptr, self.pbt.data.ptr, self.pc.data.ptr, sa.ptr, sb.ptr)
         bits_view(c)[...] = self.pc[:m, :n]
+
+
+def fp8_rung(*, tiles: tuple[int, int, int], **options: Any) -> Callable[[KernelFor], KernelFor]:
+    """Register an FP8 GEMM rung from ``geometry(M, N, K, dtype)``, its kernel's launch for
+    multiples of ``tiles`` (``launch(a, bt, c, scale_a, scale_b, stream=...)`` with device
+    pointers), with ``rung``'s options, and return the geometry as it is. The launcher
+    registered, ``launch(A, B, scale_a, scale_b, C=None)``, validates (``operands``), finds the
+    plan for the operands' signature in an ``Fp8Launcher``'s plans and runs it."""
+
+    def decorate(geometry: KernelFor) -> KernelFor:
+        plans = Fp8Launcher(tiles, geometry).plans
+
+        def launch(A: Any, B: Any, scale_a: Any, scale_b: Any, C: Any = None) -> Any:
+            a, b, sa, sb, c, _, _, _ = operands(A, B, scale_a, scale_b, C)
+            plans(a, b, sa, sb, c)(a, b, sa, sb, c)
+            return c.obj
+
+        rung(problem="gemm-fp8", dtypes=DTYPES, **options)(rung_launcher(launch, geometry, plans))
+        return geometry
+
+    return decorate

@@ -1,22 +1,22 @@
-"""Rung 0, CPU baseline: NumPy's ``A @ B``, which calls the host BLAS (OpenBLAS or MKL).
+"""CPU baseline: NumPy's ``A @ B``, which calls the host BLAS (OpenBLAS or MKL).
 
 What changes: nothing yet; this is the floor every GPU rung is placed against. It is not a
 GPU kernel: it takes and fills host (NumPy) arrays and is timed with a host clock.
 Why: a tuned BLAS already runs blocked, vectorised code on every CPU core, so a GPU kernel
 has to earn its place against it, not against a Python loop.
 Prediction: a tuned BLAS on a many-core CPU reaches a few TFLOP/s in float32 at best, so the
-GPU rungs should pass it once they reuse data (shared-memory tiling, rung 3, and up).
+GPU rungs should pass it once they reuse data (`shared-tiling` and up).
 Measured: on the host CPU of the H200 machine (its model is not recorded), by ``ladder bench``
 (results/nvidia-h200.json): 2.187 ms at 1024³ (0.98 TFLOP/s) and 117.502 ms at 4096³
 (1.17 TFLOP/s). In the same run the naive GPU rung takes 4.431 ms and 276.079 ms, the
 coalesced rung 1.602 ms and 99.551 ms, and shared-memory tiling 0.287 ms and 17.476 ms.
-Verdict: held, at the low end of "a few TFLOP/s" (just under 1 at 1024³). The simplest GPU
-rungs do not pass NumPy at large sizes: the naive rung is slower than NumPy at both sizes
-(0.49x at 1024³, 0.43x at 4096³), and the coalesced rung is only a little faster (1.37x and
-1.18x). From rung 3 on, every GPU rung is about 6x faster than NumPy or more at both sizes
-(the least: rung 5 at 1024³, 6.41x). At 1024³ the GPU rungs from rung 2 up already win; the
-size below which launch costs (microseconds) let the CPU win is smaller than any size in the
-file: not measured.
+Verdict: held, at the low end of "a few TFLOP/s" (just under 1 at 1024³). The simplest GPU rungs do
+not pass NumPy at large sizes: the naive rung is slower than NumPy at both sizes (0.49x at 1024³,
+0.43x at 4096³), and the coalesced rung is only a little faster (1.37x and 1.18x). From
+`shared-tiling` on, every GPU rung is about 6x faster than NumPy or more at both sizes (the least:
+`register-blocked-2d` at 1024³, 6.41x). At 1024³ the GPU rungs from `coalesced` up already win; the
+size below which launch costs (microseconds) let the CPU win is smaller than any size in the file:
+not measured.
 
 Lab notes: docs/notes/gemm.md#rung-0-cpu-baseline
 """

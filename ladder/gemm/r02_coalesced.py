@@ -1,4 +1,4 @@
-"""Rung 2, coalesced: the same kernel with the thread-to-output mapping swapped.
+"""Coalesced: the same kernel with the thread-to-output mapping swapped.
 
 What changes: ``threadIdx.x`` now picks the *column* of C instead of the row; one line of the
 kernel. The 32 threads of a warp read 32 consecutive floats of one row of B (one 128-byte
@@ -6,37 +6,31 @@ line: four sectors instead of 32), all read the same element of A (one broadcast
 32 consecutive floats of C.
 Why: the memory system moves whole 32-byte sectors; a warp whose addresses are consecutive
 ("coalesced") uses every byte of them. Per step of k a warp now touches 5 sectors, not 33.
-Prediction: several times faster than rung 1 (the sector count allows up to 6.6x); still two
+Prediction: several times faster than `naive` (the sector count allows up to 6.6x); still two
 global loads (mostly L1/L2 hits) per fused multiply-add (FMA), so bound by cache bandwidth at
 a small fraction of the FP32 peak.
 Measured: on an NVIDIA H200 by ``ladder bench`` (results/nvidia-h200.json): 1.602 ms at 1024³
-(1.34 TFLOP/s, 2.77x rung 1) and 99.551 ms at 4096³ (1.38 TFLOP/s, 2.77x, 2.1% of the FP32
+(1.34 TFLOP/s, 2.77x `naive`) and 99.551 ms at 4096³ (1.38 TFLOP/s, 2.77x, 2.1% of the FP32
 peak). Nsight Compute at 4096³ (lab/gemm/2026-11-22-profiles/nvidia-h200-profile-float32.json): SM
-throughput 74.3% (rung 1: 26.8%), L2 hit rate 60%, DRAM 1.8%.
+throughput 74.3% (`naive`: 26.8%), L2 hit rate 60%, DRAM 1.8%.
 Verdict: held in kind (nearly 3x, 2.1% of the peak) but well under the 6.6x that the sectors
 alone allow. Only the sectors per load fell: the load instructions, two per FMA, are the same
-as in rung 1, and the profile shows one of the SM's units now busy three quarters of the time.
+as in `naive`, and the profile shows one of the SM's units now busy three quarters of the time.
 Which unit (the load/store path or instruction issue) is not in the profile file: not yet
-measured. Rung 3 cuts the global loads themselves.
+measured. `shared-tiling` cuts the global loads themselves.
 
 Lab notes: docs/notes/gemm.md#rung-2-coalesced
 """
 
-from __future__ import annotations
-
-from typing import Any
-
 from numba import cuda, float32
 
-from ladder.core.fastcall import NumbaLaunch, Operand, PlanCache
-from ladder.core.rung import rung
-from ladder.gemm.problem import grid_2d, launch_planned
+from ladder.gemm.problem import gemm_rung, grid_2d
 
 BLOCK = 32
 
 
 @cuda.jit
-def coalesced_kernel(A, B, C):
+def kernel(A, B, C):
     col = cuda.blockIdx.x * cuda.blockDim.x + cuda.threadIdx.x  # fastest index -> column
     row = cuda.blockIdx.y * cuda.blockDim.y + cuda.threadIdx.y
     if row < C.shape[0] and col < C.shape[1]:
@@ -46,16 +40,7 @@ def coalesced_kernel(A, B, C):
         C[row, col] = acc
 
 
-def plan(a: Operand, b: Operand, c: Operand) -> NumbaLaunch:
-    """The kernel's launch for C's shape (grid and block): built once per signature of A, B
-    and C (``PLANS``)."""
-    m, n = c.shape
-    return NumbaLaunch(coalesced_kernel, grid_2d(n, BLOCK, m, BLOCK), (BLOCK, BLOCK))
-
-
-PLANS = PlanCache(plan)
-
-
-@rung(name="coalesced", parent="naive", title="Coalesced: warps read rows of B")
-def launch(A: Any, B: Any, C: Any = None) -> Any:
-    return launch_planned(PLANS, A, B, C)
+@gemm_rung(name="coalesced", parent="naive", title="Coalesced: warps read rows of B")
+def geometry(m: int, n: int, k: int) -> tuple:
+    """One thread per element of C, x along a row."""
+    return kernel, grid_2d(n, BLOCK, m, BLOCK), (BLOCK, BLOCK)

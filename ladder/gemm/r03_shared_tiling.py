@@ -1,41 +1,35 @@
-"""Rung 3, shared-memory tiling: a block stages 32 x 32 tiles of A and B in shared memory.
+"""Shared-memory tiling: a block stages 32 x 32 tiles of A and B in shared memory.
 
 What changes: a 32 x 32 block loads a 32-wide slice of A's rows and of B's columns into shared
 memory, one element per thread, synchronises, and each thread runs 32 multiply-adds out of
 shared memory before the next slice. Edges: a tile that hangs over the matrix is filled with
 zeros, which add nothing to the dot product, and only threads inside C write. That is how
 every tiled rung handles any M, N, K.
-Why: rung 2 loads every element of A and B once per output that uses it (N times for A, M
+Why: `coalesced` loads every element of A and B once per output that uses it (N times for A, M
 times for B). Staged in a tile, each global element is loaded M/32 or N/32 times instead.
 Prediction: global traffic falls 32 times, but the inner loop now does two shared-memory loads
 per multiply-add; shared memory serves 32 words per clock per SM against 128 FMA lanes, so
 this rung is bound by shared-memory bandwidth near an eighth of the FP32 peak: 8.4 TFLOP/s of
 the H200's 66.9.
 Measured: on an NVIDIA H200 by ``ladder bench`` (results/nvidia-h200.json): 0.287 ms at 1024³
-(7.48 TFLOP/s) and 17.476 ms at 4096³ (7.86 TFLOP/s, 11.8% of the FP32 peak, 5.70x rung 2).
+(7.48 TFLOP/s) and 17.476 ms at 4096³ (7.86 TFLOP/s, 11.8% of the FP32 peak, 5.70x `coalesced`).
 Nsight Compute at 4096³ (lab/gemm/2026-11-22-profiles/nvidia-h200-profile-float32.json): DRAM
 throughput 10%, occupancy 99.6%, SM throughput 64.4%.
-Verdict: held: 7.86 TFLOP/s is 94% of the shared-memory bound of the count. Global memory is
-no longer the limit; the two shared loads per multiply-add are, which is rung 4's subject.
+Verdict: held: 7.86 TFLOP/s is 94% of the shared-memory bound of the count. Global memory is no
+longer the limit; the two shared loads per multiply-add are, which is `thread-tiling-1d`'s subject.
 
 Lab notes: docs/notes/gemm.md#rung-3-shared-memory-tiling
 """
 
-from __future__ import annotations
-
-from typing import Any
-
 from numba import cuda, float32
 
-from ladder.core.fastcall import NumbaLaunch, Operand, PlanCache
-from ladder.core.rung import rung
-from ladder.gemm.problem import grid_2d, launch_planned
+from ladder.gemm.problem import gemm_rung, grid_2d
 
 TILE = 32
 
 
 @cuda.jit
-def shared_kernel(A, B, C):
+def kernel(A, B, C):
     As = cuda.shared.array((TILE, TILE), float32)
     Bs = cuda.shared.array((TILE, TILE), float32)
     tx = cuda.threadIdx.x
@@ -56,16 +50,7 @@ def shared_kernel(A, B, C):
         C[row, col] = acc
 
 
-def plan(a: Operand, b: Operand, c: Operand) -> NumbaLaunch:
-    """The kernel's launch for C's shape (grid and block): built once per signature of A, B
-    and C (``PLANS``)."""
-    m, n = c.shape
-    return NumbaLaunch(shared_kernel, grid_2d(n, TILE, m, TILE), (TILE, TILE))
-
-
-PLANS = PlanCache(plan)
-
-
-@rung(name="shared-tiling", parent="coalesced", title="Shared-memory tiling, 32x32")
-def launch(A: Any, B: Any, C: Any = None) -> Any:
-    return launch_planned(PLANS, A, B, C)
+@gemm_rung(name="shared-tiling", parent="coalesced", title="Shared-memory tiling, 32x32")
+def geometry(m: int, n: int, k: int) -> tuple:
+    """A block of TILE x TILE threads per tile of C."""
+    return kernel, grid_2d(n, TILE, m, TILE), (TILE, TILE)

@@ -1,38 +1,33 @@
-"""Rung 5, 2D register blocking: each thread computes an 8 x 8 block of C in registers.
+"""2D register blocking: each thread computes an 8 x 8 block of C in registers.
 
 What changes: a block of 256 threads computes a 128 x 128 tile of C, each thread an 8 x 8
 sub-block. Per step d of the K loop a thread copies 8 values of A's column and 8 of B's row
 into registers (16 shared loads) and does their outer product, 64 multiply-adds. The tiles
 are 128 x 8 of A and 8 x 128 of B: 1024 elements each, four per thread, loaded in strided
 passes so that neighbouring threads read neighbouring addresses.
-Why: rung 4 reuses each B value 8 times but each A value only once per thread. An outer
+Why: `thread-tiling-1d` reuses each B value 8 times but each A value only once per thread. An outer
 product reuses both, and its 64 independent accumulators give the FMA pipes work in flight.
-Prediction: shared loads per multiply-add fall from 9/8 to 1/4; two to three times rung 4.
+Prediction: shared loads per multiply-add fall from 9/8 to 1/4; two to three times
+`thread-tiling-1d`.
 Measured: on an NVIDIA H200 by ``ladder bench`` (results/nvidia-h200.json): 8.152 ms at 4096³
-(16.86 TFLOP/s, 2.19x rung 4) but 0.341 ms at 1024³ (0.86x rung 4). Nsight Compute at 4096³
-(lab/gemm/2026-11-22-profiles/nvidia-h200-profile-float32.json): 1.07 billion shared-load bank
-conflicts (rung 4: 61 thousand), occupancy 23.8%.
-Verdict: held at 4096³, missed at 1024³. A 1024 x 1024 C is only 64 tiles of 128 x 128, so
-64 blocks for the H200's 132 SMs leave more than half of them idle (rung 4's 64 x 64 tiles
-make 256 blocks); that count is the likely cause, but no profile at 1024³ is in the file.
-The conflicts come from the layout: shared memory has 32 banks of 4-byte words, and a warp's
-reads of different words in one bank are served one after another. Here the warp's two groups
-of 16 threads read A 8 rows (64 words) apart, the same bank, and its 16 B addresses, 8 words
-apart, fall in 4 banks (4-way). This is the kernel written the way Numba code is usually
-written; rung 6 fixes the layout and Numba's index overhead.
+(16.86 TFLOP/s, 2.19x `thread-tiling-1d`) but 0.341 ms at 1024³ (0.86x `thread-tiling-1d`). Nsight
+Compute at 4096³ (lab/gemm/2026-11-22-profiles/nvidia-h200-profile-float32.json): 1.07 billion
+shared-load bank conflicts (`thread-tiling-1d`: 61 thousand), occupancy 23.8%.
+Verdict: held at 4096³, missed at 1024³. A 1024 x 1024 C is only 64 tiles of 128 x 128, so 64
+blocks for the H200's 132 SMs leave more than half of them idle (`thread-tiling-1d`'s 64 x 64 tiles
+make 256 blocks); that count is the likely cause, but no profile at 1024³ is in the file. The
+conflicts come from the layout: shared memory has 32 banks of 4-byte words, and a warp's reads of
+different words in one bank are served one after another. Here the warp's two groups of 16 threads
+read A 8 rows (64 words) apart, the same bank, and its 16 B addresses, 8 words apart, fall in 4
+banks (4-way). This is the kernel written the way Numba code is usually written; `transposed-tiles`
+fixes the layout and Numba's index overhead.
 
 Lab notes: docs/notes/gemm.md#rung-5-2d-register-blocking
 """
 
-from __future__ import annotations
-
-from typing import Any
-
 from numba import cuda, float32
 
-from ladder.core.fastcall import NumbaLaunch, Operand, PlanCache
-from ladder.core.rung import rung
-from ladder.gemm.problem import grid_2d, launch_planned
+from ladder.gemm.problem import gemm_rung, grid_2d
 
 BM = 128
 BN = 128
@@ -46,7 +41,7 @@ B_ROWS_PER_PASS = THREADS // BN  # 2 rows of B's tile per loading pass
 
 
 @cuda.jit
-def register_blocked_kernel(A, B, C):
+def kernel(A, B, C):
     As = cuda.shared.array((BM, BK), float32)
     Bs = cuda.shared.array((BK, BN), float32)
     M, K = A.shape
@@ -88,20 +83,11 @@ def register_blocked_kernel(A, B, C):
                 C[row, col] = acc[i * TN + j]
 
 
-def plan(a: Operand, b: Operand, c: Operand) -> NumbaLaunch:
-    """The kernel's launch for C's shape (grid and block): built once per signature of A, B
-    and C (``PLANS``)."""
-    m, n = c.shape
-    return NumbaLaunch(register_blocked_kernel, grid_2d(n, BN, m, BM), THREADS)
-
-
-PLANS = PlanCache(plan)
-
-
-@rung(
+@gemm_rung(
     name="register-blocked-2d",
     parent="thread-tiling-1d",
     title="2D register blocking, 8x8 outputs/thread",
 )
-def launch(A: Any, B: Any, C: Any = None) -> Any:
-    return launch_planned(PLANS, A, B, C)
+def geometry(m: int, n: int, k: int) -> tuple:
+    """A block of THREADS per BM x BN tile of C."""
+    return kernel, grid_2d(n, BN, m, BM), THREADS

@@ -1,7 +1,7 @@
-"""Rung 6, Numba's tax removed and conflict-free tiles: unsigned indices, A stored transposed.
+"""Numba's tax removed and conflict-free tiles: unsigned indices, A stored transposed.
 
-What changes: the same 128 x 128 x 8 tiling and 8 x 8 outputs per thread as rung 5, with
-three changes, each found by reading rung 5's PTX:
+What changes: the same 128 x 128 x 8 tiling and 8 x 8 outputs per thread as `register-blocked-2d`,
+with three changes, each found by reading `register-blocked-2d`'s PTX:
 1. Unsigned indices. Every index starts from ``uint32`` values (thread and block indices,
    shapes, and the tile constants as ``np.uint32``), which removes Numba's wrap-around code
    for negative indices before every array access. One trap: Numba types ``uint64 op int64``
@@ -13,32 +13,27 @@ three changes, each found by reading rung 5's PTX:
 3. Each thread's 8 columns are interleaved 16 apart (``col = tcol + 16 j``) instead of 8
    adjacent ones: a half-warp's 16 threads read 16 consecutive words of B's tile (no bank
    conflicts) and write 16 consecutive floats of C.
-Why: rung 5's profile shows 1.07 billion shared-load bank conflicts, and its PTX carries
-index code that does no arithmetic of the product.
+Why: `register-blocked-2d`'s profile shows 1.07 billion shared-load bank conflicts, and its PTX
+carries index code that does no arithmetic of the product.
 Prediction: fewer instructions per multiply-add and no shared-memory replays; a clear step
-over rung 5, still with scalar loads everywhere.
-Measured: on an NVIDIA H200 by ``ladder bench`` (results/nvidia-h200.json): 0.219 ms at
-1024³ (1.56x rung 5) and 4.815 ms at 4096³ (28.54 TFLOP/s, 43% of the FP32 peak, 1.69x).
-Nsight Compute at 4096³ (lab/gemm/2026-11-22-profiles/nvidia-h200-profile-float32.json): shared-load
-bank conflicts 7.7 thousand (rung 5: 1.07 billion), SM throughput 68.0% (61.6%).
+over `register-blocked-2d`, still with scalar loads everywhere.
+Measured: on an NVIDIA H200 by ``ladder bench`` (results/nvidia-h200.json): 0.219 ms at 1024³
+(1.56x `register-blocked-2d`) and 4.815 ms at 4096³ (28.54 TFLOP/s, 43% of the FP32 peak, 1.69x).
+Nsight Compute at 4096³ (lab/gemm/2026-11-22-profiles/nvidia-h200-profile-float32.json):
+shared-load bank conflicts 7.7 thousand (`register-blocked-2d`: 1.07 billion), SM throughput 68.0%
+(61.6%).
 Verdict: held: the load conflicts are gone and the step is 1.7x. The profile still counts 5.0
-million shared-store conflicts (rung 5: 1.2 million), where the layout count above says A's
-stores have none; where they come from is not examined yet (Nsight's per-instruction source
-view would show it). Rung 7 widens the loads.
+million shared-store conflicts (`register-blocked-2d`: 1.2 million), where the layout count above
+says A's stores have none; where they come from is not examined yet (Nsight's per-instruction
+source view would show it). `wide-loads` widens the loads.
 
 Lab notes: docs/notes/gemm.md#rung-6-transposed-tiles
 """
 
-from __future__ import annotations
-
-from typing import Any
-
 import numpy as np
 from numba import cuda, float32, uint32
 
-from ladder.core.fastcall import NumbaLaunch, Operand, PlanCache
-from ladder.core.rung import rung
-from ladder.gemm.problem import grid_2d, launch_planned
+from ladder.gemm.problem import gemm_rung, grid_2d
 
 BM, BN, BK = 128, 128, 8  # block tile (Python ints: array shapes must be)
 TM, TN = 8, 8  # outputs per thread
@@ -57,7 +52,7 @@ U_ZERO = np.uint32(0)
 
 
 @cuda.jit
-def transposed_tiles_kernel(A, B, C):
+def kernel(A, B, C):
     As = cuda.shared.array((BK, AS_ROW), float32)  # transposed: As[k, m]
     Bs = cuda.shared.array((BK, BN), float32)
     M, K, N = uint32(A.shape[0]), uint32(A.shape[1]), uint32(B.shape[1])
@@ -98,20 +93,11 @@ def transposed_tiles_kernel(A, B, C):
                 C[row, col] = acc[i * U_TN + j]
 
 
-def plan(a: Operand, b: Operand, c: Operand) -> NumbaLaunch:
-    """The kernel's launch for C's shape (grid and block): built once per signature of A, B
-    and C (``PLANS``)."""
-    m, n = c.shape
-    return NumbaLaunch(transposed_tiles_kernel, grid_2d(n, BN, m, BM), THREADS)
-
-
-PLANS = PlanCache(plan)
-
-
-@rung(
+@gemm_rung(
     name="transposed-tiles",
     parent="register-blocked-2d",
     title="Unsigned indices, transposed padded A tile",
 )
-def launch(A: Any, B: Any, C: Any = None) -> Any:
-    return launch_planned(PLANS, A, B, C)
+def geometry(m: int, n: int, k: int) -> tuple:
+    """A block of THREADS per BM x BN tile of C."""
+    return kernel, grid_2d(n, BN, m, BM), THREADS

@@ -1,6 +1,6 @@
-"""Rung 7, wide loads: 16-byte global loads and 16-byte shared-memory reads and stores.
+"""Wide loads: 16-byte global loads and 16-byte shared-memory reads and stores.
 
-What changes: rung 6 moves every float with its own 4-byte instruction. Numba has no
+What changes: `transposed-tiles` moves every float with its own 4-byte instruction. Numba has no
 ``float4``; ``ladder.core.intrinsics.load4``/``store4`` emit vector accesses, which become
 ``ld.global.v4.f32``, ``ld.shared.v4.f32`` and ``st.global.v4.f32`` in the PTX. Same 128 x 128
 x 8 block tile and 8 x 8 outputs per thread. A's 128 x 8 tile is 256 float4, one per thread
@@ -13,33 +13,29 @@ accesses. Shared arrays are declared 16-byte aligned, so the shared reads are al
 Why: fewer instructions move the same bytes, and a quarter-warp's 16-byte reads cover 128
 consecutive bytes, so they stay free of bank conflicts.
 Prediction: global load instructions fall 4x and shared reads 4x (16 to 4 per 64
-multiply-adds); a large step over rung 6.
-Measured: on an NVIDIA H200 by ``ladder bench`` (results/nvidia-h200.json): 0.202 ms at
-1024³ (1.08x rung 6) and 4.331 ms at 4096³ (31.73 TFLOP/s, 1.11x). Nsight Compute at 4096³
-(lab/gemm/2026-11-22-profiles/nvidia-h200-profile-float32.json): SM throughput 65.9% (rung 6:
-68.0%), occupancy 24.3% (24.4%), shared-load bank conflicts 46 thousand (7.7 thousand), DRAM 1.9%.
-Verdict: missed: 1.11x, not a large step. The count looked at the loads alone. Per step of
-k a thread issues 64 FMAs and 16 shared reads in rung 6, 64 and 4 here: the FMAs, which do not
-change, are 64 of the 80, so even if instruction issue were the whole limit the inner loop
-could get at most 80/68 = 1.18x faster. Nsight Compute (lab/gemm/2026-11-24-counts/nvidia-h200-
-profile-gemm-counts.json) counts 2.99 billion warp instructions against rung 6's 3.40 billion (12%
-fewer), with issue-slot use near 68% in both: the time fell about as the instructions did (10%), so
-issue is the limit, and the FMAs are most of what is left. Rung 8 cuts the shared-memory traffic per
-multiply-add instead.
+multiply-adds); a large step over `transposed-tiles`.
+Measured: on an NVIDIA H200 by ``ladder bench`` (results/nvidia-h200.json): 0.202 ms at 1024³
+(1.08x `transposed-tiles`) and 4.331 ms at 4096³ (31.73 TFLOP/s, 1.11x). Nsight Compute at 4096³
+(lab/gemm/2026-11-22-profiles/nvidia-h200-profile-float32.json): SM throughput 65.9%
+(`transposed-tiles`: 68.0%), occupancy 24.3% (24.4%), shared-load bank conflicts 46 thousand (7.7
+thousand), DRAM 1.9%.
+Verdict: missed: 1.11x, not a large step. The count looked at the loads alone. Per step of k a
+thread issues 64 FMAs and 16 shared reads in `transposed-tiles`, 64 and 4 here: the FMAs, which do
+not change, are 64 of the 80, so even if instruction issue were the whole limit the inner loop
+could get at most 80/68 = 1.18x faster. Nsight Compute
+(lab/gemm/2026-11-24-counts/nvidia-h200-profile-gemm-counts.json) counts 2.99 billion warp
+instructions against `transposed-tiles`'s 3.40 billion (12% fewer), with issue-slot use near 68% in
+both: the time fell about as the instructions did (10%), so issue is the limit, and the FMAs are
+most of what is left. `warp-tiling` cuts the shared-memory traffic per multiply-add instead.
 
 Lab notes: docs/notes/gemm.md#rung-7-wide-loads
 """
-
-from __future__ import annotations
-
-from typing import Any
 
 import numpy as np
 from numba import cuda, float32, uint32
 
 from ladder.core.intrinsics import VECTOR_ALIGN, load4, store4
-from ladder.core.rung import rung
-from ladder.gemm.problem import float4_plans, launch_planned
+from ladder.gemm.problem import ByAlignment, gemm_rung, grid_2d
 
 BM, BN, BK = 128, 128, 8
 TM, TN = 8, 8
@@ -56,11 +52,11 @@ U_COL_THREADS = np.uint32(BN // TN)  # 16
 U_ZERO = np.uint32(0)
 
 
-def make_kernel(wide_global: bool):
+def make_kernel(wide_global: bool) -> object:
     """The kernel with 16-byte global accesses (``wide_global``) or scalar ones."""
 
     @cuda.jit
-    def wide_loads_kernel(A, B, C):
+    def kernel(A, B, C):
         As = cuda.shared.array((BK, AS_ROW), float32, alignment=VECTOR_ALIGN)
         Bs = cuda.shared.array((BK, BN), float32, alignment=VECTOR_ALIGN)
         M, K, N = uint32(A.shape[0]), uint32(A.shape[1]), uint32(B.shape[1])
@@ -129,16 +125,15 @@ def make_kernel(wide_global: bool):
                             if col + uint32(j) < N:
                                 C[row, col + uint32(j)] = acc[base + j]
 
-    return wide_loads_kernel
+    return kernel
 
 
 wide_kernel = make_kernel(wide_global=True)
 scalar_kernel = make_kernel(wide_global=False)
 
 
-PLANS = float4_plans(wide_kernel, scalar_kernel, BM, BN, THREADS)
-
-
-@rung(name="wide-loads", parent="transposed-tiles", title="16-byte loads and stores (float4)")
-def launch(A: Any, B: Any, C: Any = None) -> Any:
-    return launch_planned(PLANS, A, B, C)
+@gemm_rung(name="wide-loads", parent="transposed-tiles", title="16-byte loads and stores (float4)")
+def geometry(m: int, n: int, k: int) -> tuple:
+    """The 16-byte kernel where every row of A, B and C allows it, else the scalar one; a block
+    of THREADS per BM x BN tile of C."""
+    return ByAlignment(wide_kernel, scalar_kernel), grid_2d(n, BN, m, BM), THREADS

@@ -1,35 +1,36 @@
-"""Rung 8, warp tiling: each warp owns a 64 x 64 piece of C's tile, each thread 8 x 16 outputs.
+"""Warp tiling: each warp owns a 64 x 64 piece of C's tile, each thread 8 x 16 outputs.
 
 What changes: the warp, the unit the hardware schedules, gets its own level of tiling.
 - 128 threads in 4 warps; each warp computes a WM x WN = 64 x 64 piece of the 128 x 128 block
   tile (2 x 2 warps).
 - A warp walks its piece as WNITER = 4 sub-tiles of 64 x 16. In each, its 32 lanes form an
   8 x 4 grid and a lane owns TM x TN = 8 x 4 outputs; over the four sub-tiles a thread holds
-  8 x 16 = 128 accumulators (rung 7: 64).
-- BK grows from 8 to 16, so each K tile (128 x 16 of A, 16 x 128 of B; 4 float4 of each per
-  thread) spreads its two barriers over twice as many multiply-adds.
-Everything else is rung 7's: unsigned indices, A's tile transposed with rows padded by 4
-floats, 16-byte accesses where alignment allows, masked edges. The tile sizes are a ``Config``
-and ``make_kernel`` assembles the kernel from device functions, so rung 9 reuses the pieces
-and rung 10 sweeps the sizes.
-Why: rung 7 lays its 256 threads over the block tile as one 16 x 16 grid, so per step of k a
+  8 x 16 = 128 accumulators (`wide-loads`: 64).
+- BK grows from 8 to 16, so each K tile (128 x 16 of A, 16 x 128 of B; 4 float4 of each per thread)
+  spreads its two barriers over twice as many multiply-adds. Everything else is `wide-loads`'s:
+  unsigned indices, A's tile transposed with rows padded by 4 floats, 16-byte accesses where
+  alignment allows, masked edges. The tile sizes are a ``Config`` and ``make_kernel`` assembles the
+  kernel from device functions, so `double-buffered` reuses the pieces and `tuned` sweeps the
+  sizes.
+Why: `wide-loads` lays its 256 threads over the block tile as one 16 x 16 grid, so per step of k a
 warp reads 16 distinct values of A and 128 of B from shared memory for 2048 multiply-adds.
 Here a warp reads 64 of A and 64 of B for 4096: less than half the shared-memory traffic per
-multiply-add, and 6 float4 shared reads per 128 multiply-adds per thread (rung 7: 4 per 64).
+multiply-add, and 6 float4 shared reads per 128 multiply-adds per thread (`wide-loads`: 4 per 64).
 Prediction: less shared-memory traffic per FMA and twice the independent accumulators per
-thread: a clear step over rung 7. Each K tile's global loads are still exposed between two
-barriers, which is rung 9's subject.
+thread: a clear step over `wide-loads`. Each K tile's global loads are still exposed between two
+barriers, which is `double-buffered`'s subject.
 Measured: on an NVIDIA H200 by ``ladder bench`` (results/nvidia-h200.json): 0.197 ms at
-1024³ (1.02x rung 7) and 4.477 ms at 4096³ (30.70 TFLOP/s, 0.97x). Nsight Compute at 4096³
-(lab/gemm/2026-11-22-profiles/nvidia-h200-profile-float32.json): SM throughput 57.5% (rung 7:
+1024³ (1.02x `wide-loads`) and 4.477 ms at 4096³ (30.70 TFLOP/s, 0.97x). Nsight Compute at 4096³
+(lab/gemm/2026-11-22-profiles/nvidia-h200-profile-float32.json): SM throughput 57.5% (`wide-loads`:
 65.9%), occupancy 18.0% (24.3%), shared-store bank conflicts 17.5 million (3.7 million).
-Verdict: missed: no step. Nsight Compute (lab/gemm/2026-11-24-counts/nvidia-h200-profile-gemm-
-counts.json) counts 2.69 billion warp instructions against rung 7's 2.99 billion (10% fewer), yet
-the time grew: issue-slot use fell from 67.9% to 65.3% and occupancy from 24.3% to 18.1%. The kernel
-is no longer bound by issuing; its warps wait, with fewer of them resident to cover the waits. The
-prediction's own caveat fits: each K tile's global loads are exposed between two barriers, and rung
-9, which changes only that, is 1.18x faster. The stall reasons that would name the wait are not in
-the file: not yet measured.
+Verdict: missed: no step. Nsight Compute
+(lab/gemm/2026-11-24-counts/nvidia-h200-profile-gemm-counts.json) counts 2.69 billion warp
+instructions against `wide-loads`'s 2.99 billion (10% fewer), yet the time grew: issue-slot use
+fell from 67.9% to 65.3% and occupancy from 24.3% to 18.1%. The kernel is no longer bound by
+issuing; its warps wait, with fewer of them resident to cover the waits. The prediction's own
+caveat fits: each K tile's global loads are exposed between two barriers, and rung 9, which changes
+only that, is 1.18x faster. The stall reasons that would name the wait are not in the file: not yet
+measured.
 
 Lab notes: docs/notes/gemm.md#rung-8-warp-tiling
 """
@@ -44,8 +45,7 @@ import numpy as np
 from numba import cuda, float32, uint32
 
 from ladder.core.intrinsics import VECTOR_ALIGN, load4, store4
-from ladder.core.rung import rung
-from ladder.gemm.problem import float4_plans, launch_planned
+from ladder.gemm.problem import ByAlignment, gemm_rung, grid_2d
 
 BM, BN, BK = 128, 128, 16  # block tile
 WM, WN = 64, 64  # warp tile
@@ -293,7 +293,7 @@ def make_kernel(config: Config, wide_global: bool) -> Any:
     u_zero = np.uint32(0)
 
     @cuda.jit
-    def warp_tiling_kernel(A, B, C):
+    def kernel(A, B, C):
         As = cuda.shared.array((bk, as_row), float32, alignment=VECTOR_ALIGN)  # As[k, m]
         Bs = cuda.shared.array((bk, bn), float32, alignment=VECTOR_ALIGN)
         K = uint32(A.shape[1])
@@ -316,16 +316,15 @@ def make_kernel(config: Config, wide_global: bool) -> Any:
             cuda.syncthreads()
         store_c(C, row0 + m_base, col0 + n_base, acc)
 
-    return warp_tiling_kernel
+    return kernel
 
 
 wide_kernel = make_kernel(DEFAULT, wide_global=True)
 scalar_kernel = make_kernel(DEFAULT, wide_global=False)
 
 
-PLANS = float4_plans(wide_kernel, scalar_kernel, BM, BN, THREADS)
-
-
-@rung(name="warp-tiling", parent="wide-loads", title="Warp tiling: 64 x 64 per warp")
-def launch(A: Any, B: Any, C: Any = None) -> Any:
-    return launch_planned(PLANS, A, B, C)
+@gemm_rung(name="warp-tiling", parent="wide-loads", title="Warp tiling: 64 x 64 per warp")
+def geometry(m: int, n: int, k: int) -> tuple:
+    """The 16-byte kernel where every row of A, B and C allows it, else the scalar one; a block
+    of THREADS per BM x BN tile of C."""
+    return ByAlignment(wide_kernel, scalar_kernel), grid_2d(n, BN, m, BM), THREADS

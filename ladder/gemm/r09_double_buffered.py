@@ -1,26 +1,26 @@
-"""Rung 9, double buffering: the next K tile's global loads overlap the current tile's math.
+"""Double buffering: the next K tile's global loads overlap the current tile's math.
 
-What changes: shared memory holds two stages of the A and B tiles. While the block computes
-on stage s, each thread has already issued the global loads of the next K tile into
-registers, before the compute loop; after the compute it writes them to the other stage. One
-barrier per K tile is then enough: the barrier after tile t's writes to stage s ^ 1 also
-separates tile t's reads of stage s from tile t + 1's writes to it. The tile sizes, the thread
-layout and every piece of the kernel (loads, transposed store, inner loop, masked epilogue) are
-rung 8's, imported from ``r08_warp_tiling``; only the kernel body that orders them is new. The
-two stages live in one shared array of 2 x BK rows per operand, stage s at row offset s x BK,
-because ``load4`` takes 2D arrays: 2 x 16 x (132 + 128) x 4 = 33,280 bytes per block, under the
-48 KB a block may declare statically (Numba cannot raise that limit). The price is registers:
-the next tile's 32 floats stay live across the compute loop.
-Why: in rung 8 every K tile goes load, barrier, compute, barrier: a warp that reaches the loads
-waits the full global-memory latency (hundreds of cycles) with nothing to do, and with 128
-accumulators per thread only a few warps fit on an SM to cover for it. Here that latency is
-hidden behind 2048 multiply-adds per thread.
+What changes: shared memory holds two stages of the A and B tiles. While the block computes on
+stage s, each thread has already issued the global loads of the next K tile into registers, before
+the compute loop; after the compute it writes them to the other stage. One barrier per K tile is
+then enough: the barrier after tile t's writes to stage s ^ 1 also separates tile t's reads of
+stage s from tile t + 1's writes to it. The tile sizes, the thread layout and every piece of the
+kernel (loads, transposed store, inner loop, masked epilogue) are `warp-tiling`'s, imported from
+``r08_warp_tiling``; only the kernel body that orders them is new. The two stages live in one
+shared array of 2 x BK rows per operand, stage s at row offset s x BK, because ``load4`` takes 2D
+arrays: 2 x 16 x (132 + 128) x 4 = 33,280 bytes per block, under the 48 KB a block may declare
+statically (Numba cannot raise that limit). The price is registers: the next tile's 32 floats stay
+live across the compute loop.
+Why: in `warp-tiling` every K tile goes load, barrier, compute, barrier: a warp that reaches the
+loads waits the full global-memory latency (hundreds of cycles) with nothing to do, and with 128
+accumulators per thread only a few warps fit on an SM to cover for it. Here that latency is hidden
+behind 2048 multiply-adds per thread.
 Prediction: the global-load stalls between tiles disappear, most visibly at sizes where few
-blocks fit per SM; a moderate step over rung 8.
+blocks fit per SM; a moderate step over `warp-tiling`.
 Measured: on an NVIDIA H200 by ``ladder bench`` (results/nvidia-h200.json): 0.151 ms at
-1024³ (1.32x rung 8) and 3.803 ms at 4096³ (36.14 TFLOP/s, 54% of the FP32 peak, 1.18x, 0.71x
+1024³ (1.32x `warp-tiling`) and 3.803 ms at 4096³ (36.14 TFLOP/s, 54% of the FP32 peak, 1.18x, 0.71x
 cuBLAS). Nsight Compute at 4096³ (lab/gemm/2026-11-22-profiles/nvidia-h200-profile-float32.json): SM
-throughput 69.1% (rung 8: 57.5%) with occupancy 12.4% (18.0%).
+throughput 69.1% (`warp-tiling`: 57.5%) with occupancy 12.4% (18.0%).
 Verdict: held: a busier SM with fewer resident warps, which is what hiding the loads inside
 each warp should give, and the larger gain at 1024³, where the 64 blocks leave one per SM.
 
@@ -36,8 +36,7 @@ import numpy as np
 from numba import cuda, float32, uint32
 
 from ladder.core.intrinsics import VECTOR_ALIGN
-from ladder.core.rung import rung
-from ladder.gemm.problem import float4_plans, launch_planned
+from ladder.gemm.problem import ByAlignment, gemm_rung, grid_2d
 from ladder.gemm.r08_warp_tiling import DEFAULT, Config, make_parts
 
 STAGES = 2
@@ -106,21 +105,24 @@ def make_kernel(config: Config, wide_global: bool) -> Any:
     store_c = make_parts(config, wide_global).store_c
 
     @cuda.jit
-    def double_buffered_kernel(A, B, C):
+    def kernel(A, B, C):
         acc = cuda.local.array(n_acc, float32)
         row, col = mainloop(A, B, acc)
         store_c(C, row, col, acc)
 
-    return double_buffered_kernel
+    return kernel
 
 
 wide_kernel = make_kernel(DEFAULT, wide_global=True)
 scalar_kernel = make_kernel(DEFAULT, wide_global=False)
 
 
-PLANS = float4_plans(wide_kernel, scalar_kernel, DEFAULT.bm, DEFAULT.bn, DEFAULT.threads)
-
-
-@rung(name="double-buffered", parent="warp-tiling", title="Double-buffered shared tiles")
-def launch(A: Any, B: Any, C: Any = None) -> Any:
-    return launch_planned(PLANS, A, B, C)
+@gemm_rung(name="double-buffered", parent="warp-tiling", title="Double-buffered shared tiles")
+def geometry(m: int, n: int, k: int) -> tuple:
+    """The 16-byte kernel where every row of A, B and C allows it, else the scalar one; a block
+    of DEFAULT's threads per tile of C."""
+    return (
+        ByAlignment(wide_kernel, scalar_kernel),
+        grid_2d(n, DEFAULT.bn, m, DEFAULT.bm),
+        DEFAULT.threads,
+    )

@@ -1,26 +1,26 @@
-"""Rung 10, tuned: rung 9's kernel with tile sizes chosen by measuring, not by reasoning.
+"""Tuned: `double-buffered`'s kernel with tile sizes chosen by measuring, not by reasoning.
 
-What changes: nothing in the kernel. Rung 9's factory is built for each of eight candidate
-configurations (``CONFIGS``: block tiles of 64 to 256 along M and N, BK of 8, 16 and 32, 4 or
-8 warps, 4 x 4 to 8 x 8 outputs per lane and sub-tile); ``sweep(m, n, k)`` times each with the
-harness's own recipe (checked output, flushed L2, CUDA events, median of repeats), and the
-launcher uses the winner, ``TUNED``. Every candidate fits rung 9's 48 KB of static shared
-memory with two stages and handles any M, N and K.
-Why: rungs 8 and 9 fix one set of sizes (128 x 128 x 16 block tile, 64 x 64 warp tile, 8 x 4
-outputs per lane and sub-tile, 128 threads) that is a good guess, not a measured optimum.
-Bigger tiles reuse each loaded value more but need more registers and shared memory per
-block, so fewer blocks share an SM to hide latency; at small M and N, big tiles also leave SMs
-idle (a 1024 x 1024 C is 64 tiles of 128 x 128, for 132 SMs on an H200).
-Prediction: a few percent to a few tens of percent over rung 9 at the shapes swept; the gain
-is largest where the default tile is furthest from the best one for the GPU.
-Measured: on an NVIDIA H200, the sweep at 4096³ (lab/gemm/2026-11-21-tile-sweep/nvidia-h200-gemm-
-sweep.json) timed the eight candidates from 3.819 ms to 4.910 ms, and the fastest was rung 9's own
-configuration; 8 x 8 per lane and the 128 x 256 block were within 1.2% of it. ``ladder bench``
-(results/nvidia-h200.json): 3.803 ms at 4096³ and 0.151 ms at 1024³, the same as rung 9 (1.00x at
-both).
+What changes: nothing in the kernel. `double-buffered`'s factory is built for each of eight
+candidate configurations (``CONFIGS``: block tiles of 64 to 256 along M and N, BK of 8, 16 and 32,
+4 or 8 warps, 4 x 4 to 8 x 8 outputs per lane and sub-tile); ``sweep(m, n, k)`` times each with the
+harness's own recipe (checked output, flushed L2, CUDA events, median of repeats), and the launcher
+uses the winner, ``TUNED``. Every candidate fits `double-buffered`'s 48 KB of static shared memory
+with two stages and handles any M, N and K.
+Why: rungs `warp-tiling` and `double-buffered` fix one set of sizes (128 x 128 x 16 block tile, 64
+x 64 warp tile, 8 x 4 outputs per lane and sub-tile, 128 threads) that is a good guess, not a
+measured optimum. Bigger tiles reuse each loaded value more but need more registers and shared
+memory per block, so fewer blocks share an SM to hide latency; at small M and N, big tiles also
+leave SMs idle (a 1024 x 1024 C is 64 tiles of 128 x 128, for 132 SMs on an H200).
+Prediction: a few percent to a few tens of percent over `double-buffered` at the shapes swept; the
+gain is largest where the default tile is furthest from the best one for the GPU.
+Measured: on an NVIDIA H200, the sweep at 4096³
+(lab/gemm/2026-11-21-tile-sweep/nvidia-h200-gemm-sweep.json) timed the eight candidates from 3.819
+ms to 4.910 ms, and the fastest was `double-buffered`'s own configuration; 8 x 8 per lane and the
+128 x 256 block were within 1.2% of it. ``ladder bench`` (results/nvidia-h200.json): 3.803 ms at
+4096³ and 0.151 ms at 1024³, the same as `double-buffered` (1.00x at both).
 Verdict: missed: no gain, because the sweep found the default best at 4096³, so ``TUNED`` is
-rung 9's configuration and the rung runs rung 9's kernel. At 1024³, where 64 large tiles
-leave SMs idle and a smaller tile might win, no sweep was run: not yet measured.
+`double-buffered`'s configuration and the rung runs `double-buffered`'s kernel. At 1024³, where 64
+large tiles leave SMs idle and a smaller tile might win, no sweep was run: not yet measured.
 
 Lab notes: docs/notes/gemm.md#rung-10-tuned
 """
@@ -30,9 +30,14 @@ from __future__ import annotations
 from typing import Any
 
 from ladder.core import timing, tuning
-from ladder.core.fastcall import NumbaLaunch, Operand, PlanCache
-from ladder.core.rung import get_problem, get_rung, rung
-from ladder.gemm.problem import aligned_for_float4, check_operands, grid_2d, launch_planned
+from ladder.core.rung import get_problem, get_rung
+from ladder.gemm.problem import (
+    ByAlignment,
+    aligned_for_float4,
+    check_operands,
+    gemm_rung,
+    grid_2d,
+)
 from ladder.gemm.r08_warp_tiling import DEFAULT, Config
 from ladder.gemm.r09_double_buffered import make_kernel
 
@@ -74,17 +79,8 @@ def sweep(m: int, n: int, k: int, configs: list[Config] | None = None) -> list[d
     return tuning.sweep(get_rung("gemm", "tuned"), case, configs or CONFIGS, launch_config)
 
 
-def plan(a: Operand, b: Operand, c: Operand) -> NumbaLaunch:
-    """TUNED's kernel for these operands (16-byte accesses where every row allows them) and its
-    grid: built once per signature of A, B and C (``PLANS``)."""
-    m, n = c.shape
-    kernel = make_kernel(TUNED, aligned_for_float4(a, b, c))
-    return NumbaLaunch(kernel, grid_2d(n, TUNED.bn, m, TUNED.bm), TUNED.threads)
-
-
-PLANS = PlanCache(plan)
-
-
-@rung(name="tuned", parent="double-buffered", title="Tile sizes chosen by a sweep")
-def launch(A: Any, B: Any, C: Any = None) -> Any:
-    return launch_planned(PLANS, A, B, C)
+@gemm_rung(name="tuned", parent="double-buffered", title="Tile sizes chosen by a sweep")
+def geometry(m: int, n: int, k: int) -> tuple:
+    """TUNED's kernel, 16-byte where every row of A, B and C allows it, else scalar; a block of
+    TUNED's threads per tile of C."""
+    return ByAlignment(wide_kernel, scalar_kernel), grid_2d(n, TUNED.bn, m, TUNED.bm), TUNED.threads

@@ -1,42 +1,37 @@
-"""Rung 11, FP16 staging: half-precision inputs in global and shared memory, FP32 arithmetic.
+"""FP16 staging: half-precision inputs in global and shared memory, FP32 arithmetic.
 
-What changes: the first half-precision rung, still without tensor cores and still in Numba.
-It is rung 6's kernel (128 x 128 block tile, 8 x 8 outputs per thread, unsigned indices, A's
+What changes: the first half-precision rung, still without tensor cores and still in Numba. It is
+`transposed-tiles`'s kernel (128 x 128 block tile, 8 x 8 outputs per thread, unsigned indices, A's
 tile stored transposed) with A, B and C in float16 and every tile staged in shared memory as
-float16. Each value is converted to float32 (``cvt.f32.f16``) when it is read from shared
-memory into a register, and the 64 accumulators stay float32: FP16 inputs, FP32 accumulation,
-the same contract as cuBLAS HGEMM and the tensor-core rungs above this one.
+float16. Each value is converted to float32 (``cvt.f32.f16``) when it is read from shared memory
+into a register, and the 64 accumulators stay float32: FP16 inputs, FP32 accumulation, the same
+contract as cuBLAS HGEMM and the tensor-core rungs above this one.
 Why: halving the bytes halves global traffic per tile, and a K tile twice as deep (BK = 16)
-fits in the same shared memory as rung 6's float32 tile: half as many barriers per
+fits in the same shared memory as `transposed-tiles`'s float32 tile: half as many barriers per
 multiply-add, and twice the problem fits in device memory.
-Prediction: about rung 6's speed, give or take the conversions: the arithmetic is still one
-FP32 FMA per multiply-add, capped by the FP32 peak (66.9 TFLOP/s on the H200) however few
-bytes move, and the conversions add 16 instructions per 64 FMAs (80 to 96 in the inner loop,
-at most 1/6 slower). Numba has no vector type for pairs of halves, so loads stay 2 bytes wide.
+Prediction: about `transposed-tiles`'s speed, give or take the conversions: the arithmetic is still
+one FP32 FMA per multiply-add, capped by the FP32 peak (66.9 TFLOP/s on the H200) however few bytes
+move, and the conversions add 16 instructions per 64 FMAs (80 to 96 in the inner loop, at most 1/6
+slower). Numba has no vector type for pairs of halves, so loads stay 2 bytes wide.
 Measured: on an NVIDIA H200 by ``ladder bench`` (results/nvidia-h200.json): 5.326 ms at 4096³
 (25.80 TFLOP/s, 0.034x cuBLAS HGEMM at 0.183 ms) and 42.240 ms at 8192³ (26.03 TFLOP/s);
-rung 6 in float32 takes 4.815 ms at 4096³ in the same run. Nsight Compute at 4096³
+`transposed-tiles` in float32 takes 4.815 ms at 4096³ in the same run. Nsight Compute at 4096³
 (lab/gemm/2026-11-22-profiles/nvidia-h200-profile-float16.json): 18.6 million shared-store bank
-conflicts (rung 6: 5.0 million, lab/gemm/2026-11-22-profiles/nvidia-h200-profile-float32.json).
-Verdict: held: 0.90x rung 6, inside the 1/6 the conversions could cost. How the loss splits
-between the conversions and the extra store conflicts of the 2-byte transposed stores of A is
-not measured. Going up needs the tensor cores, which cuBLAS HGEMM runs at 11.5 times the FP32
-peak in the same file (768.5 TFLOP/s): rung 12.
+conflicts (`transposed-tiles`: 5.0 million,
+lab/gemm/2026-11-22-profiles/nvidia-h200-profile-float32.json).
+Verdict: held: 0.90x `transposed-tiles`, inside the 1/6 the conversions could cost. How the loss
+splits between the conversions and the extra store conflicts of the 2-byte transposed stores of A
+is not measured. Going up needs the tensor cores, which cuBLAS HGEMM runs at 11.5 times the FP32
+peak in the same file (768.5 TFLOP/s): `wmma`.
 
 Lab notes: docs/notes/gemm.md#rung-11-fp16-staging
 """
-
-from __future__ import annotations
-
-from typing import Any
 
 import numpy as np
 from numba import cuda, float32, uint32
 from numba.types import float16
 
-from ladder.core.fastcall import NumbaLaunch, Operand, PlanCache
-from ladder.core.rung import rung
-from ladder.gemm.problem import grid_2d, launch_planned
+from ladder.gemm.problem import gemm_rung, grid_2d
 
 BM, BN, BK = 128, 128, 16  # block tile; BK twice rung 6's in the same bytes of shared memory
 TM, TN = 8, 8  # outputs per thread
@@ -54,7 +49,7 @@ U_ZERO = np.uint32(0)
 
 
 @cuda.jit
-def fp16_staging_kernel(A, B, C):
+def kernel(A, B, C):
     As = cuda.shared.array((BK, AS_ROW), float16)  # transposed: As[k, m]
     Bs = cuda.shared.array((BK, BN), float16)
     M, K, N = uint32(A.shape[0]), uint32(A.shape[1]), uint32(B.shape[1])
@@ -96,21 +91,12 @@ def fp16_staging_kernel(A, B, C):
                 C[row, col] = float16(acc[i * U_TN + j])
 
 
-def plan(a: Operand, b: Operand, c: Operand) -> NumbaLaunch:
-    """The kernel's launch for C's shape (grid and block): built once per signature of A, B
-    and C (``PLANS``)."""
-    m, n = c.shape
-    return NumbaLaunch(fp16_staging_kernel, grid_2d(n, BN, m, BM), THREADS)
-
-
-PLANS = PlanCache(plan)
-
-
-@rung(
+@gemm_rung(
     name="fp16-staging",
     parent="transposed-tiles",
     title="FP16 in memory, FP32 FMA (no tensor cores)",
     dtypes=("float16",),
 )
-def launch(A: Any, B: Any, C: Any = None) -> Any:
-    return launch_planned(PLANS, A, B, C, "float16")
+def geometry(m: int, n: int, k: int) -> tuple:
+    """A block of THREADS per BM x BN tile of C."""
+    return kernel, grid_2d(n, BN, m, BM), THREADS

@@ -1,4 +1,4 @@
-"""Rung 12, WMMA: the tensor cores through CUDA C++, one warp per 16 x 16 tile of C.
+"""WMMA: the tensor cores through CUDA C++, one warp per 16 x 16 tile of C.
 
 What changes: Numba exposes no tensor-core instruction, so from here on the kernels are CUDA
 C++ (``r12_wmma.cu`` beside this file), compiled with NVRTC and launched through CuPy. The
@@ -18,42 +18,24 @@ instead of one, each fragment load a strided access of 16 rows of 32 bytes. Far 
 FP32 rungs in peak terms, a small fraction of cuBLAS in practice: the tensor cores sit idle
 waiting for loads.
 Measured: on an NVIDIA H200 by ``ladder bench`` (results/nvidia-h200.json): 4.924 ms at 4096³
-(27.91 TFLOP/s, 0.037x cuBLAS HGEMM, 1.08x rung 11) and 38.433 ms at 8192³ (28.61 TFLOP/s,
+(27.91 TFLOP/s, 0.037x cuBLAS HGEMM, 1.08x `fp16-staging`) and 38.433 ms at 8192³ (28.61 TFLOP/s,
 0.041x). Nsight Compute at 4096³ (lab/gemm/2026-11-22-profiles/nvidia-h200-profile-float16.json): SM
 throughput 17.4%, occupancy 72.4%, L2 hit rate 91.6%, DRAM 3.1%.
 Verdict: held: about 4% of cuBLAS. Many warps are resident, yet the SM's busiest unit works
 under a fifth of the time and the loads are served from L2: the warps wait on loads, not on the
-tensor cores. Rung 13 reuses the fragments from shared memory.
+tensor cores. `wmma-shared` reuses the fragments from shared memory.
 
 Lab notes: docs/notes/gemm.md#rung-12-wmma
 """
 
-from __future__ import annotations
-
-from typing import Any
-
-import numpy as np
-
 from ladder.core import cuda_cpp
-from ladder.core.fastcall import POINTER, cupy_launch
-from ladder.core.rung import rung
-from ladder.gemm.tensor_core import TiledLauncher
+from ladder.gemm.problem import gemm_rung
 
 SOURCE = cuda_cpp.source(__file__, "r12_wmma.cu", archs=("sm_80", "sm_90"))
 BM, BN, BK = 32, 32, 16  # a block's tile of C, and the K step
 
 
-def kernel_for(m: int, n: int, k: int, dtype: str) -> Any:
-    """The kernel's launch for tile-multiple M, N, K (float16): ``launch(a, b, c, stream=...)``."""
-    kernel = SOURCE.kernel("wmma_naive")
-    args = (POINTER, POINTER, POINTER, np.int32(m), np.int32(n), np.int32(k))
-    return cupy_launch(kernel, (n // BN, m // BM), (128,), 0, args)
-
-
-LAUNCHER = TiledLauncher((BM, BN, BK), kernel_for)
-
-
-@rung(
+@gemm_rung(
     name="wmma",
     parent="fp16-staging",
     title="WMMA, one warp per 16 x 16 tile, from global",
@@ -62,6 +44,8 @@ LAUNCHER = TiledLauncher((BM, BN, BK), kernel_for)
     units="tensor",
     min_cc=(7, 0),
     cc_needs="WMMA on FP16 (wmma.mma_sync)",
+    tiles=(BM, BN, BK),
 )
-def launch(A: Any, B: Any, C: Any = None) -> Any:
-    return LAUNCHER(A, B, C)
+def geometry(m: int, n: int, k: int, dtype: str) -> tuple:
+    """``wmma_naive`` on tile-multiple sizes: a block of 4 warps per BM x BN tile of C."""
+    return SOURCE.kernel("wmma_naive"), (n // BN, m // BM), (128,), 0

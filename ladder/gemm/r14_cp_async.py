@@ -1,6 +1,6 @@
-"""Rung 14, cp.async: a 4-stage shared-memory ring filled by asynchronous copies.
+"""cp.async: a 4-stage shared-memory ring filled by asynchronous copies.
 
-What changes: rung 13's tiles, warps and copy map (128 x 128 x 32 tiles, 8 warps of 64 x 32,
+What changes: `wmma-shared`'s tiles, warps and copy map (128 x 128 x 32 tiles, 8 warps of 64 x 32,
 2 + 2 copies of 16 bytes per thread per tile), but the copies are ``cp.async``: a 16-byte copy
 from global to shared memory that a thread issues and forgets. The data do not pass through
 registers, and the ``.cg`` variant caches them in L2 only. A thread closes the copies it has
@@ -14,40 +14,32 @@ block may declare statically). With one group per K tile:
   (t + 3) % 4, the stage tile t - 1 released, close the group, then the math on stage t % 4;
 - tail: past the last tile the groups are closed empty, so the count in ``wait_group``
   stays 2 and no copy reads beyond K.
-One barrier per K tile instead of two. The rows stay padded as in rung 13: WMMA's
+One barrier per K tile instead of two. The rows stay padded as in `wmma-shared`: WMMA's
 ``load_matrix_sync`` takes one pointer and a leading dimension, so it cannot read a swizzled
-layout (rung 15 can).
-Why: rung 13 stalls twice per K tile: its loads wait for global memory with the tensor cores
+layout (`mma-sync` can).
+Why: `wmma-shared` stalls twice per K tile: its loads wait for global memory with the tensor cores
 idle, and its math waits for the barrier after the loads. Here three tiles (48 KB) are in
 flight while the tensor cores work on the fourth.
-Prediction: a clear step over rung 13 at the large sizes, where many K tiles keep the ring
+Prediction: a clear step over `wmma-shared` at the large sizes, where many K tiles keep the ring
 full. Still well below cuBLAS: per K tile a block reads 48 KB of fragments from shared memory
 and writes 16 KB, 64 KB for 524,288 multiply-adds, because a 64 x 32 warp tile reloads each
 fragment every 16-deep step; and on Hopper ``mma_sync`` compiles to the older HMMA
 instructions, while cuBLAS HGEMM uses the asynchronous warpgroup MMA (wgmma) and the bulk
 tensor copy (TMA).
 Measured: on an NVIDIA H200 by ``ladder bench`` (results/nvidia-h200.json): 0.409 ms at 4096³
-(335.98 TFLOP/s, 1.56x rung 13, 0.447x cuBLAS HGEMM) and 3.536 ms at 8192³ (310.95 TFLOP/s,
-1.41x, 0.442x). Nsight Compute at 4096³ (lab/gemm/2026-11-22-profiles/nvidia-h200-profile-
-float16.json): SM throughput 54.0% (rung 13: 33.5%), shared-store bank conflicts 56 thousand (9.4
-million).
+(335.98 TFLOP/s, 1.56x `wmma-shared`, 0.447x cuBLAS HGEMM) and 3.536 ms at 8192³ (310.95 TFLOP/s,
+1.41x, 0.442x). Nsight Compute at 4096³
+(lab/gemm/2026-11-22-profiles/nvidia-h200-profile-float16.json): SM throughput 54.0%
+(`wmma-shared`: 33.5%), shared-store bank conflicts 56 thousand (9.4 million).
 Verdict: held at both sizes: a busier SM and under half of cuBLAS. The rate falls from 4096³
-to 8192³ while rung 13's holds; the profile is at 4096³ only, so why is not yet measured (a
+to 8192³ while `wmma-shared`'s holds; the profile is at 4096³ only, so why is not yet measured (a
 profile at 8192³, its L2 hit rate and DRAM throughput, would say).
 
 Lab notes: docs/notes/gemm.md#rung-14-cp-async
 """
 
-from __future__ import annotations
-
-from typing import Any
-
-import numpy as np
-
 from ladder.core import cuda_cpp
-from ladder.core.fastcall import POINTER, cupy_launch
-from ladder.core.rung import rung
-from ladder.gemm.tensor_core import TiledLauncher
+from ladder.gemm.problem import gemm_rung
 
 SOURCE = cuda_cpp.source(__file__, "r14_cp_async.cu", archs=("sm_80", "sm_90"))
 BM, BN, BK = 128, 128, 32  # a block's tile of C, and the K step (as in the .cu file)
@@ -58,19 +50,7 @@ THREADS = 256  # 8 warps, 2 (M) x 4 (N), each a 64 x 32 tile of C
 SMEM_BYTES = STAGES * (BM * (BK + PAD) + BK * (BN + PAD)) * 2
 
 
-def kernel_for(m: int, n: int, k: int, dtype: str) -> Any:
-    """The kernel's launch for tile-multiple M, N, K (float16): ``launch(a, b, c, stream=...)``."""
-    kernel = SOURCE.kernel("wmma_cp_async")
-    if kernel.max_dynamic_shared_size_bytes < SMEM_BYTES:
-        kernel.max_dynamic_shared_size_bytes = SMEM_BYTES  # over the 48 KB default
-    args = (POINTER, POINTER, POINTER, np.int32(m), np.int32(n), np.int32(k))
-    return cupy_launch(kernel, (n // BN, m // BM), (THREADS,), SMEM_BYTES, args)
-
-
-LAUNCHER = TiledLauncher((BM, BN, BK), kernel_for)
-
-
-@rung(
+@gemm_rung(
     name="cp-async",
     parent="wmma-shared",
     title="WMMA fed by cp.async into a 4-stage shared-memory ring",
@@ -79,6 +59,9 @@ LAUNCHER = TiledLauncher((BM, BN, BK), kernel_for)
     units="tensor",
     min_cc=(8, 0),
     cc_needs="cp.async",
+    tiles=(BM, BN, BK),
 )
-def launch(A: Any, B: Any, C: Any = None) -> Any:
-    return LAUNCHER(A, B, C)
+def geometry(m: int, n: int, k: int, dtype: str) -> tuple:
+    """``wmma_cp_async`` on tile-multiple sizes: a block of THREADS per BM x BN tile of C, the
+    ring in SMEM_BYTES of dynamic shared memory."""
+    return SOURCE.kernel("wmma_cp_async"), (n // BN, m // BM), (THREADS,), SMEM_BYTES

@@ -1,4 +1,4 @@
-"""Rung 15, mma.sync: the warp-level tensor-core instruction in PTX, fed by ldmatrix.
+"""mma.sync: the warp-level tensor-core instruction in PTX, fed by ldmatrix.
 
 What changes: the WMMA API is dropped for the instructions underneath it, as inline PTX
 (``r15_mma_sync.cu``):
@@ -18,38 +18,30 @@ What changes: the WMMA API is dropped for the instructions underneath it, as inl
   ((row >> 1) & 3); B: chunk ^ (row & 7)), which spreads them at no cost in bytes.
 - The epilogue converts to half2 and stores C straight from registers; the grid is ordered in
   groups of 16 block rows so the blocks resident together share rows of A and columns of B in L2.
-Global to shared is rung 14's 4-stage cp.async ring, with 24 KB stages.
-Why: WMMA's fragments are opaque, so rungs 13 and 14 needed padded rows and a staging epilogue,
-and their 64 x 32 warp tiles reread each fragment often. Per k16 step a warp now issues 8
-ldmatrix and 32 mma: 4 KB from shared memory for 65,536 multiply-adds (32 FLOP per byte).
+Global to shared is `cp-async`'s 4-stage cp.async ring, with 24 KB stages.
+Why: WMMA's fragments are opaque, so rungs `wmma-shared` and `cp-async` needed padded rows and a
+staging epilogue, and their 64 x 32 warp tiles reread each fragment often. Per k16 step a warp now
+issues 8 ldmatrix and 32 mma: 4 KB from shared memory for 65,536 multiply-adds (32 FLOP per byte).
 Prediction: a clear step above the WMMA rungs; on an H100/H200 still well short of cuBLAS HGEMM,
 at about 60-70% of it (the range commonly reported for hand-written mma.sync kernels there; a
 figure from outside this project).
 Measured: on an NVIDIA H200 by ``ladder bench`` (results/nvidia-h200.json): 0.309 ms at 4096³
-(445.33 TFLOP/s, 1.33x rung 14, 0.592x cuBLAS HGEMM) and 2.422 ms at 8192³ (453.95 TFLOP/s,
+(445.33 TFLOP/s, 1.33x `cp-async`, 0.592x cuBLAS HGEMM) and 2.422 ms at 8192³ (453.95 TFLOP/s,
 1.46x, 0.645x). Nsight Compute at 4096³ (lab/gemm/2026-11-22-profiles/nvidia-h200-profile-
-float16.json): shared-load bank conflicts 2 thousand (rung 14: 114 thousand), none on stores, SM
+float16.json): shared-load bank conflicts 2 thousand (`cp-async`: 114 thousand), none on stores, SM
 throughput 72.5%, occupancy 12.3% (one block per SM). A microbenchmark of the bare instruction with
 constant operands (lab/gemm/2026-11-23-wgmma-shapes/nvidia-h200-wgmma-shapes.json) tops out at 631.6
 TFLOP/s for mma.sync.
 Verdict: held: inside the range at 8192³ and just below it at 4096³, 70-72% of what mma.sync
 itself reaches on this GPU. Why 4096³ is lower is not measured; one count points at
 the tail: 512 blocks of one per SM are 3.9 waves of 132 SMs (2048 blocks, 15.5 waves, at
-8192³). The rest of the gap to cuBLAS is the instruction: rung 17.
+8192³). The rest of the gap to cuBLAS is the instruction: `wgmma-descriptors`.
 
 Lab notes: docs/notes/gemm.md#rung-15-mma-sync
 """
 
-from __future__ import annotations
-
-from typing import Any
-
-import numpy as np
-
 from ladder.core import cuda_cpp
-from ladder.core.fastcall import POINTER, cupy_launch
-from ladder.core.rung import rung
-from ladder.gemm.tensor_core import TiledLauncher
+from ladder.gemm.problem import gemm_rung
 
 SOURCE = cuda_cpp.source(__file__, "r15_mma_sync.cu", archs=("sm_80", "sm_90"))
 BM, BN, BK = 128, 256, 32  # a block's tile of C, and the K step (as in the .cu file)
@@ -58,20 +50,7 @@ THREADS = 256  # 8 warps, each a 64 x 64 tile of C
 SMEM_BYTES = STAGES * (BM * BK + BK * BN) * 2  # 98,304: above the 48 KB default, so opted in
 
 
-def kernel_for(m: int, n: int, k: int, dtype: str) -> Any:
-    """The kernel's launch for tile-multiple M, N, K (float16): ``launch(a, b, c, stream=...)``."""
-    kernel = SOURCE.kernel("mma_sync_gemm")
-    if kernel.max_dynamic_shared_size_bytes < SMEM_BYTES:
-        kernel.max_dynamic_shared_size_bytes = SMEM_BYTES  # over the 48 KB default
-    grid = ((m // BM) * (n // BN),)  # 1-D: the kernel maps it to tiles, 16 block rows a group
-    args = (POINTER, POINTER, POINTER, np.int32(m), np.int32(n), np.int32(k))
-    return cupy_launch(kernel, grid, (THREADS,), SMEM_BYTES, args)
-
-
-LAUNCHER = TiledLauncher((BM, BN, BK), kernel_for)
-
-
-@rung(
+@gemm_rung(
     name="mma-sync",
     parent="cp-async",
     title="mma.sync + ldmatrix, swizzled 4-stage cp.async, 64 x 64 warp tiles",
@@ -80,6 +59,9 @@ LAUNCHER = TiledLauncher((BM, BN, BK), kernel_for)
     units="tensor",
     min_cc=(8, 0),
     cc_needs="cp.async and mma.sync m16n8k16",
+    tiles=(BM, BN, BK),
 )
-def launch(A: Any, B: Any, C: Any = None) -> Any:
-    return LAUNCHER(A, B, C)
+def geometry(m: int, n: int, k: int, dtype: str) -> tuple:
+    """``mma_sync_gemm`` on tile-multiple sizes: a 1-D grid, which the kernel maps to tiles of C
+    16 block rows a group; the ring in SMEM_BYTES of dynamic shared memory."""
+    return SOURCE.kernel("mma_sync_gemm"), ((m // BM) * (n // BN),), (THREADS,), SMEM_BYTES

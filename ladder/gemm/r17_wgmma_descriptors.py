@@ -1,6 +1,6 @@
-"""Rung 17, wgmma: rung 16's TMA ring feeding warpgroup multiplies through descriptors.
+"""wgmma: `tma`'s TMA ring feeding warpgroup multiplies through descriptors.
 
-What changes: only the math (``r17_wgmma_descriptors.cu``); rung 16's stages, copies, full
+What changes: only the math (``r17_wgmma_descriptors.cu``); `tma`'s stages, copies, full
 barriers and one ``__syncthreads`` per K tile stay. ``wgmma.mma_async`` (sm_90a) is issued by
 a *warpgroup*, 4 warps together: one m64n256k16 multiplies a 64 x 16 slice of A by a 16 x 256
 slice of B into a 64 x 256 FP32 accumulator (128 registers per thread). Its operands never
@@ -12,35 +12,31 @@ warpgroup closes a K tile's 4 multiplies into one group and waits only for the g
 (``wait_group 1``), so they run while it waits for the next stage; the stage of the tile
 before is then free. Read the compiler's report here: with the tile's corner written inline,
 ptxas said "C7515 ... wgmma.mma_async instructions are serialized"; computed once, no more.
-Why: per k16 step a warp of rung 16 issued 8 ldmatrix and 32 mma; a warpgroup now issues 1
+Why: per k16 step a warp of `tma` issued 8 ldmatrix and 32 mma; a warpgroup now issues 1
 instruction. With constant operands wgmma reaches 969.7 TFLOP/s on an H200 (the H100's
 tensor cores) against mma.sync's 631.6 (lab/gemm/2026-11-23-wgmma-shapes/nvidia-h200-wgmma-
 shapes.json).
-Prediction: 1.3x to 1.5x rung 16. Rung 16 ran at 70-73% of mma.sync's ceiling; the same
+Prediction: 1.3x to 1.5x `tma`. `tma` ran at 70-73% of mma.sync's ceiling; the same
 fraction of wgmma's would be 1.54x, less whatever the barrier per tile costs.
-Measured: on an NVIDIA H100 by ``ladder run``, rung 16 and the libraries in the same run:
-0.209 ms at 4096³ (657.02 TFLOP/s; rung 16 0.311 ms, cuBLAS 0.183 ms,
+Measured: on an NVIDIA H100 by ``ladder run``, `tma` and the libraries in the same run:
+0.209 ms at 4096³ (657.02 TFLOP/s; `tma` 0.311 ms, cuBLAS 0.183 ms,
 lab/gemm/2026-11-26-split/nvidia-h100-80gb-hbm3-gemm-split-4096-float16.json) and 1.610 ms at 8192³
-(682.97 TFLOP/s; rung 16 2.391 ms, lab/gemm/2026-11-26-split/nvidia-h100-80gb-hbm3-gemm-split-8192-
-float16.json); bfloat16 0.203 ms and 1.536 ms (rung 16 0.304 and 2.248 ms;
+(682.97 TFLOP/s; `tma` 2.391 ms, lab/gemm/2026-11-26-split/nvidia-h100-80gb-hbm3-gemm-split-8192-
+float16.json); bfloat16 0.203 ms and 1.536 ms (`tma` 0.304 and 2.248 ms;
 lab/gemm/2026-11-26-split/nvidia-h100-80gb-hbm3-gemm-split-4096-bfloat16.json,
 lab/gemm/2026-11-26-split/nvidia-h100-80gb-hbm3-gemm-split-8192-bfloat16.json). ptxas: 154
 registers.
-Verdict: held: 1.49x rung 16 at both sizes in float16 (1.50x and 1.46x in bfloat16), 0.87x
+Verdict: held: 1.49x `tma` at both sizes in float16 (1.50x and 1.46x in bfloat16), 0.87x
 cuBLAS at 4096³. The step is the instruction's: the rest of the ladder starts from here.
 
 Lab notes: docs/notes/gemm.md#rung-17-wgmma-descriptors
 """
 
-from __future__ import annotations
-
 from typing import Any
 
 from ladder.core import cuda_cpp
-from ladder.core.fastcall import intake
-from ladder.core.rung import rung
 from ladder.gemm.hopper import gemm_launch
-from ladder.gemm.tensor_core import TiledLauncher, operand_dtype
+from ladder.gemm.problem import gemm_rung
 
 SOURCE = cuda_cpp.source(
     __file__, "r17_wgmma_descriptors.cu", archs=("sm_90a",), arch_specific=True
@@ -52,26 +48,19 @@ SMEM_BYTES = STAGES * (BM * BK + BK * BN) * 2 + 1024  # + slack to align the til
 _KERNEL = {"float16": "wgmma_descriptors", "bfloat16": "wgmma_descriptors_bf16"}
 
 
-def kernel_for(m: int, n: int, k: int, dtype: str) -> Any:
-    """The kernel's launch for tile-multiple M, N, K in ``dtype``: ``launch(a, b, c,
-    stream=...)``, with the tensor maps of A and B made once per pair of their addresses."""
-    return gemm_launch(SOURCE, _KERNEL[dtype], m, n, k, dtype, (BM, BN, BK), THREADS, SMEM_BYTES)
-
-
-LAUNCHER = TiledLauncher((BM, BN, BK), kernel_for)
-
-
-@rung(
+@gemm_rung(
     name="wgmma-descriptors",
     parent="tma",
-    title="wgmma from shared-memory descriptors, fed by rung 16's TMA ring",
+    title="wgmma from shared-memory descriptors, fed by the TMA ring",
     dtypes=("float16", "bfloat16"),
     needs=("cupy",),
     units="tensor",
     min_cc=(9, 0),
     max_cc=(9, 0),
     cc_needs="wgmma, an sm_90a-only instruction",
+    tiles=(BM, BN, BK),
 )
-def launch(A: Any, B: Any, C: Any = None) -> Any:
-    a = intake(A, "A")  # read once: the launcher takes the Operand as it is
-    return LAUNCHER(a, B, C, operand_dtype(a, ("float16", "bfloat16")))
+def geometry(m: int, n: int, k: int, dtype: str) -> Any:
+    """``_KERNEL[dtype]`` on tile-multiple sizes: a block of THREADS per BM x BN tile
+    of C (a 1-D grid), the tensor maps of A and B made once per pair of their addresses."""
+    return gemm_launch(SOURCE, _KERNEL[dtype], m, n, k, dtype, (BM, BN, BK), THREADS, SMEM_BYTES)

@@ -1,9 +1,9 @@
-"""Rung 21, FP8: rung 20 on 8-bit floats, with per-tensor scales and FP32 accumulation.
+"""FP8: `persistent` on 8-bit floats, with per-tensor scales and FP32 accumulation.
 
 What changes: the operands' type and what follows from it (``r21_fp8.cu``). A and B are e4m3
-(or both e5m2), and each wgmma is m64n256k32: twice rung 20's multiplies per instruction, from
+(or both e5m2), and each wgmma is m64n256k32: twice `persistent`'s multiplies per instruction, from
 the same 32 bytes of each row. A stage's K tile is 128 elements, still 128 bytes a row, so the
-ring's sizes, its barriers, the swizzle and the persistent tile loop stay rung 20's. An
+ring's sizes, its barriers, the swizzle and the persistent tile loop stay `persistent`'s. An
 8-bit operand cannot be transposed by wgmma, so B must lie K-major: the problem takes it
 column-major (Bᵀ row-major, as cuBLASLt does), and its stage is one 256 x 128-byte copy laid
 out and described as A's. The epilogue multiplies each FP32 sum by scale_a · scale_b and
@@ -12,10 +12,11 @@ Why: Hopper's tensor cores do an 8-bit multiply-add at twice the rate of a 16-bi
 against 989 dense TFLOP/s on an H100 SXM), and an operand half the size halves the bytes per
 multiply-add: the same 48 KB stage carries K = 128 instead of 64. Everything that limited rung
 20 per byte of shared memory is unchanged, and the math per stage doubles in the same time.
-Prediction: twice rung 20's rate if nothing else limits it, about 1490 TFLOP/s at 8192³
-(rung 20: 745 on the H100, lab/gemm/2026-11-26-persistent/nvidia-h100-80gb-hbm3-gemm-persistent-
-8192-float16.json), near cuBLASLt's FP8 rate. The epilogue and the last wave take the time they took
-in rung 20, a larger share of a shorter run. The target: at least 0.9x the library at 8192³.
+Prediction: twice `persistent`'s rate if nothing else limits it, about 1490 TFLOP/s at 8192³
+(`persistent`: 745 on the H100,
+lab/gemm/2026-11-26-persistent/nvidia-h100-80gb-hbm3-gemm-persistent-8192-float16.json), near
+cuBLASLt's FP8 rate. The epilogue and the last wave take the time they took in `persistent`, a
+larger share of a shorter run. The target: at least 0.9x the library at 8192³.
 Measured: on an NVIDIA H100 by ``ladder run``, cuBLASLt's two rows in the same run. e4m3 at
 4096³: 0.099 ms (1381.46 TFLOP/s), cuBLASLt 0.249 ms, with use_fast_accum 0.101 ms
 (lab/gemm/2026-11-27-fp8/nvidia-h100-80gb-hbm3-gemm-fp8-4096-float8_e4m3fn.json). At 8192³, three
@@ -29,27 +30,26 @@ float8_e4m3fn-3.json). e5m2 at 8192³: 0.726 ms (1515.08 TFLOP/s), which cuBLASL
 (the launch bound's cap; the consumers raise theirs to 232 with setmaxnreg), no spills; 230,400
 bytes of shared memory. Host time per call 29.8 to 83.1 us, the library's 169.0 to 380.7. Nsight
 Compute at 4096³: 82.3% SM busy (lab/gemm/2026-11-27-fp8/nvidia-h100-80gb-hbm3-profile-gemm-
-fp8.json). In one bench run with rung 20 (lab/gemm/2026-11-27-bench-h100/nvidia-h100-80gb-hbm3-
-bench-gemm.json): 1527.47 TFLOP/s at 8192³ against rung 20's 735.70, 1391.76 against 759.23 at
+fp8.json). In one bench run with `persistent` (lab/gemm/2026-11-27-bench-h100/nvidia-h100-80gb-hbm3-
+bench-gemm.json): 1527.47 TFLOP/s at 8192³ against `persistent`'s 735.70, 1391.76 against 759.23 at
 4096³.
-Verdict: held at 8192³, 2.08x rung 20's TFLOP/s in one run (1.83x at 4096³, where the
+Verdict: held at 8192³, 2.08x `persistent`'s TFLOP/s in one run (1.83x at 4096³, where the
 epilogue and the last wave weigh more), and at cuBLASLt: 1.02x the faster library row at
 4096³; 1.02x, 0.98x and 1.07x at 8192³, where the library's own medians move by up to 22%
-from run to run (its fast-accumulation row) and rung 21's by 0.5% across those three. Parity,
-not a win: the target of 0.9x is met in every run. What likely limits it is rung 20's: the
+from run to run (its fast-accumulation row) and `fp8`'s by 0.5% across those three. Parity,
+not a win: the target of 0.9x is met in every run. What likely limits it is `persistent`'s: the
 consumers' epilogue stops the tensor cores, now for a larger share of a tile's time.
 
 Lab notes: docs/notes/gemm.md#rung-21-fp8
 """
 
-from __future__ import annotations
-
 from typing import Any
 
+import numpy as np
+
 from ladder.core import cuda_cpp
-from ladder.core.rung import rung
-from ladder.gemm.hopper import sm_count, tensor_map
-from ladder.gemm.problem_fp8 import DTYPES, Fp8Launcher
+from ladder.gemm.hopper import sm_count, tensor_launch, tensor_map
+from ladder.gemm.problem_fp8 import fp8_rung
 
 SOURCE = cuda_cpp.source(__file__, "r21_fp8.cu", archs=("sm_90a",), arch_specific=True)
 BM, BN, BK = 128, 256, 128
@@ -60,39 +60,25 @@ SMEM_BYTES = STAGES * (BM * BK + BN * BK) + 2 * 64 * 128 * 2 + 1024
 _KERNEL = {"float8_e4m3fn": "fp8_e4m3", "float8_e5m2": "fp8_e5m2"}
 
 
-def kernel_for(m: int, n: int, k: int, dtype: str) -> Any:
-    """The launch for tile-multiple M, N, K: min(SMs, tiles) blocks; A's map in boxes of 128
-    rows x 128 bytes, Bᵀ's in boxes of 256 rows x 128 bytes, both 128-byte swizzled."""
-    import numpy as np
-
-    from ladder.gemm.tensor_core import TensorMapLaunch
-
-    kernel = SOURCE.kernel(_KERNEL[dtype])
-    if kernel.max_dynamic_shared_size_bytes < SMEM_BYTES:
-        kernel.max_dynamic_shared_size_bytes = SMEM_BYTES
-
-    def maps(a: int, bt: int) -> tuple[np.ndarray, np.ndarray]:
-        return tensor_map(a, m, k, BM, BK, dtype), tensor_map(bt, n, k, BN, BK, dtype)
-
-    blocks = min((m // BM) * (n // BN), sm_count())
-    scalars = (np.int32(m), np.int32(n), np.int32(k))
-    return TensorMapLaunch(kernel, (blocks,), (THREADS,), SMEM_BYTES, maps, scalars, pointers=3)
-
-
-LAUNCHER = Fp8Launcher((BM, BN, BK), kernel_for)
-
-
-@rung(
+@fp8_rung(
     name="fp8",
     parent="persistent",
-    title="FP8: rung 20 on e4m3/e5m2 wgmma, per-tensor scales, bfloat16 out",
-    problem="gemm-fp8",
-    dtypes=DTYPES,
+    title="FP8: persistent on e4m3/e5m2 wgmma, per-tensor scales, bfloat16 out",
     needs=("cupy",),
     units="tensor",
     min_cc=(9, 0),
     max_cc=(9, 0),
     cc_needs="wgmma and setmaxnreg, sm_90a-only instructions",
+    tiles=(BM, BN, BK),
 )
-def launch(A: Any, B: Any, scale_a: Any, scale_b: Any, C: Any = None) -> Any:
-    return LAUNCHER(A, B, scale_a, scale_b, C)
+def geometry(m: int, n: int, k: int, dtype: str) -> Any:
+    """``_KERNEL[dtype]`` on tile-multiple sizes: min(SMs, tiles) blocks; A's map in boxes of 128
+    rows x 128 bytes, Bᵀ's in boxes of 256 rows x 128 bytes, both 128-byte swizzled, made once
+    per pair of their addresses; C and the two scales by pointer."""
+
+    def maps(a: int, bt: int) -> tuple[np.ndarray, np.ndarray]:
+        return tensor_map(a, m, k, BM, BK, dtype), tensor_map(bt, n, k, BN, BK, dtype)
+
+    blocks = min((m // BM) * (n // BN), sm_count())
+    kernel = SOURCE.kernel(_KERNEL[dtype])
+    return tensor_launch(kernel, blocks, THREADS, SMEM_BYTES, maps, (m, n, k), pointers=3)

@@ -7,9 +7,11 @@ the operands into zero-padded buffers, runs the kernel there and copies C's vali
 Zero rows and columns add nothing to the product, so the result is exact; the copies cost
 time only at such sizes, never at the benchmark sizes, which are multiples of every tile.
 It keeps its decisions and the kernel's packed launch per operand signature
-(``ladder.core.fastcall``), so a repeated call only validates, finds its plan and launches.
-``TensorMapLaunch`` is that launch for a kernel that takes tensor maps of A and B (Hopper's
-bulk tensor copies), which embed the matrices' addresses and so are kept per pair of addresses.
+(``ladder.core.fastcall``), so a repeated call only validates, finds its plan and launches
+(``problem.gemm_rung`` registers a rung's launcher over it). ``TensorMapLaunch`` is that launch
+for a kernel that takes tensor maps of A and B (Hopper's bulk tensor copies), which embed the
+matrices' addresses and so are kept per pair of addresses. ``transposed_launcher`` is the entry
+of a rung that reads Aᵀ or Bᵀ where it lies.
 """
 
 from __future__ import annotations
@@ -23,14 +25,16 @@ import numpy as np
 
 from ladder.core.dtypes import name_of
 from ladder.core.fastcall import (
+    POINTER,
     Operand,
     PackedLaunch,
     PlanCache,
     bits_view,
+    cupy_launch,
     current_stream,
+    intake,
     raw_launches,
 )
-from ladder.gemm.problem import operands
 
 ALIGN = 16  # bytes: 16-byte vector loads, cp.async and the bulk tensor copy need it
 MAPS_PER_LAUNCH = 16  # pairs of A and B addresses a TensorMapLaunch keeps tensor maps for
@@ -92,30 +96,42 @@ def _zeros(a: Operand, b: Operand, c: Operand) -> None:
     bits_view(c).fill(0)  # K = 0: C = A @ B is all zeros
 
 
-class TiledLauncher:
-    """Validate A, B, C and run a tile-multiple kernel on them, padded where they are not;
-    what it decides is kept per operand signature (``fastcall``).
+def tile_launch(found: Any, m: int, n: int, k: int) -> Callable[..., None]:
+    """The launch a C++ rung's geometry describes for tile-multiple M, N, K: ``(kernel, grid,
+    block, shared_mem)`` is ``fastcall.cupy_launch`` of the kernel on (A, B, C, M, N, K), the
+    kernel opted in to its shared memory where it is above the default 48 KB; anything else
+    is a launch already (``launch(a, b, c, stream=...)``, a ``TensorMapLaunch``)."""
+    if not isinstance(found, tuple):
+        return found
+    kernel, grid, block, smem = found
+    if smem and kernel.max_dynamic_shared_size_bytes < smem:
+        kernel.max_dynamic_shared_size_bytes = smem
+    args = (POINTER, POINTER, POINTER, np.int32(m), np.int32(n), np.int32(k))
+    return cupy_launch(kernel, grid, block, smem, args)
 
-    ``kernel_for(M, N, K, dtype)`` returns the kernel's launch for tile-multiple sizes,
-    ``launch(a, b, c, stream=...)`` with device pointers (``fastcall.cupy_launch``, or a
-    ``TensorMapLaunch``), built once per padded size and dtype. A plan, one per signature of
-    A, B and C (shapes, strides, dtypes, alignment), is that launch on the operands themselves
-    or on padded copies; a repeated call validates, finds its plan and launches. Returns the C
-    it was given (or the one it allocated), not a view of it.
+
+class TiledLauncher:
+    """The plans of a tile-multiple kernel on any A, B and C: padded where they are not; what
+    it decides is kept per operand signature (``fastcall``).
+
+    ``geometry(M, N, K, dtype)`` describes the kernel's launch for tile-multiple sizes
+    (``tile_launch``: a ``cupy_launch`` or a ``TensorMapLaunch``, ``launch(a, b, c,
+    stream=...)`` with device pointers), built once per padded size and dtype. A plan, one per
+    signature of A, B and C (shapes, strides, dtypes, alignment), is that launch on the
+    operands themselves or on padded copies: ``plans(a, b, c)(a, b, c)``
+    (``problem.gemm_rung``'s launcher calls it).
     """
 
-    def __init__(self, tiles: tuple[int, int, int], kernel_for: KernelFor) -> None:
+    def __init__(self, tiles: tuple[int, int, int], geometry: KernelFor) -> None:
         self.tiles = tiles
+
+        def kernel_for(m: int, n: int, k: int, dtype: str) -> Callable[..., None]:
+            return tile_launch(geometry(m, n, k, dtype), m, n, k)
+
         self.kernels = PlanCache(kernel_for)  # by padded (M, N, K) and dtype
         self.plans = PlanCache(self._plan)
 
-    def __call__(self, A: Any, B: Any, C: Any = None, dtype: str = "float16") -> Any:
-        a, b, c, _, _, _ = operands(A, B, C, dtype)
-        self.plans(a, b, c)(a, b, c)
-        return c.obj
-
     def _plan(self, a: Operand, b: Operand, c: Operand) -> Callable[..., None]:
-
         (m, k), n = a.shape, b.shape[1]
         if m == 0 or n == 0:
             return _nothing
@@ -220,3 +236,42 @@ class TensorMapLaunch:
                 self.kernel(self.grid, self.block, args, shared_mem=self.shared_mem)
 
         return launch
+
+
+Transposed = Callable[[int, int, int, str, str], Callable[..., None]]
+
+
+def transposed_launcher(geometry: Transposed, tiles: tuple[int, int, int]) -> Any:
+    """``Rung.transposed`` of a C++ rung: ``launch(A, B, C, layout)``, C = Aᵀ·B (``layout="tn"``:
+    A given K x M) or A·Bᵀ (``"nt"``: B given N x K), the transposed operand read where it
+    lies, by ``geometry(M, N, K, dtype, layout)``'s launch (kept per sizes, dtype and layout).
+    For ``ladder.ops``' GEMM backward (dB = Aᵀ·dC, dA = dC·Bᵀ). Takes tile-multiple sizes,
+    16-byte-aligned C-contiguous 16-bit operands and a given C; raises ValueError otherwise
+    (the caller copies the operand and calls the rung's launcher)."""
+    bm, bn, bk = tiles
+    launches = PlanCache(geometry)
+
+    def launch(A: Any, B: Any, C: Any, layout: str) -> Any:
+        if layout not in ("tn", "nt"):
+            raise ValueError(f"layout must be 'tn' or 'nt', got {layout!r}")
+        a, b, c = intake(A, "A"), intake(B, "B"), intake(C, "C")
+        dtype = operand_dtype(a, ("float16", "bfloat16"))
+        for op in (a, b, c):
+            if op.ndim != 2 or not op.contiguous or op.dtype != dtype:
+                raise ValueError(f"{op.name} must be a C-contiguous 2-D {dtype} array")
+        if layout == "tn":  # A is K x M, B is K x N
+            (k, m), (k2, n) = a.shape, b.shape
+        else:  # A is M x K, B is N x K
+            (m, k), (n, k2) = a.shape, b.shape
+        if k != k2:
+            raise ValueError(f"inner dimensions differ: {layout} with A {a.shape} and B {b.shape}")
+        if c.shape != (m, n):
+            raise ValueError(f"C must have shape {(m, n)}, got {c.shape}")
+        if min(m, n, k) == 0 or m % bm or n % bn or k % bk or min(x.align for x in (a, b, c)) < 16:
+            raise ValueError(
+                f"M, N, K must be positive multiples of {bm}, {bn}, {bk}, operands 16-byte aligned"
+            )
+        launches(m, n, k, dtype, layout)(a.ptr, b.ptr, c.ptr)
+        return c.obj
+
+    return launch
