@@ -160,9 +160,14 @@ __device__ __forceinline__ unsigned long long wgmma_desc(
   }
 template <int N, typename T, int TRANS_A, int TRANS_B>
 __device__ __forceinline__ void wgmma_ss(float* d, unsigned long long a, unsigned long long b) {
-  static_assert(N == 64 || N == 128 || N == 256, "wgmma_ss: widths 64, 128, 256");
+  static_assert(N == 8 || N == 16 || N == 32 || N == 64 || N == 128 || N == 152 || N == 256,
+                "wgmma_ss: widths 8, 16, 32, 64, 128, 152, 256");
+  LADDER_WGMMA_SS_CASE(8)
+  LADDER_WGMMA_SS_CASE(16)
+  LADDER_WGMMA_SS_CASE(32)
   LADDER_WGMMA_SS_CASE(64)
   LADDER_WGMMA_SS_CASE(128)
+  LADDER_WGMMA_SS_CASE(152)
   LADDER_WGMMA_SS_CASE(256)
 }
 #undef LADDER_WGMMA_SS_CASE
