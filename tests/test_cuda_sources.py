@@ -65,8 +65,9 @@ def test_compiling_leaves_python_strings_alone():
 
 def test_local_cu_includes_are_inlined(tmp_path):
     """NVRTC compiles one string: ``#include "x.cu"`` of a file beside it (or in a folder
-    beside it) is inlined, nested too; other includes are left to NVRTC. The conv rungs take
-    their primitives from ladder/conv/tc/ this way."""
+    beside it) is inlined, nested too; other includes are left to NVRTC, the library's
+    ``"ladder/core/cuda/..."`` among them. The conv rungs take their staging and epilogues
+    from ladder/conv/tc/ this way."""
     from ladder.conv import r09_wgmma
     from ladder.core.cuda_cpp import inline_includes
 
@@ -84,3 +85,32 @@ def test_local_cu_includes_are_inlined(tmp_path):
     text = r09_wgmma.SOURCE.text()
     assert '#include "tc/' not in text and '#include "r08_tensor_core.cu"' not in text
     assert "void wgmma_window(" in text and "void conv_wgmma(" in text
+    assert '#include "ladder/core/cuda/wgmma.cuh"' in text  # through the include path
+    (tmp_path / "library.cu").write_text('#include "ladder/core/cuda/mbarrier.cuh"\nint y;\n')
+    assert inline_includes(tmp_path / "library.cu") == (
+        '#include "ladder/core/cuda/mbarrier.cuh"\nint y;\n'
+    )
+
+
+def test_the_library_is_on_the_include_path():
+    """A source anywhere includes the library by its path under the package, as the rungs do."""
+    assert (cuda_cpp.INCLUDE_ROOT / "ladder" / "core" / "cuda" / "wgmma.cuh").is_file()
+    source = '#include "ladder/core/cuda/fastdiv.cuh"\n'
+    source += 'extern "C" __global__ void k(int* n) { n[0] = fast_div(n[0], 0u, 0); }\n'
+    build = cuda_cpp.compile_source(source, "includes.cu", "sm_80", cache=False)
+    assert build.cubin[:4] == b"\x7fELF"
+
+
+def test_the_cache_key_holds_the_library(tmp_path, monkeypatch):
+    """NVRTC reads the library's headers from the include path, not from the hashed source: a
+    cubin built before a header changed is not reused after."""
+    monkeypatch.setattr(cuda_cpp, "CACHE_DIR", tmp_path / "cubin")
+    source = 'extern "C" __global__ void k(int* n) { n[0] = 1; }\n'
+    first = cuda_cpp.compile_source(source, "key.cu", "sm_80")
+    library = tmp_path / "library"
+    library.mkdir()
+    for header in cuda_cpp.LIBRARY.glob("*.cuh"):
+        (library / header.name).write_text(header.read_text() + "// changed\n")
+    monkeypatch.setattr(cuda_cpp, "LIBRARY", library)
+    second = cuda_cpp.compile_source(source, "key.cu", "sm_80")
+    assert first.path != second.path and second.path.is_file()
