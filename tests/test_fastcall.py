@@ -21,7 +21,6 @@ from ladder.core.dtypes import resolve, to_device, to_host
 from ladder.core.fastcall import PlanCache, intake
 from ladder.core.rung import get_problem, get_rung, rungs
 from ladder.fused import problem as fused_problem
-from ladder.fused.elementwise import r01_three_kernels as elementwise1
 from ladder.fused.softmax import r05_rows_in_registers as softmax5
 from ladder.gemm import hopper, r07_wide_loads, r10_tuned, tensor_core
 from ladder.gemm import r18_wgmma as r18
@@ -202,6 +201,8 @@ def test_raw_arguments_are_packed_as_cuda_core_packs_them():
 
 
 TUNED = get_rung("gemm", "tuned").launch  # the launcher the registration built
+SOFTMAX5 = get_rung("softmax", "rows-in-registers").launch
+ELEMENTWISE1 = get_rung("elementwise", "three-kernels").launch
 WIDE_LOADS = get_rung("gemm", "wide-loads").launch
 
 
@@ -242,11 +243,11 @@ def test_softmax_plans_by_the_outputs_alignment(offset):
     (x,) = problem.make_inputs((2, 8), "float32", seed=offset)
     flat = to_device(np.full(16 + offset, np.nan, np.float32))
     out = flat[offset:].reshape(2, 8)
-    returned = softmax5.launch(to_device(x), out)
+    returned = SOFTMAX5(to_device(x), out)
     assert returned is out
     assert np.allclose(to_host(out), problem.reference((x,)), rtol=1e-5)
     dx = intake(to_device(x), "x")
-    plan = softmax5.PLANS(dx, intake(out, "out"))
+    plan = SOFTMAX5.plans(dx, intake(out, "out"))
     wide = softmax5.quads_allowed(dx, intake(out, "out"))
     assert plan.kernel is (softmax5.WIDE if wide else softmax5.SCALAR)[32]
     assert wide == (offset == 0)
@@ -258,7 +259,7 @@ def test_numba_launch_stays_on_the_dispatcher_in_the_simulator():
     (x,) = problem.make_inputs((1, 5), "float32", seed=1)
     dx = intake(to_device(x), "x")
     out = intake(to_device(np.zeros((1, 5), np.float32)), "out")
-    launch = softmax5.plan(dx, out)
+    launch = fastcall.plan_of(softmax5.geometry(dx, out), (dx, out))
     assert launch.mode == "new"
     launch(dx, out)
     assert launch.mode == "dispatcher: the CUDA simulator"
@@ -863,14 +864,14 @@ def test_three_kernel_rung_replans_for_another_signature(change):
     differs from the first call's in shape, strides, alignment or dtype gets a plan (and
     buffers) of its own and the right answer; a call like the first finds the first's plan."""
     problem = get_problem("elementwise")
-    plans = elementwise1.PLANS
+    plans = ELEMENTWISE1.plans
     plans.clear()  # it keeps WORKSPACE_PLANS, oldest out first: the first call's must stay
 
     def call(x, host):
         _, a, b = problem.make_inputs(host.shape, host.dtype.name, seed=1)
         da, db = to_device(a), to_device(b)
         out = to_device(np.full(host.shape, np.nan, host.dtype))
-        assert elementwise1.launch(x, da, db, out) is out
+        assert ELEMENTWISE1(x, da, db, out) is out
         ref = problem.reference((host, a, b))
         assert np.allclose(to_host(out), ref, rtol=problem.tolerance(host.dtype.name))
         ops = [intake(arr, name) for arr, name in ((x, "x"), (da, "a"), (db, "b"), (out, "out"))]
@@ -926,7 +927,7 @@ def test_flat_is_the_same_memory_in_one_dimension(monkeypatch):
     assert (one.shape, one.strides, one.ptr, one.dtype) == ((6,), (1,), x.ptr, "float16")
     assert one.contiguous and one.obj is x.obj
     assert to_host(fastcall.numba_array(one)).tolist() == list(range(6))
-    monkeypatch.setattr(fused_problem.device, "simulator", lambda: False)
+    monkeypatch.setattr(fastcall.device, "simulator", lambda: False)
     cai = fused_problem.flat(x).base.__cuda_array_interface__
     assert (cai["shape"], cai["data"][0], cai["typestr"]) == ((6,), x.ptr, "<f2")
 

@@ -897,8 +897,9 @@ def steps(
     The plan runs the parts in order; its ``run`` is written out for these parts (as a
     hand-written one would be), so a call costs what it would. ``streamed``: ``run`` takes the
     stream after the operands and passes it to each launch (conv's plans). ``launches``: a
-    dict that launches with the same kernel, grid, block, shared memory and scalars share
-    (attention's plans with and without the mask)."""
+    dict through which two plans of the same parts share each part's launch where its kernel,
+    grid, block, shared memory and scalars are the same (attention's plans with and without
+    the mask: only the scores kernel takes the mask)."""
     made = {} if launches is None else launches
     names: dict[str, Any] = {"reshaped": reshaped}
     lines, order = [], []
@@ -909,7 +910,7 @@ def steps(
         if any(isinstance(a, Operand) for a in scalars):
             raise ValueError(f"step {n}: the arrays come first, then the scalars")
         smem = int(rest[0]) if rest else 0
-        key = (kernel, _dim3(grid), _dim3(block), smem, scalars)
+        key = (n, kernel, _dim3(grid), _dim3(block), smem, scalars)
         launch = made.get(key)
         if launch is None:
             launch = made[key] = NumbaLaunch(kernel, grid, block, smem, scalars)

@@ -4,8 +4,9 @@ Vector accesses. Numba compiles ``A[i, j]`` to one 4-byte ``ld.global.f32``; it 
 ``float4``. A kernel that moves data with four times fewer, four times wider instructions needs
 an LLVM vector access, which an ``@intrinsic`` can emit: ``load4`` reads ``arr[i, j:j+4]`` as
 one vector (``ld.global.v4.f32`` or ``ld.shared.v4.f32`` in the PTX for float32, 16 bytes;
-``ld.global.v4.u16`` for float16, 8 bytes), ``load4_1d`` reads ``arr[j:j+4]`` of a 1-D array
-and ``store4`` writes four values the same way (converted to the array's dtype).
+``ld.global.v4.u16`` for float16, 8 bytes), ``load4_f32`` the same with each value widened to
+float32 in registers, ``load4_1d`` reads ``arr[j:j+4]`` of a 1-D array and ``store4`` writes four
+values the same way (converted to the array's dtype).
 
 The caller promises what the hardware needs for such an access: ``arr`` is a C-contiguous
 float32 or float16 array whose element ``[i, j]`` (``[j]``) sits on a boundary of 4 elements
@@ -35,7 +36,7 @@ from __future__ import annotations
 import threading
 from typing import Any
 
-from numba import cuda
+from numba import cuda, float32
 
 from ladder.core import device
 from ladder.core.fastcall import Operand
@@ -71,6 +72,14 @@ if device.simulator():
 
     def load4_1d(arr: Any, j: Any) -> tuple[Any, Any, Any, Any]:
         return arr[j], arr[j + 1], arr[j + 2], arr[j + 3]
+
+    def load4_f32(arr: Any, i: Any, j: Any) -> tuple[Any, Any, Any, Any]:
+        return (
+            float32(arr[i, j]),
+            float32(arr[i, j + 1]),
+            float32(arr[i, j + 2]),
+            float32(arr[i, j + 3]),
+        )
 
     def store4(arr: Any, i: Any, j: Any, x0: Any, x1: Any, x2: Any, x3: Any) -> None:
         arr[i, j] = x0
@@ -124,8 +133,11 @@ else:
         vec = ir.VectorType(context.get_value_type(aryty.dtype), VEC)
         return builder.bitcast(ptr, vec.as_pointer(ptr.type.addrspace))
 
-    def _load(arr: Any, index_types: tuple[Any, ...]):
-        sig = types.UniTuple(arr.dtype, VEC)(arr, *index_types)
+    def _load(arr: Any, index_types: tuple[Any, ...], widen: bool = False):
+        """One vector load of ``arr`` at the indices, as a tuple of its dtype (``widen``: each
+        value converted to float32)."""
+        value = types.float32 if widen else arr.dtype
+        sig = types.UniTuple(value, VEC)(arr, *index_types)
         align = VEC * arr.dtype.bitwidth // 8  # 16 bytes for float32, 8 for float16
 
         def codegen(context, builder, signature, args):
@@ -134,6 +146,8 @@ else:
             lanes = [
                 builder.extract_element(vec, ir.Constant(ir.IntType(32), k)) for k in range(VEC)
             ]
+            if widen:
+                lanes = [context.cast(builder, x, arr.dtype, types.float32) for x in lanes]
             return context.make_tuple(builder, signature.return_type, lanes)
 
         return sig, codegen
@@ -142,6 +156,12 @@ else:
     def load4(typingctx, arr, i, j):
         """``arr[i, j:j+4]`` as one vector load (2-D float32 or float16)."""
         return _load(arr, (i, j)) if _fits(arr, (i, j)) else None
+
+    @intrinsic
+    def load4_f32(typingctx, arr, i, j):
+        """``arr[i, j:j+4]`` as one vector load, each value widened to float32 (2-D float32 or
+        float16: softmax's rows in registers)."""
+        return _load(arr, (i, j), widen=True) if _fits(arr, (i, j)) else None
 
     @intrinsic
     def load4_1d(typingctx, arr, j):

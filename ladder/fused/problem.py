@@ -8,22 +8,33 @@ runs several kernels moves more than the minimum: its launcher declares the byte
 moves (``bytes_moved``), and reports show both.
 
 Every launcher takes device arrays (inputs first, then an optional output) and returns the
-output; ``operands`` validates them the same way for every rung. Launchers keep what they decide
-per signature of their operands (``ladder.core.fastcall``: a plan); a rung of several kernels
-keeps the buffers between them in its plans (``workspace``).
+output; ``operands`` validates them the same way for every rung. A rung declares its launch
+geometry and registers it with ``fused_rung``, which keeps what it decides per signature of the
+operands (``ladder.core.fastcall``: a plan); a rung of several kernels keeps the buffers between
+them in its plans (``workspace``).
 """
 
 from __future__ import annotations
 
 import math
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
 
-from ladder.core import device
 from ladder.core.dtypes import resolve
-from ladder.core.fastcall import Operand, intake, numba_array, output
-from ladder.core.rung import Problem, register_problem
+from ladder.core.fastcall import (
+    PLANS_PER_CACHE,
+    Operand,
+    PlanCache,
+    intake,
+    numba_array,
+    output,
+    plan_of,
+    reshaped,
+    rung_launcher,
+)
+from ladder.core.rung import Problem, register_problem, rung
 
 LAYERNORM_EPS = 1e-5
 # plans kept by a rung whose plans hold buffers the size of x (each plan its own): a few
@@ -273,31 +284,95 @@ def workspace(shape: tuple[int, ...], dtype: str, name: str) -> Operand:
     return intake(cuda.device_array(shape, dtype=resolve(dtype)), name)
 
 
-class _Flat:
-    """The memory of a C-contiguous device array seen as 1-D, for Numba's dispatcher (which
-    ``fastcall.numba_array`` reads it through); keeps the array alive."""
-
-    def __init__(self, op: Operand, size: int) -> None:
-        self.op, self.size = op, size
-
-    @property
-    def __cuda_array_interface__(self) -> dict[str, Any]:
-        op = self.op
-        return {
-            "shape": (self.size,),
-            "strides": None,
-            "typestr": resolve(op.dtype).str,
-            "data": (op.ptr, op.readonly),
-            "version": 3,
-        }
-
-
 def flat(op: Operand) -> Operand:
     """A C-contiguous ``op`` as the 1-D array of its elements (the same memory), for kernels
-    over flattened elements. Only a launch through Numba's dispatcher (a plan's first, or any
-    in the simulator) makes a Numba array of it."""
-    size = math.prod(op.shape)
-    base = numba_array(op).reshape(size) if device.simulator() else _Flat(op, size)
-    return Operand(
-        op.name, op.obj, base, op.ptr, (size,), (1,), op.dtype, op.itemsize, op.readonly, op.stream
-    )
+    over flattened elements (``fastcall.reshaped``: a plan's steps make it again per call)."""
+    return reshaped(op, (math.prod(op.shape),))
+
+
+Geometry = Callable[..., Any]
+Launcher = Callable[..., Any]
+
+
+def _launcher(problem: Any, plans: PlanCache, dtypes: tuple[str, ...]) -> Launcher:
+    """The launcher of one of the four problems over ``plans``: validate (``operands``), find
+    the plan for the operands' signature, run it on them (in the kernels' order: gemm-epilogue's
+    take C before the bias). Written out per problem, so a call makes no more Python calls than
+    a rung's own launcher did."""
+    if problem.name == "softmax":
+
+        def launch(x: Any, out: Any = None) -> Any:
+            (x,), out, _ = operands(problem, (x,), out, dtypes)
+            rows, cols = x.shape
+            if rows and cols:
+                plans(x, out)(x, out)
+            return out.obj
+
+    elif problem.name == "elementwise":
+
+        def launch(x: Any, a: Any, b: Any, out: Any = None) -> Any:  # type: ignore[misc]
+            (x, a, b), out, _ = operands(problem, (x, a, b), out, dtypes)
+            rows, cols = x.shape
+            if rows and cols:
+                plans(x, a, b, out)(x, a, b, out)
+            return out.obj
+
+    elif problem.name == "layernorm":
+
+        def launch(x: Any, gamma: Any, beta: Any, out: Any = None) -> Any:  # type: ignore[misc]
+            (x, gamma, beta), out, _ = operands(problem, (x, gamma, beta), out, dtypes)
+            rows, cols = x.shape
+            if rows and cols:
+                plans(x, gamma, beta, out)(x, gamma, beta, out)
+            return out.obj
+
+    else:
+
+        def launch(A: Any, B: Any, bias: Any, out: Any = None) -> Any:  # type: ignore[misc]
+            (a, b, bias), out, _ = operands(problem, (A, B, bias), out, dtypes)
+            m, n = out.shape
+            if m and n:
+                plans(a, b, out, bias)(a, b, out, bias)
+            return out.obj
+
+    return launch
+
+
+def fused_launcher(
+    problem: Any, geometry: Geometry, dtypes: Sequence[str], plans_kept: int = PLANS_PER_CACHE
+) -> Launcher:
+    """A launcher of ``problem`` from a ``geometry`` (see ``fused_rung``), not registered: for a
+    rung's variants (the GEMM epilogue with another activation)."""
+
+    def plan(*ops: Operand) -> Any:
+        return plan_of(geometry(*ops), ops)
+
+    plans = PlanCache(plan, size=plans_kept)
+    return rung_launcher(_launcher(problem, plans, tuple(dtypes)), geometry, plans)
+
+
+def fused_rung(
+    problem: Any,
+    *,
+    dtypes: Sequence[str] = ("float32",),
+    plans_kept: int = PLANS_PER_CACHE,
+    **options: Any,
+) -> Callable[[Geometry], Geometry]:
+    """Register a rung of ``problem`` (ELEMENTWISE, SOFTMAX, LAYERNORM or GEMM_EPILOGUE) from
+    its launch geometry, with ``rung``'s options (name, parent, title, bytes_moved, ...), and
+    return the geometry as it is.
+
+    ``geometry(*operands)`` takes the validated operands in the kernels' order, (x, out),
+    (x, a, b, out), (x, gamma, beta, out) or (A, B, C, bias), once per signature of them, and
+    returns ``(kernel, grid, block)`` (a launch of the kernel on them, in that order), or a
+    list of steps ``(kernel, grid, block, args)`` for a rung of several kernels
+    (``fastcall.steps``: the arguments name the operands, the plan's own ``workspace``s and
+    ``flat`` views). ``plans_kept``: how many signatures' plans to keep (fewer where each plan
+    holds buffers the size of x). The launcher registered validates (``operands``), finds the
+    plan (``launch.plans``) and runs it."""
+
+    def decorate(geometry: Geometry) -> Geometry:
+        rung(dtypes=tuple(dtypes), **options)(fused_launcher(problem, geometry, dtypes, plans_kept))
+        return geometry
+
+    return decorate

@@ -251,30 +251,30 @@ def call_parts(calls: int = PART_CALLS) -> dict[str, Any]:
     if not device.gpu_available():
         return {"error": "needs a GPU: the simulator launches every kernel through Numba"}
     from ladder.core import fastcall, timing
-    from ladder.core.rung import get_rung
-    from ladder.fused.softmax import r05_rows_in_registers as rung
+    from ladder.core.rung import get_problem, get_rung
 
+    registered = get_rung("softmax", "rows-in-registers")
+    launch = registered.launch  # the launcher its registration built (``fused_rung``)
     x = cuda.to_device(np.random.default_rng(0).random(CALL_SIZE, dtype=np.float32))
     out = cuda.device_array_like(x)
-    rung.launch(x, out)  # compiles, plans
+    launch(x, out)  # compiles, plans
     ops = (fastcall.intake(x, "x"), fastcall.intake(out, "out"))
-    plan = rung.PLANS(*ops)
+    plan = launch.plans(*ops)
     parts = {
         "read x and out (intake)": _median_us(
             lambda: (fastcall.intake(x, "x"), fastcall.intake(out, "out")), calls, False
         ),
-        "find the plan (PlanCache)": _median_us(lambda: rung.PLANS(*ops), calls, False),
+        "find the plan (PlanCache)": _median_us(lambda: launch.plans(*ops), calls, False),
         "launch (cuLaunchKernel)": _median_us(lambda: plan(*ops), calls, True),
-        "the whole call": _median_us(lambda: rung.launch(x, out), calls, True),
+        "the whole call": _median_us(lambda: launch(x, out), calls, True),
     }
     with fastcall.dispatcher_launches():
-        rung.launch(x, out)
+        launch(x, out)
         parts["the whole call, Numba's dispatcher"] = _median_us(
-            lambda: rung.launch(x, out), calls, True
+            lambda: launch(x, out), calls, True
         )
-    registered = get_rung("softmax", "rows-in-registers")
-    gpu_ms = timing.measure(timing.prepare(rung.SOFTMAX, CALL_SIZE), registered).median_ms
-    costs = timing.time_calls(functools.partial(rung.launch, x, out), gpu_ms or 0.0)
+    gpu_ms = timing.measure(timing.prepare(get_problem("softmax"), CALL_SIZE), registered).median_ms
+    costs = timing.time_calls(functools.partial(launch, x, out), gpu_ms or 0.0)
     return {
         "rung": "softmax/rows-in-registers float32 " + " x ".join(map(str, CALL_SIZE)),
         "gpu": device.facts().name,

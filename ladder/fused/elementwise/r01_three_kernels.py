@@ -1,4 +1,4 @@
-"""Rung 1, three kernels: t = a * x, u = t + b, y = relu(u), each its own kernel through memory.
+"""Three kernels: t = a * x, u = t + b, y = relu(u), each its own kernel through memory.
 
 What changes: nothing yet; this is where the ladder starts. y = relu(a * x + b) runs the way
 eager PyTorch or NumPy-style code runs it, one kernel per operation, the intermediates t and u
@@ -21,10 +21,10 @@ Why: the baseline. Fusion's whole gain is the bytes and the launches counted her
 Prediction: bound by memory at three times the fused kernel's bytes, so at best a third of its
 speed, plus two launches. With one element per thread and 2048 threads per SM, one load each
 in flight is 8 KB per SM in float32 (4 KB in float16), where Little's law asks for some 35 KB
-(rung 3): it may also fall short of the copy bandwidth on its own bytes.
+(`fused`): it may also fall short of the copy bandwidth on its own bytes.
 Measured: on an NVIDIA H200 (results/nvidia-h200.json, ``ladder bench``, 8192 x 8192): 0.694 ms
 in float32, 2.319 TB/s on the bytes it moves, 0.54 of the 4.269 TB/s copy; 0.622 ms in float16,
-1.295 TB/s on its bytes, 0.30 of the copy. Rung 3 is 5.31x faster in float32 (0.131 ms).
+1.295 TB/s on its bytes, 0.30 of the copy. `fused` is 5.31x faster in float32 (0.131 ms).
 Verdict: missed, on the side the prediction warned of. Three times the bytes account for 3x of
 the 5.31x; the rest is this rung reaching only 0.54 of the copy on its own bytes. float16 takes
 0.90 of float32's time for half the bytes, what a kernel limited by the loads it keeps in
@@ -33,16 +33,12 @@ flight rather than by bytes would show; no profile of this rung is in results/ t
 Lab notes: docs/notes/fused.md
 """
 
-from __future__ import annotations
-
 from typing import Any
 
 import numpy as np
 from numba import cuda, float32, uint32
 
-from ladder.core.fastcall import NumbaLaunch, Operand, PlanCache, Steps
-from ladder.core.rung import rung
-from ladder.fused.problem import ELEMENTWISE, WORKSPACE_PLANS, operands, workspace
+from ladder.fused.problem import ELEMENTWISE, WORKSPACE_PLANS, fused_rung, workspace
 
 DTYPES = ("float32", "float16")
 BLOCK_X, BLOCK_Y = 32, 8  # threads along a row, rows per block
@@ -79,46 +75,32 @@ shift_kernel = make_step(SHIFT)  # u = t + b
 relu_kernel = make_step(RELU)  # y = relu(u)
 
 
-def plan(x: Operand, a: Operand, b: Operand, out: Operand) -> Steps:
-    """The grid, the three launches, and t and u, the plan's own buffers: built once per
-    signature of x, a, b and out (``PLANS``)."""
-    rows, cols = x.shape
-    grid = ((rows + BLOCK_Y - 1) // BLOCK_Y, (cols + BLOCK_X - 1) // BLOCK_X)
-    if grid[1] > MAX_GRID_Y:
-        raise ValueError(f"{cols} columns need {grid[1]} blocks along y; at most {MAX_GRID_Y}")
-    t, u = workspace(x.shape, x.dtype, "t"), workspace(x.shape, x.dtype, "u")
-    block = (BLOCK_X, BLOCK_Y)
-    scale = NumbaLaunch(scale_kernel, grid, block)
-    shift = NumbaLaunch(shift_kernel, grid, block)
-    relu = NumbaLaunch(relu_kernel, grid, block)
-
-    def run(x: Operand, a: Operand, b: Operand, out: Operand) -> None:
-        scale(x, a, b, t)
-        shift(t, a, b, u)
-        relu(u, a, b, out)
-
-    return Steps(run, scale, shift, relu)
-
-
-PLANS = PlanCache(plan, size=WORKSPACE_PLANS)  # each plan holds t and u, two copies of x
-
-
 def _bytes(size: tuple[int, ...], dtype: str) -> float:
     rows, cols = size
     # read x, write t, read t, write u, read u, write y; a and b once
     return float((6 * rows * cols + 2 * cols) * np.dtype(dtype).itemsize)
 
 
-@rung(
+@fused_rung(
+    ELEMENTWISE,
     name="three-kernels",
     parent=None,
     title="Three kernels, intermediates in memory",
     dtypes=DTYPES,
     bytes_moved=_bytes,
+    plans_kept=WORKSPACE_PLANS,  # each plan holds t and u, two copies of x
 )
-def launch(x: Any, a: Any, b: Any, out: Any = None) -> Any:
-    (x, a, b), out, _ = operands(ELEMENTWISE, (x, a, b), out, DTYPES)
+def geometry(x: Any, a: Any, b: Any, out: Any) -> list:
+    """Scale, shift, ReLU in order, one thread per element on the same grid; t and u, the
+    intermediates, the plan's own buffers."""
     rows, cols = x.shape
-    if rows and cols:
-        PLANS(x, a, b, out)(x, a, b, out)
-    return out.obj
+    grid = ((rows + BLOCK_Y - 1) // BLOCK_Y, (cols + BLOCK_X - 1) // BLOCK_X)
+    if grid[1] > MAX_GRID_Y:
+        raise ValueError(f"{cols} columns need {grid[1]} blocks along y; at most {MAX_GRID_Y}")
+    t, u = workspace(x.shape, x.dtype, "t"), workspace(x.shape, x.dtype, "u")
+    block = (BLOCK_X, BLOCK_Y)
+    return [
+        (scale_kernel, grid, block, (x, a, b, t)),
+        (shift_kernel, grid, block, (t, a, b, u)),
+        (relu_kernel, grid, block, (u, a, b, out)),
+    ]

@@ -1,11 +1,11 @@
-"""Rung 2, float16 through float32: cast the inputs to float32, run rung 3's kernel, cast back.
+"""Float16 through float32: cast the inputs to float32, run `fused`'s kernel, cast back.
 
 What changes: a pattern that profiles of real models show. The tensors are float16, but the
 operation only has a float32 kernel (or runs under a policy that computes it in float32), so
 the framework wraps it in dtype conversions, each its own kernel with its own output in memory:
 
     cast x to float32      read 2 bytes, write 4     (a and b too: cols values each)
-    fused float32 kernel   read 4 bytes, write 4     (rung 3's kernel, unchanged)
+    fused float32 kernel   read 4 bytes, write 4     (`fused`'s kernel, unchanged)
     cast y to float16      read 4 bytes, write 2
 
 The cast kernels are grid-stride loops over the flattened arrays: 256 threads a block, each
@@ -13,39 +13,35 @@ thread 8 elements per step, 256 apart (a warp on 32 consecutive elements), all 8
 before the stores, at most 4096 blocks. The float32 buffers are allocated once per shape and
 kept (no allocation is timed), but they are 2 x 268 MB of device memory the float16 data never
 needed. ptxas (sm_90): 38 registers for the cast to float32, 42 for the cast back, no spills;
-the float32 kernel is rung 3's (40 registers).
+the float32 kernel is `fused`'s (40 registers).
 Why: the conversion itself is one instruction per value (``cvt.f32.f16``, ``cvt.rn.f16.f32``);
 what costs is materializing the float32 copies, written to memory only to be read back by the
 next kernel, and the launches: five (x, a and b cast in, the kernel, y cast back) instead of
-one. The result is no more precise: rung 3 also computes in float32 registers and rounds to
+one. The result is no more precise: `fused` also computes in float32 registers and rounds to
 float16 once, at the end.
 Prediction: 20 bytes per element where a float16 kernel that converts in registers moves 4:
-1.34 GB instead of 268 MB at 8192 x 8192, more than rung 3 moves in float32 (537 MB). So about
-five times rung 3's float16 time, somewhat less if the casts run closer to the copy bandwidth
-than rung 3 does, and slower than rung 3 in float32 too (20 bytes per element against 8).
+1.34 GB instead of 268 MB at 8192 x 8192, more than `fused` moves in float32 (537 MB). So about
+five times `fused`'s float16 time, somewhat less if the casts run closer to the copy bandwidth
+than `fused` does, and slower than `fused` in float32 too (20 bytes per element against 8).
 Measured: on an NVIDIA H200 (results/nvidia-h200.json, ``ladder bench``, 8192 x 8192, float16):
-0.354 ms, 3.792 TB/s on the bytes it moves (0.89 of the 4.269 TB/s copy); rung 3 takes 0.068 ms
-in float16 and 0.131 ms in float32, rung 1 0.622 ms in float16.
-Verdict: held: 5.21x rung 3's float16 time and 2.71x its float32 time. The five kernels run
-near the copy bandwidth on five times the bytes, so the time is five times: the rung is bound
-by its bytes, and the remedy is not a faster cast but no cast through memory. It is 1.76x
-faster than rung 1 in float16 while moving more bytes (1.34 GB against 805 MB), as its casts
-keep 8 loads per thread in flight where rung 1 keeps one (a count; neither is profiled).
+0.354 ms, 3.792 TB/s on the bytes it moves (0.89 of the 4.269 TB/s copy); `fused` takes 0.068 ms
+in float16 and 0.131 ms in float32, `three-kernels` 0.622 ms in float16.
+Verdict: held: 5.21x `fused`'s float16 time and 2.71x its float32 time. The five kernels run near
+the copy bandwidth on five times the bytes, so the time is five times: the rung is bound by its
+bytes, and the remedy is not a faster cast but no cast through memory. It is 1.76x faster than
+`three-kernels` in float16 while moving more bytes (1.34 GB against 805 MB), as its casts keep 8
+loads per thread in flight where `three-kernels` keeps one (a count; neither is profiled).
 
 Lab notes: docs/notes/fused.md
 """
-
-from __future__ import annotations
 
 from typing import Any
 
 import numpy as np
 from numba import cuda, float32, uint32, uint64
 
-from ladder.core.fastcall import NumbaLaunch, Operand, PlanCache, Steps
-from ladder.core.rung import rung
 from ladder.fused.elementwise import r03_fused as fused
-from ladder.fused.problem import ELEMENTWISE, WORKSPACE_PLANS, flat, operands, workspace
+from ladder.fused.problem import ELEMENTWISE, WORKSPACE_PLANS, flat, fused_rung, workspace
 
 DTYPES = ("float16",)
 THREADS = 256
@@ -88,33 +84,10 @@ KERNEL_ARGS = {
 }
 
 
-def cast(kernel: Any, size: int) -> NumbaLaunch:
-    """A cast kernel's launch over ``size`` elements."""
+def cast_grid(size: int) -> tuple[int, int]:
+    """A cast kernel's grid and block over ``size`` elements."""
     per_block = THREADS * UNROLL
-    return NumbaLaunch(kernel, min((size + per_block - 1) // per_block, MAX_BLOCKS), THREADS)
-
-
-def plan(x: Operand, a: Operand, b: Operand, out: Operand) -> Steps:
-    """Five launches and the float32 buffers between them, the plan's own: built once per
-    signature of x, a, b and out (``PLANS``). The float32 kernel is rung 3's, from its plan."""
-    x32, y32 = workspace(x.shape, "float32", "x32"), workspace(x.shape, "float32", "y32")
-    a32, b32 = workspace(a.shape, "float32", "a32"), workspace(b.shape, "float32", "b32")
-    x32_flat, y32_flat = flat(x32), flat(y32)
-    cast_x, cast_y = cast(to_float32_kernel, x.size), cast(to_float16_kernel, x.size)
-    cast_a, cast_b = cast(to_float32_kernel, a.size), cast(to_float32_kernel, b.size)
-    kernel = fused.plan(x32, a32, b32, y32)
-
-    def run(x: Operand, a: Operand, b: Operand, out: Operand) -> None:
-        cast_x(flat(x), x32_flat)
-        cast_a(a, a32)
-        cast_b(b, b32)
-        kernel(x32, a32, b32, y32)
-        cast_y(y32_flat, flat(out))
-
-    return Steps(run, cast_x, cast_a, cast_b, kernel, cast_y)
-
-
-PLANS = PlanCache(plan, size=WORKSPACE_PLANS)  # each plan holds two float32 copies of x
+    return min((size + per_block - 1) // per_block, MAX_BLOCKS), THREADS
 
 
 def _bytes(size: tuple[int, ...], dtype: str) -> float:
@@ -124,16 +97,25 @@ def _bytes(size: tuple[int, ...], dtype: str) -> float:
     return float(20 * rows * cols + 2 * 10 * cols)
 
 
-@rung(
+@fused_rung(
+    ELEMENTWISE,
     name="fp16-casts",
     parent="three-kernels",
     title="float16 around a float32 kernel: cast, compute, cast back",
     dtypes=DTYPES,
     bytes_moved=_bytes,
+    plans_kept=WORKSPACE_PLANS,  # each plan holds two float32 copies of x
 )
-def launch(x: Any, a: Any, b: Any, out: Any = None) -> Any:
-    (x, a, b), out, _ = operands(ELEMENTWISE, (x, a, b), out, DTYPES)
-    rows, cols = x.shape
-    if rows and cols:
-        PLANS(x, a, b, out)(x, a, b, out)
-    return out.obj
+def geometry(x: Any, a: Any, b: Any, out: Any) -> list:
+    """Five launches in order: x, a and b cast to float32 buffers of the plan's own, `fused`'s
+    float32 kernel on them, its result cast back into out (x and out as 1-D arrays)."""
+    x32, y32 = workspace(x.shape, "float32", "x32"), workspace(x.shape, "float32", "y32")
+    a32, b32 = workspace(a.shape, "float32", "a32"), workspace(b.shape, "float32", "b32")
+    kernel, grid, block = fused.geometry(x32, a32, b32, y32)
+    return [
+        (to_float32_kernel, *cast_grid(x.size), (flat(x), flat(x32))),
+        (to_float32_kernel, *cast_grid(a.size), (a, a32)),
+        (to_float32_kernel, *cast_grid(b.size), (b, b32)),
+        (kernel, grid, block, (x32, a32, b32, y32)),
+        (to_float16_kernel, *cast_grid(x.size), (flat(y32), flat(out))),
+    ]

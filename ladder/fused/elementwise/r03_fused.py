@@ -1,9 +1,9 @@
-"""Rung 3, fused: one kernel reads x once and writes y once, in 16-byte accesses.
+"""Fused: one kernel reads x once and writes y once, in 16-byte accesses.
 
-What changes: t and u of rung 1 only ever live in registers (the multiply and the add fuse into
-one FMA), so each element of x is read once and y written once, the problem's minimum: 8 bytes
-per element in float32 (537 MB at 8192 x 8192, a third of rung 1's 1.61 GB), 4 in float16
-(268 MB, a fifth of rung 2's 1.34 GB). And each thread does more than one element:
+What changes: t and u of `three-kernels` only ever live in registers (the multiply and the add fuse
+into one FMA), so each element of x is read once and y written once, the problem's minimum: 8 bytes
+per element in float32 (537 MB at 8192 x 8192, a third of `three-kernels`'s 1.61 GB), 4 in float16
+(268 MB, a fifth of `fp16-casts`'s 1.34 GB). And each thread does more than one element:
 - block (64, 4), 256 threads, a tile of 16 rows x 256 columns; each thread owns 4 adjacent
   columns in 4 rows, 4 apart, and issues its 4 row loads before it uses any of them: 64 bytes
   in flight per float32 thread; at 40 registers 6 blocks (1536 threads) fit on an SM, 96 KB;
@@ -21,35 +21,31 @@ launcher checks the alignment with ``vector_aligned``). ptxas (sm_90, the same o
 registers for the wide kernel in float32, 37 in float16, 43 for the scalar one; no spills.
 Why: a memory-bound kernel wants the fewest bytes and enough of them in flight to cover the
 latency of device memory: by Little's law, 4.8 TB/s x about 1 µs is some 5 MB across an H200,
-35 KB per SM, where rung 1 kept 8 KB per SM in flight.
-Prediction: close to the copy bandwidth in float32, about three times rung 1 (a third of the
-bytes, one launch instead of three); float16 half the bytes, so about half float32's time and
-about a fifth of rung 2's, perhaps a little further from the copy (8-byte vectors: twice the
+35 KB per SM, where `three-kernels` kept 8 KB per SM in flight.
+Prediction: close to the copy bandwidth in float32, about three times `three-kernels` (a third of
+the bytes, one launch instead of three); float16 half the bytes, so about half float32's time and
+about a fifth of `fp16-casts`'s, perhaps a little further from the copy (8-byte vectors: twice the
 instructions per byte and half the bytes in flight per thread).
-Measured: on an NVIDIA H200 (results/nvidia-h200.json, ``ladder bench``, 8192 x 8192): 0.131 ms
-in float32, 4.105 TB/s, 0.96 of the 4.269 TB/s copy (rung 1: 0.694 ms); 0.068 ms in float16,
-3.948 TB/s, 0.92 of the copy (rung 2: 0.354 ms, rung 1: 0.622 ms). The library, CuPy's fused
-``ElementwiseKernel``: 0.320 ms in float32 and 0.320 ms in float16.
-Verdict: held, and beat the 3x over rung 1 (5.31x), because rung 1 also fell short of the copy
-on its own bytes (0.54). float16 takes 0.52 of float32's time, 5.21x faster than rung 2, and
-sits a little further from the copy (0.92), as predicted. CuPy is 2.45x slower in float32 and
-4.70x in float16 with the same minimum bytes in one kernel: it runs at the pace of CuPy's own
-copy kernel whatever the element size (``references.py`` counts it).
+Measured: on an NVIDIA H200 (results/nvidia-h200.json, ``ladder bench``, 8192 x 8192): 0.131 ms in
+float32, 4.105 TB/s, 0.96 of the 4.269 TB/s copy (`three-kernels`: 0.694 ms); 0.068 ms in float16,
+3.948 TB/s, 0.92 of the copy (`fp16-casts`: 0.354 ms, `three-kernels`: 0.622 ms). The library,
+CuPy's fused ``ElementwiseKernel``: 0.320 ms in float32 and 0.320 ms in float16.
+Verdict: held, and beat the 3x over `three-kernels` (5.31x), because `three-kernels` also fell
+short of the copy on its own bytes (0.54). float16 takes 0.52 of float32's time, 5.21x faster than
+`fp16-casts`, and sits a little further from the copy (0.92), as predicted. CuPy is 2.45x slower in
+float32 and 4.70x in float16 with the same minimum bytes in one kernel: it runs at the pace of
+CuPy's own copy kernel whatever the element size (``references.py`` counts it).
 
 Lab notes: docs/notes/fused.md
 """
-
-from __future__ import annotations
 
 from typing import Any
 
 import numpy as np
 from numba import cuda, float32, uint32
 
-from ladder.core.fastcall import NumbaLaunch, Operand, PlanCache
 from ladder.core.intrinsics import load4, load4_1d, store4, vector_aligned
-from ladder.core.rung import rung
-from ladder.fused.problem import ELEMENTWISE, operands
+from ladder.fused.problem import ELEMENTWISE, fused_rung
 
 DTYPES = ("float32", "float16")
 BLOCK_X, BLOCK_Y = 64, 4  # threads along a row (one 4-wide vector each), threads down
@@ -70,7 +66,7 @@ def make_kernel(wide: bool):
     """The fused kernel with 4-wide vector accesses (``wide``) or scalar ones."""
 
     @cuda.jit
-    def fused_kernel(x, a, b, out):
+    def kernel(x, a, b, out):
         xs = cuda.local.array(VALUES, float32)
         rows, cols = uint32(x.shape[0]), uint32(x.shape[1])
         tx, ty = uint32(cuda.threadIdx.x), uint32(cuda.threadIdx.y)
@@ -120,7 +116,7 @@ def make_kernel(wide: bool):
                         if row < rows:
                             out[row, col] = max(aj * xs[r * VEC + j] + bj, float32(0.0))
 
-    return fused_kernel
+    return kernel
 
 
 wide_kernel = make_kernel(wide=True)
@@ -135,32 +131,22 @@ def tiles(rows: int, cols: int) -> int:
     return count
 
 
-def plan(x: Operand, a: Operand, b: Operand, out: Operand) -> NumbaLaunch:
-    """The wide kernel where every array allows 4-wide accesses (else the scalar one) and its
-    grid of tiles: built once per signature of x, a, b and out (``PLANS``)."""
-    rows, cols = x.shape
-    kernel = wide_kernel if vector_aligned(x, a, b, out) else scalar_kernel
-    return NumbaLaunch(kernel, tiles(rows, cols), (BLOCK_X, BLOCK_Y))
-
-
-PLANS = PlanCache(plan)
-
-
 def _bytes(size: tuple[int, ...], dtype: str) -> float:
     rows, cols = size
     return float((2 * rows * cols + 2 * cols) * np.dtype(dtype).itemsize)  # the minimum
 
 
-@rung(
+@fused_rung(
+    ELEMENTWISE,
     name="fused",
     parent="three-kernels",
     title="One fused kernel, 4-wide vector accesses",
     dtypes=DTYPES,
     bytes_moved=_bytes,
 )
-def launch(x: Any, a: Any, b: Any, out: Any = None) -> Any:
-    (x, a, b), out, _ = operands(ELEMENTWISE, (x, a, b), out, DTYPES)
+def geometry(x: Any, a: Any, b: Any, out: Any) -> tuple:
+    """The wide kernel where every array allows 4-wide accesses, else the scalar one; a 1-D grid
+    of tiles."""
     rows, cols = x.shape
-    if rows and cols:
-        PLANS(x, a, b, out)(x, a, b, out)
-    return out.obj
+    kernel = wide_kernel if vector_aligned(x, a, b, out) else scalar_kernel
+    return kernel, tiles(rows, cols), (BLOCK_X, BLOCK_Y)

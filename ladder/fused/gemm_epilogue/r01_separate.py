@@ -1,15 +1,15 @@
-"""Rung 1, GEMM then epilogue: the best FP32 GEMM writes C, a second kernel applies bias + GELU.
+"""GEMM then epilogue: the best FP32 GEMM writes C, a second kernel applies bias + GELU.
 
 What changes: nothing yet; this is where the ladder starts. C = gelu(A @ B + bias) the way a
-framework runs it without fusion: the GEMM (rung 9 of the GEMM ladder, double-buffered,
-128 x 128 tiles, unchanged) writes C to device memory, then an elementwise kernel, one element
+framework runs it without fusion: the GEMM (`gemm/double-buffered`, 128 x 128 tiles,
+unchanged) writes C to device memory, then an elementwise kernel, one element
 of C per thread, reads C and the bias, applies GELU (erf form) and writes C again, in place.
 Why: the baseline: the cost of an unfused epilogue is one more pass over C, read and written.
 Prediction: at 4096³ the GEMM moves at least 201 MB and takes milliseconds; the epilogue moves
 2 x 67 MB (read and write C), about 0.03 ms at the copy bandwidth, plus a launch: a few percent
 over the plain GEMM, nearly all of it the extra pass over C.
 Measured: on an NVIDIA H200 (results/nvidia-h200.json, ``ladder bench``, 4096³, float32):
-3.875 ms, against 3.806 ms for the plain GEMM (gemm rung 9) in the same run.
+3.875 ms, against 3.806 ms for the plain GEMM (`gemm/double-buffered`) in the same run.
 Verdict: held: 1.8% over the plain GEMM. The difference of the two medians, 0.069 ms, is more
 than the 0.03 ms the copy bandwidth allows for 134 MB (about 1.95 TB/s for the epilogue
 kernel, if all of the difference is its own); the epilogue kernel has not been profiled, so
@@ -19,17 +19,13 @@ column, ``erf``) is not yet measured.
 Lab notes: docs/notes/fused.md
 """
 
-from __future__ import annotations
-
 import math
 from typing import Any
 
 import numpy as np
 from numba import cuda, float32, uint32
 
-from ladder.core.fastcall import NumbaLaunch, Operand, PlanCache, Steps
-from ladder.core.rung import rung
-from ladder.fused.problem import GEMM_EPILOGUE, operands
+from ladder.fused.problem import GEMM_EPILOGUE, fused_rung
 from ladder.gemm.problem import aligned_for_float4, grid_2d
 from ladder.gemm.r08_warp_tiling import DEFAULT
 from ladder.gemm.r09_double_buffered import make_kernel
@@ -68,38 +64,24 @@ KERNELS = {"bias_gelu_kernel": bias_gelu_kernel}  # the GEMM kernels are rung 9'
 KERNEL_ARGS = {"bias_gelu_kernel": lambda A, B, bias, out: (out, bias)}
 
 
-def plan(a: Operand, b: Operand, bias: Operand, out: Operand) -> Steps:
-    """Rung 9's GEMM (16-byte accesses where every row allows them), then the bias + GELU
-    kernel over C, and their grids: built once per signature of A, B, bias and out (``PLANS``)."""
-    m, n = out.shape
-    kernel = wide_gemm if aligned_for_float4(a, b, out) else scalar_gemm
-    gemm = NumbaLaunch(kernel, grid_2d(n, DEFAULT.bn, m, DEFAULT.bm), DEFAULT.threads)
-    epilogue = NumbaLaunch(bias_gelu_kernel, (m * n + THREADS - 1) // THREADS, THREADS)
-
-    def run(a: Operand, b: Operand, bias: Operand, out: Operand) -> None:
-        gemm(a, b, out)
-        epilogue(out, bias)
-
-    return Steps(run, gemm, epilogue)
-
-
-PLANS = PlanCache(plan)
-
-
 def _bytes(size: tuple[int, ...], dtype: str) -> float:
     m, n, k = size
     return float((m * k + k * n + 3 * m * n + n) * 4)  # GEMM, then read and write C again
 
 
-@rung(
+@fused_rung(
+    GEMM_EPILOGUE,
     name="gemm-then-epilogue",
     parent=None,
-    title="GEMM (rung 9), then a bias + GELU kernel",
+    title="GEMM (gemm/double-buffered), then a bias + GELU kernel",
     bytes_moved=_bytes,
 )
-def launch(A: Any, B: Any, bias: Any, out: Any = None) -> Any:
-    (a, b, bias), out, _ = operands(GEMM_EPILOGUE, (A, B, bias), out, ("float32",))
-    m, n = out.shape
-    if m and n:
-        PLANS(a, b, bias, out)(a, b, bias, out)
-    return out.obj
+def geometry(a: Any, b: Any, c: Any, bias: Any) -> list:
+    """`gemm/double-buffered`'s GEMM (16-byte accesses where every row allows them), then the
+    bias + GELU kernel over C, a thread per element."""
+    m, n = c.shape
+    gemm = wide_gemm if aligned_for_float4(a, b, c) else scalar_gemm
+    return [
+        (gemm, grid_2d(n, DEFAULT.bn, m, DEFAULT.bm), DEFAULT.threads, (a, b, c)),
+        (bias_gelu_kernel, (m * n + THREADS - 1) // THREADS, THREADS, (c, bias)),
+    ]

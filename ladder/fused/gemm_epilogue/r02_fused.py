@@ -1,51 +1,48 @@
-"""Rung 2, fused epilogue: bias + GELU applied in the GEMM kernel's store, C stored to DRAM once.
+"""Fused epilogue: bias + GELU applied in the GEMM kernel's store, C stored to DRAM once.
 
-What changes: rung 1 wrote C, then read it back to add the bias and apply GELU. Here the main
-loop is rung 9's, unchanged (``make_mainloop`` of ``ladder.gemm.r09_double_buffered``, the very
-device function rung 9's kernel calls), and only the store differs, in two steps:
+What changes: `gemm-then-epilogue` wrote C, then read it back to add the bias and apply GELU.
+Here the main loop is `gemm/double-buffered`'s, unchanged (``make_mainloop`` of
+``ladder.gemm.r09_double_buffered``, the very device function its kernel calls), and only the
+store differs, in two steps:
 
-1. rung 8's store of ``acc + bias`` (additions only, so everything unrolls and the 128
+1. `gemm/warp-tiling`'s store of ``acc + bias`` (additions only, so everything unrolls and the 128
    accumulators stay in registers; the thread's 16 bias values are loaded once);
 2. a plain loop over the thread's own 128 outputs, just written and still in L2, applying the
    activation in place. Its reads and second writes stay in L2 (a block's tile is 64 KB, and
    the resident blocks' tiles fit in L2 many times over), so C still reaches DRAM once.
 
-The split is needed because GELU's ``erf`` is a few dozen instructions: applied to the
-accumulators inside rung 8's store loops it is inlined 128 times, the loops grow past what the
+The split is needed because GELU's ``erf`` is a few dozen instructions: applied to the accumulators
+inside `gemm/warp-tiling`'s store loops it is inlined 128 times, the loops grow past what the
 compiler unrolls, and an array indexed by a loop that is not unrolled cannot live in registers
 (``ladder check`` showed the accumulators moved to a stack frame; the lab notes keep that try).
 ReLU, a single ``max``, does not have this problem. ``make_fused_kernel(config, wide_global,
-activation)`` builds the kernel for any rung-9 tile configuration and any activation device
-function; GELU (erf form) is the problem's, ReLU the cheap alternative (tested, not
-benchmarked). ptxas: 0 bytes of stack, 202 registers on sm_90 (rung 9: 208).
+activation)`` builds the kernel for any `gemm/double-buffered` tile configuration and any
+activation device function; GELU (erf form) is the problem's, ReLU the cheap alternative (tested,
+not benchmarked). ptxas: 0 bytes of stack, 202 registers on sm_90 (`gemm/double-buffered`: 208).
 Why: the second launch and the extra pass over C in DRAM (2 x M x N x 4 bytes) disappear.
 Prediction: within a few percent of the plain GEMM: the epilogue is 128 outputs per thread
 against 128 x K multiply-adds, plus an L2 round trip of the tile.
-Measured: on an NVIDIA H200 (results/nvidia-h200.json, ``ladder bench``, 4096³, float32):
-3.579 ms, against 3.875 ms for rung 1 and 3.806 ms for the plain GEMM (gemm rung 9) in the same
-run. The library, cuBLAS SGEMM then a CuPy bias + GELU kernel: 2.760 ms.
-Verdict: beat the prediction: 1.08x rung 1, and 6.0% faster than the GEMM without any
+Measured: on an NVIDIA H200 (results/nvidia-h200.json, ``ladder bench``, 4096³, float32): 3.579 ms,
+against 3.875 ms for `gemm-then-epilogue` and 3.806 ms for the plain GEMM (`gemm/double-buffered`)
+in the same run. The library, cuBLAS SGEMM then a CuPy bias + GELU kernel: 2.760 ms.
+Verdict: beat the prediction: 1.08x `gemm-then-epilogue`, and 6.0% faster than the GEMM without any
 epilogue. The cause is not established: the main loop is the same device function, but the
-compiler allocates it differently in this kernel (202 registers against 208); rung 9 is
+compiler allocates it differently in this kernel (202 registers against 208); its GEMM is
 profiled (lab/gemm/2026-11-22-profiles/nvidia-h200-profile-float32.json) and this kernel is not, so
 comparing the two profiles is the next step. cuBLAS stays 1.30x faster: its GEMM alone is faster
-than rung 9 (``references.py``).
+than `gemm/double-buffered` (``references.py``).
 
 Lab notes: docs/notes/fused.md
 """
-
-from __future__ import annotations
 
 import functools
 from typing import Any
 
 from numba import cuda, float32, uint32
 
-from ladder.core.fastcall import NumbaLaunch, Operand, PlanCache
 from ladder.core.intrinsics import store4
-from ladder.core.rung import rung
 from ladder.fused.gemm_epilogue.r01_separate import gelu
-from ladder.fused.problem import GEMM_EPILOGUE, operands
+from ladder.fused.problem import GEMM_EPILOGUE, fused_launcher, fused_rung
 from ladder.gemm.problem import aligned_for_float4, grid_2d
 from ladder.gemm.r08_warp_tiling import DEFAULT, Config
 from ladder.gemm.r09_double_buffered import make_mainloop
@@ -118,36 +115,27 @@ KERNEL_ARGS = {
 }
 
 
-def plan(
-    a: Operand, b: Operand, bias: Operand, out: Operand, activation: Any = gelu
-) -> NumbaLaunch:
-    """The fused kernel with ``activation`` (16-byte accesses where every row allows them) and
-    its grid: built once per signature of A, B, bias and out, and activation (``PLANS``)."""
-    m, n = out.shape
-    kernel = make_fused_kernel(DEFAULT, aligned_for_float4(a, b, out), activation)
-    return NumbaLaunch(kernel, grid_2d(n, DEFAULT.bn, m, DEFAULT.bm), DEFAULT.threads)
+@fused_rung(
+    GEMM_EPILOGUE,
+    name="fused-epilogue",
+    parent="gemm-then-epilogue",
+    title="Bias + GELU fused into gemm/double-buffered's store",
+)
+def geometry(a: Any, b: Any, c: Any, bias: Any, activation: Any = gelu) -> tuple:
+    """The fused kernel with ``activation`` (GELU; 16-byte accesses where every row allows
+    them), a block of DEFAULT's threads per tile of C."""
+    m, n = c.shape
+    kernel = make_fused_kernel(DEFAULT, aligned_for_float4(a, b, c), activation)
+    return kernel, grid_2d(n, DEFAULT.bn, m, DEFAULT.bm), DEFAULT.threads
 
 
-PLANS = PlanCache(plan)
+@functools.cache
+def _with(activation: Any) -> Any:
+    return fused_launcher(
+        GEMM_EPILOGUE, functools.partial(geometry, activation=activation), ("float32",)
+    )
 
 
 def launch_activation(activation: Any, A: Any, B: Any, bias: Any, out: Any = None) -> Any:
     """C = activation(A @ B + bias) with the fused kernel (any activation device function)."""
-    (a, b, bias), out, _ = operands(GEMM_EPILOGUE, (A, B, bias), out, ("float32",))
-    m, n = out.shape
-    if m and n:
-        PLANS(a, b, bias, out, activation)(a, b, out, bias)  # the kernel takes C, then bias
-    return out.obj
-
-
-@rung(
-    name="fused-epilogue",
-    parent="gemm-then-epilogue",
-    title="Bias + GELU fused into rung 9's store",
-)
-def launch(A: Any, B: Any, bias: Any, out: Any = None) -> Any:
-    (a, b, bias), out, _ = operands(GEMM_EPILOGUE, (A, B, bias), out, ("float32",))
-    m, n = out.shape
-    if m and n:
-        PLANS(a, b, bias, out)(a, b, out, bias)  # GELU, the plan's default activation
-    return out.obj
+    return _with(activation)(A, B, bias, out)

@@ -1,4 +1,4 @@
-"""Rung 1, two-pass: row statistics in one kernel, normalization in another, the textbook way.
+"""Two-pass: row statistics in one kernel, normalization in another, the textbook way.
 
 What changes: nothing yet; this is where the ladder starts. y = (x - mean) / sqrt(var + eps) *
 gamma + beta along each row, written the way the formula reads:
@@ -25,21 +25,19 @@ Prediction: bound by memory on twice the minimum bytes, so at best about half th
 one-read kernel; the statistics kernel, one row per block, ten barriers per reduction and one
 4-byte load per thread in flight, is likely to fall short of the copy bandwidth as well.
 Measured: on an NVIDIA H200 (results/nvidia-h200.json, ``ladder bench``, 8192 x 8192,
-float32): 0.371 ms, 2.898 TB/s on the bytes it asks for (0.68 of the 4.269 TB/s copy); rung 2
+float32): 0.371 ms, 2.898 TB/s on the bytes it asks for (0.68 of the 4.269 TB/s copy); `welford`
 takes 0.138 ms. Nsight Compute (lab/fused/2026-11-22-profiles/nvidia-h200-profile-layernorm.json):
 ``row_stats_kernel`` 130.208 µs at 43.28% of peak DRAM throughput, ``normalize_kernel``
 237.568 µs at 45.32% (70.93% occupancy), 367.776 µs in all.
-Verdict: held at its bound (rung 2 is 2.69x faster, more than the 2x of the bytes), but the
+Verdict: held at its bound (`welford` is 2.69x faster, more than the 2x of the bytes), but the
 kernel that falls short is the other one. The statistics kernel, asked for two reads of x,
 draws less DRAM in total than the normalization kernel (43.28% of peak for 130.208 µs against
 45.32% for 237.568 µs): its second read comes mostly from L2. The normalization kernel moves x
 and y once each, 537 MB in 237.568 µs, about 2.26 TB/s: one element per thread, as elementwise
-rung 1, which also reaches about half the copy.
+`two-pass`, which also reaches about half the copy.
 
 Lab notes: docs/notes/fused.md
 """
-
-from __future__ import annotations
 
 import math
 from typing import Any
@@ -47,9 +45,7 @@ from typing import Any
 import numpy as np
 from numba import cuda, float32, uint32
 
-from ladder.core.fastcall import NumbaLaunch, Operand, PlanCache, Steps
-from ladder.core.rung import rung
-from ladder.fused.problem import LAYERNORM, LAYERNORM_EPS, operands, workspace
+from ladder.fused.problem import LAYERNORM, LAYERNORM_EPS, fused_rung, workspace
 
 DTYPES = ("float32",)
 STATS_THREADS = 256  # one block per row (fewer threads for rows shorter than 256)
@@ -122,44 +118,30 @@ KERNEL_ARGS = {
 }  # fmt: skip
 
 
-def plan(x: Operand, gamma: Operand, beta: Operand, out: Operand) -> Steps:
-    """The two launches, their grids, and mean and rstd, the plan's own buffers: built once
-    per signature of x, gamma, beta and out (``PLANS``)."""
-    rows, cols = x.shape
-    grid = ((rows + BLOCK_Y - 1) // BLOCK_Y, (cols + BLOCK_X - 1) // BLOCK_X)
-    if grid[1] > MAX_GRID_Y:
-        raise ValueError(f"{cols} columns need {grid[1]} blocks along y; at most {MAX_GRID_Y}")
-    mean, rstd = workspace((rows,), "float32", "mean"), workspace((rows,), "float32", "rstd")
-    threads = min(STATS_THREADS, max(MIN_STATS_THREADS, 1 << (cols - 1).bit_length()))
-    stats = NumbaLaunch(row_stats_kernel, rows, threads)
-    normalize = NumbaLaunch(normalize_kernel, grid, (BLOCK_X, BLOCK_Y))
-
-    def run(x: Operand, gamma: Operand, beta: Operand, out: Operand) -> None:
-        stats(x, mean, rstd)
-        normalize(x, gamma, beta, mean, rstd, out)
-
-    return Steps(run, stats, normalize)
-
-
-PLANS = PlanCache(plan)
-
-
 def _bytes(size: tuple[int, ...], dtype: str) -> float:
     rows, cols = size
     # x read three times, y written; gamma, beta; mean and rstd written and read (4 per row)
     return float((4 * rows * cols + 2 * cols + 4 * rows) * 4)
 
 
-@rung(
+@fused_rung(
+    LAYERNORM,
     name="two-pass",
     parent=None,
     title="Two-pass statistics kernel, then a normalization kernel",
     dtypes=DTYPES,
     bytes_moved=_bytes,
 )
-def launch(x: Any, gamma: Any, beta: Any, out: Any = None) -> Any:
-    (x, gamma, beta), out, _ = operands(LAYERNORM, (x, gamma, beta), out, DTYPES)
+def geometry(x: Any, gamma: Any, beta: Any, out: Any) -> list:
+    """The statistics, a block per row (the power of two up to STATS_THREADS that covers it),
+    then the normalization, a thread per element; mean and rstd the plan's own buffers."""
     rows, cols = x.shape
-    if rows and cols:
-        PLANS(x, gamma, beta, out)(x, gamma, beta, out)
-    return out.obj
+    grid = ((rows + BLOCK_Y - 1) // BLOCK_Y, (cols + BLOCK_X - 1) // BLOCK_X)
+    if grid[1] > MAX_GRID_Y:
+        raise ValueError(f"{cols} columns need {grid[1]} blocks along y; at most {MAX_GRID_Y}")
+    mean, rstd = workspace((rows,), "float32", "mean"), workspace((rows,), "float32", "rstd")
+    threads = min(STATS_THREADS, max(MIN_STATS_THREADS, 1 << (cols - 1).bit_length()))
+    return [
+        (row_stats_kernel, rows, threads, (x, mean, rstd)),
+        (normalize_kernel, grid, (BLOCK_X, BLOCK_Y), (x, gamma, beta, mean, rstd, out)),
+    ]

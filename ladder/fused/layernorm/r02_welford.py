@@ -1,6 +1,6 @@
-"""Rung 2, Welford: one pass, the row held in registers, statistics and normalization fused.
+"""Welford: one pass, the row held in registers, statistics and normalization fused.
 
-What changes: rung 1 reads x three times in two kernels; this rung reads it once and writes y
+What changes: `two-pass` reads x three times in two kernels; this rung reads it once and writes y
 once, the minimum: 8 bytes per element in float32, 537 MB at 8192 x 8192 instead of 1.07 GB.
 1. Welford's algorithm: mean and variance in one pass without the cancellation of E[x^2] -
    E[x]^2. Each thread keeps (count, mean, M2), M2 the sum of squared deviations from the
@@ -29,19 +29,17 @@ rows) run per SM with 128 bytes of loads in flight per thread: 96 KB per SM, 12.
 132 SMs, well above the ~5 MB that 4.8 TB/s x 1 µs of latency asks for, so one block can
 reduce and store while the others load.
 Prediction: close to the copy bandwidth at 8192 x 8192, at least 0.9 of the measured
-device-to-device copy; about twice rung 1 (half the bytes, one launch).
+device-to-device copy; about twice `two-pass` (half the bytes, one launch).
 Measured: on an NVIDIA H200 (results/nvidia-h200.json, ``ladder bench``, 8192 x 8192,
-float32): 0.138 ms, 3.890 TB/s, 0.91 of the 4.269 TB/s copy; rung 1 0.371 ms; PyTorch's
+float32): 0.138 ms, 3.890 TB/s, 0.91 of the 4.269 TB/s copy; `two-pass` 0.371 ms; PyTorch's
 ``layer_norm`` 0.352 ms. Nsight Compute (lab/fused/2026-11-22-profiles/nvidia-h200-profile-
 layernorm.json): 131.616 µs at 80.71% of peak DRAM throughput, 47.59% occupancy.
-Verdict: held: 0.91 of the copy; 2.69x rung 1 rather than 2x, because rung 1's normalization
+Verdict: held: 0.91 of the copy; 2.69x `two-pass` rather than 2x, because `two-pass`'s normalization
 kernel also fell short of the copy on its own bytes. PyTorch is 2.55x slower: its kernel reads
 x twice (``references.py`` counts it), and part of its time is not yet accounted for.
 
 Lab notes: docs/notes/fused.md
 """
-
-from __future__ import annotations
 
 import math
 from typing import Any
@@ -50,10 +48,8 @@ import numpy as np
 from numba import cuda, float32, uint32
 
 from ladder.core import device
-from ladder.core.fastcall import NumbaLaunch, Operand, PlanCache
 from ladder.core.intrinsics import FULL_MASK, load4, load4_1d, store4, vector_aligned
-from ladder.core.rung import rung
-from ladder.fused.problem import LAYERNORM, LAYERNORM_EPS, operands
+from ladder.fused.problem import LAYERNORM, LAYERNORM_EPS, fused_rung
 
 DTYPES = ("float32",)
 WARP = 32
@@ -293,10 +289,23 @@ def row_threads(cols: int) -> int:
     return min(MAX_ROW_THREADS, max(WARP, 1 << (need - 1).bit_length()))
 
 
-def plan(x: Operand, gamma: Operand, beta: Operand, out: Operand) -> NumbaLaunch:
-    """The one-read kernel (rows that fit in registers) or the two-read one, 16-byte accesses
-    where every array allows them, and the block shape: built once per signature of x, gamma,
-    beta and out (``PLANS``)."""
+def _bytes(size: tuple[int, ...], dtype: str) -> float:
+    rows, cols = size
+    reads = 1 if cols <= RESIDENT_COLS else 2  # a row too long for registers is read twice
+    return float(((reads + 1) * rows * cols + 2 * cols) * 4)
+
+
+@fused_rung(
+    LAYERNORM,
+    name="welford",
+    parent="two-pass",
+    title="One pass: Welford, row in registers, 16-byte loads",
+    dtypes=DTYPES,
+    bytes_moved=_bytes,
+)
+def geometry(x: Any, gamma: Any, beta: Any, out: Any) -> tuple:
+    """The one-read kernel (rows that fit in registers, several a block when short) or the
+    two-read one (a row a block), 16-byte accesses where every array allows them."""
     rows, cols = x.shape
     wide = vector_aligned(x, gamma, beta, out)
     if cols <= RESIDENT_COLS:
@@ -306,28 +315,4 @@ def plan(x: Operand, gamma: Operand, beta: Operand, out: Operand) -> NumbaLaunch
     else:  # too long for the registers: read twice, one row per block
         kernel = wide_two_read_kernel if wide else scalar_two_read_kernel
         threads, rows_per_block = TWO_READ_THREADS, 1
-    return NumbaLaunch(kernel, -(-rows // rows_per_block), (threads, rows_per_block))
-
-
-PLANS = PlanCache(plan)
-
-
-def _bytes(size: tuple[int, ...], dtype: str) -> float:
-    rows, cols = size
-    reads = 1 if cols <= RESIDENT_COLS else 2  # a row too long for registers is read twice
-    return float(((reads + 1) * rows * cols + 2 * cols) * 4)
-
-
-@rung(
-    name="welford",
-    parent="two-pass",
-    title="One pass: Welford, row in registers, 16-byte loads",
-    dtypes=DTYPES,
-    bytes_moved=_bytes,
-)
-def launch(x: Any, gamma: Any, beta: Any, out: Any = None) -> Any:
-    (x, gamma, beta), out, _ = operands(LAYERNORM, (x, gamma, beta), out, DTYPES)
-    rows, cols = x.shape
-    if rows and cols:
-        PLANS(x, gamma, beta, out)(x, gamma, beta, out)
-    return out.obj
+    return kernel, -(-rows // rows_per_block), (threads, rows_per_block)

@@ -1,4 +1,4 @@
-"""Rung 1, three kernels: row max, row sum of exponentials, normalize; one thread per row.
+"""Three kernels: row max, row sum of exponentials, normalize; one thread per row.
 
 What changes: nothing yet; this is where the ladder starts. Softmax from three kernels, each
 the obvious loop, already with the shift by the row max that keeps ``exp`` from overflowing
@@ -31,12 +31,10 @@ Compute (lab/fused/2026-11-22-profiles/nvidia-h200-profile-softmax.json, float32
 occupancy and under 10% of peak DRAM throughput; ``normalize_kernel`` 184.224 µs at 91.92% occupancy
 and 58.34% of DRAM.
 Verdict: held: the two reductions are 88% of the time, bound by latency (4 warps on a busy SM),
-not by bytes; rung 2, one kernel with a block per row, is 6.64x faster.
+not by bytes; `block-per-row`, one kernel with a block per row, is 6.64x faster.
 
 Lab notes: docs/notes/fused.md
 """
-
-from __future__ import annotations
 
 import math
 from typing import Any
@@ -45,9 +43,7 @@ import numpy as np
 from numba import cuda, float32, uint32
 
 from ladder.core.dtypes import resolve
-from ladder.core.fastcall import NumbaLaunch, Operand, PlanCache, Steps
-from ladder.core.rung import rung
-from ladder.fused.problem import SOFTMAX, operands, workspace
+from ladder.fused.problem import SOFTMAX, fused_rung, workspace
 
 ROW_THREADS = 128  # kernels 1 and 2: threads per block, one row each
 NORM_THREADS = 256  # kernel 3: threads per block, one block per row
@@ -104,44 +100,28 @@ KERNEL_ARGS = {
 }
 
 
-def plan(x: Operand, out: Operand) -> Steps:
-    """The three launches and the scratch (rows x 2: max, sum), the plan's own: built once
-    per signature of x and out (``PLANS``)."""
-    rows = x.shape[0]
-    stats = workspace((rows, 2), "float32", "stats")
-    blocks = (rows + ROW_THREADS - 1) // ROW_THREADS
-    row_max = NumbaLaunch(row_max_kernel, blocks, ROW_THREADS)
-    row_sum = NumbaLaunch(row_sum_kernel, blocks, ROW_THREADS)
-    normalize = NumbaLaunch(normalize_kernel, rows, NORM_THREADS)
-
-    def run(x: Operand, out: Operand) -> None:
-        row_max(x, stats)
-        row_sum(x, stats)
-        normalize(x, stats, out)
-
-    return Steps(run, row_max, row_sum, normalize)
-
-
-PLANS = PlanCache(plan)
-
-
 def _bytes_moved(size: tuple[int, ...], dtype: str) -> float:
     rows, cols = size
     # three reads of the row and one write, plus 4-byte max and sum: 2 writes and 3 reads
     return float(4 * rows * cols * resolve(dtype).itemsize + 5 * 4 * rows)
 
 
-@rung(
+@fused_rung(
+    SOFTMAX,
     name="three-kernels",
     parent=None,
     title="Three kernels: max, sum, normalize (one thread per row)",
     dtypes=("float32", "float16"),
     bytes_moved=_bytes_moved,
 )
-def launch(x: Any, out: Any = None) -> Any:
-    (x,), out, _ = operands(SOFTMAX, (x,), out, ("float32", "float16"))
-    rows, cols = x.shape
-    if rows == 0 or cols == 0:
-        return out.obj
-    PLANS(x, out)(x, out)
-    return out.obj
+def geometry(x: Any, out: Any) -> list:
+    """Max, sum, normalize in order, the first two a thread per row, the third a block per row;
+    the max and sum of each row in the plan's own scratch (rows x 2)."""
+    rows = x.shape[0]
+    stats = workspace((rows, 2), "float32", "stats")
+    blocks = (rows + ROW_THREADS - 1) // ROW_THREADS
+    return [
+        (row_max_kernel, blocks, ROW_THREADS, (x, stats)),
+        (row_sum_kernel, blocks, ROW_THREADS, (x, stats)),
+        (normalize_kernel, rows, NORM_THREADS, (x, stats, out)),
+    ]

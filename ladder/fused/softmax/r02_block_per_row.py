@@ -1,9 +1,9 @@
-"""Rung 2, one block per row: shared-memory tree reductions for the max and the sum, one kernel.
+"""One block per row: shared-memory tree reductions for the max and the sum, one kernel.
 
-What changes: rung 1 gave each row to one thread and launched three kernels, the row statistics
-going through global memory. Here a block of 256 threads owns a row: thread ``t`` reads columns
-``t, t + 256, ...``, so each warp's load reads 128 consecutive bytes (float32), and the max and
-the sum stay on chip:
+What changes: `three-kernels` gave each row to one thread and launched three kernels, the row
+statistics going through global memory. Here a block of 256 threads owns a row: thread ``t`` reads
+columns ``t, t + 256, ...``, so each warp's load reads 128 consecutive bytes (float32), and the max
+and the sum stay on chip:
 
 1. each thread takes the max of its columns; the 256 partial maxima go into a shared array and
    a tree halves them (128, 64, ..., 1 active threads, a barrier after every level: 9 barriers);
@@ -11,29 +11,27 @@ the sum stay on chip:
 3. each thread writes ``exp(x - max) * (1 / sum)`` (one division per row, a multiply each).
 
 Bytes: still three reads and one write, ``4 * rows * cols * itemsize``, 1074 MB at 8192 x 8192
-float32, twice the minimum; rung 1's scratch is gone. The count is what the kernel asks of
+float32, twice the minimum; `three-kernels`'s scratch is gone. The count is what the kernel asks of
 memory, not what reaches DRAM: a row is 32 KB, at 32 registers 8 blocks fit on an SM, so about
 34 MB of rows are in progress across 132 SMs, and a re-read soon after the first read can be
 served by L2. ptxas (sm_90): 32 registers (float32), 26 (float16); 1 KB of shared memory.
-Why: coalesced loads, and 8192 blocks that fill every SM many times over, where rung 1's
+Why: coalesced loads, and 8192 blocks that fill every SM many times over, where `three-kernels`'s
 profile showed 6% occupancy and half the SMs idle.
-Prediction: several times faster than rung 1, from coalescing and a full GPU alone. Against the
-copy, well short: four passes where two would do, each a strided loop of 4-byte loads with at
-most 4 in flight per thread (LLVM unrolls it by 4), and 19 barriers per row: half the copy
+Prediction: several times faster than `three-kernels`, from coalescing and a full GPU alone.
+Against the copy, well short: four passes where two would do, each a strided loop of 4-byte loads
+with at most 4 in flight per thread (LLVM unrolls it by 4), and 19 barriers per row: half the copy
 bandwidth if every pass went to DRAM, somewhat more where L2 catches re-reads.
 Measured: on an NVIDIA H200 (results/nvidia-h200.json, ``ladder bench``, 8192 x 8192): 0.237 ms
 in float32, 2.267 TB/s on the minimum bytes (0.53 of the 4.269 TB/s copy), against 1.571 ms for
-rung 1; 0.213 ms in float16 (rung 1: 1.453 ms). Nsight Compute
+`three-kernels`; 0.213 ms in float16 (`three-kernels`: 1.453 ms). Nsight Compute
 (lab/fused/2026-11-22-profiles/nvidia-h200-profile-softmax.json, float32): 237.472 µs, 53.75% of
 peak DRAM throughput, 58.17% L2 hit rate, 90.6% occupancy.
-Verdict: held on both counts: 6.64x rung 1 in float32 (6.81x in float16), and 0.53 of the copy,
-"somewhat more" than half, because L2 serves re-reads: the bytes the kernel asks for flow at
+Verdict: held on both counts: 6.64x `three-kernels` in float32 (6.81x in float16), and 0.53 of the
+copy, "somewhat more" than half, because L2 serves re-reads: the bytes the kernel asks for flow at
 4.534 TB/s, more than the copy's 4.269, which only L2 hits allow.
 
 Lab notes: docs/notes/fused.md
 """
-
-from __future__ import annotations
 
 import math
 from typing import Any
@@ -42,9 +40,7 @@ import numpy as np
 from numba import cuda, float32, uint32
 
 from ladder.core.dtypes import resolve
-from ladder.core.fastcall import NumbaLaunch, Operand, PlanCache
-from ladder.core.rung import rung
-from ladder.fused.problem import SOFTMAX, operands
+from ladder.fused.problem import SOFTMAX, fused_rung
 
 THREADS = 256  # one block per row (a power of two: the tree halves it)
 
@@ -55,7 +51,7 @@ NEG_INF = np.float32(-np.inf)
 
 
 @cuda.jit
-def block_per_row_kernel(x, out):
+def kernel(x, out):
     partial = cuda.shared.array(THREADS, float32)
     cols = uint32(x.shape[1])
     row = uint32(cuda.blockIdx.x)
@@ -95,24 +91,14 @@ def block_per_row_kernel(x, out):
         out[row, c] = math.exp(float32(x[row, c]) - m) * inv
 
 
-def plan(x: Operand, out: Operand) -> NumbaLaunch:
-    """One block of THREADS per row: built once per signature of x and out (``PLANS``)."""
-    return NumbaLaunch(block_per_row_kernel, x.shape[0], THREADS)
-
-
-PLANS = PlanCache(plan)
-
-
-@rung(
+@fused_rung(
+    SOFTMAX,
     name="block-per-row",
     parent="three-kernels",
     title="One kernel, a block per row, shared-memory tree reductions",
     dtypes=("float32", "float16"),
     bytes_moved=lambda size, dtype: float(4 * size[0] * size[1] * resolve(dtype).itemsize),
 )
-def launch(x: Any, out: Any = None) -> Any:
-    (x,), out, _ = operands(SOFTMAX, (x,), out, ("float32", "float16"))
-    rows, cols = x.shape
-    if rows and cols:
-        PLANS(x, out)(x, out)
-    return out.obj
+def geometry(x: Any, out: Any) -> tuple:
+    """One block of THREADS per row."""
+    return kernel, x.shape[0], THREADS

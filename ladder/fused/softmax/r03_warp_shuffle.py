@@ -1,7 +1,7 @@
-"""Rung 3, warp shuffles: the reductions move through registers, with one shared exchange.
+"""Warp shuffles: the reductions move through registers, with one shared exchange.
 
 What changes: the same block of 256 threads per row and the same three passes over the row as
-rung 2; only the two reductions:
+`block-per-row`; only the two reductions:
 
 1. inside each warp, five ``shfl_xor_sync`` steps (distance 16, 8, 4, 2, 1) combine the 32
    lanes' values register to register; with the xor pattern every lane ends with the warp's
@@ -11,28 +11,28 @@ rung 2; only the two reductions:
    -inf for the max, 0 for the sum) and does the five shuffle steps again, so every thread has
    the block's result without a second barrier.
 
-Two barriers per row in all instead of rung 2's 19; the max and the sum use separate shared
-arrays, so no barrier is needed to protect one from the other. Bytes are rung 2's: three reads
-and one write, ``4 * rows * cols * itemsize``. (Numba's CUDA simulator has no shuffles; there
-``ladder.core.intrinsics.shfl_xor_sync`` stands in for them, slowly.) ptxas (sm_90): 30
+Two barriers per row in all instead of `block-per-row`'s 19; the max and the sum use separate
+shared arrays, so no barrier is needed to protect one from the other. Bytes are `block-per-row`'s:
+three reads and one write, ``4 * rows * cols * itemsize``. (Numba's CUDA simulator has no shuffles;
+there ``ladder.core.intrinsics.shfl_xor_sync`` stands in for them, slowly.) ptxas (sm_90): 30
 registers (float32 and float16); 64 bytes of shared memory; no spills.
-Why: rung 2's tree is 8 levels, each a round trip through shared memory and a barrier for the
-whole block, with half of the remaining threads idle at every level; a shuffle step is one
+Why: `block-per-row`'s tree is 8 levels, each a round trip through shared memory and a barrier for
+the whole block, with half of the remaining threads idle at every level; a shuffle step is one
 instruction between registers.
-Prediction: a modest step over rung 2. The reductions were the smaller part of the time; the
-three passes over the row, twice the problem's minimum in bytes, are unchanged and now
+Prediction: a modest step over `block-per-row`. The reductions were the smaller part of the time;
+the three passes over the row, twice the problem's minimum in bytes, are unchanged and now
 dominate.
-Measured: on an NVIDIA H200 (results/nvidia-h200.json, ``ladder bench``, 8192 x 8192): 0.228 ms
-in float32 (rung 2: 0.237 ms), 0.552 of the 4.269 TB/s copy; 0.211 ms in float16 (rung 2:
-0.213 ms). Nsight Compute (lab/fused/2026-11-22-profiles/nvidia-h200-profile-softmax.json, float32):
-225.632 µs against rung 2's 237.472, 55.66% of peak DRAM throughput, 59.31% L2 hit rate;
-shared-memory store bank conflicts 6530 against rung 2's 42840.
-Verdict: held: 1.04x rung 2 in float32, 1.01x in float16. The time is the passes over the row.
+Measured: on an NVIDIA H200 (results/nvidia-h200.json, ``ladder bench``, 8192 x 8192): 0.228 ms in
+float32 (`block-per-row`: 0.237 ms), 0.552 of the 4.269 TB/s copy; 0.211 ms in float16
+(`block-per-row`: 0.213 ms). Nsight Compute
+(lab/fused/2026-11-22-profiles/nvidia-h200-profile-softmax.json, float32): 225.632 µs against
+`block-per-row`'s 237.472, 55.66% of peak DRAM throughput, 59.31% L2 hit rate; shared-memory store
+bank conflicts 6530 against `block-per-row`'s 42840.
+Verdict: held: 1.04x `block-per-row` in float32, 1.01x in float16. The time is the passes over the
+row.
 
 Lab notes: docs/notes/fused.md
 """
-
-from __future__ import annotations
 
 import math
 from typing import Any
@@ -41,10 +41,8 @@ import numpy as np
 from numba import cuda, float32, uint32
 
 from ladder.core.dtypes import resolve
-from ladder.core.fastcall import NumbaLaunch, Operand, PlanCache
 from ladder.core.intrinsics import FULL_MASK, shfl_xor_sync
-from ladder.core.rung import rung
-from ladder.fused.problem import SOFTMAX, operands
+from ladder.fused.problem import SOFTMAX, fused_rung
 
 THREADS = 256  # one block per row
 WARPS = THREADS // 32
@@ -58,7 +56,7 @@ NEG_INF = np.float32(-np.inf)
 
 
 @cuda.jit
-def warp_shuffle_kernel(x, out):
+def kernel(x, out):
     warp_maxes = cuda.shared.array(WARPS, float32)
     warp_sums = cuda.shared.array(WARPS, float32)
     cols = uint32(x.shape[1])
@@ -98,24 +96,14 @@ def warp_shuffle_kernel(x, out):
         out[row, c] = math.exp(float32(x[row, c]) - m) * inv
 
 
-def plan(x: Operand, out: Operand) -> NumbaLaunch:
-    """One block of THREADS per row: built once per signature of x and out (``PLANS``)."""
-    return NumbaLaunch(warp_shuffle_kernel, x.shape[0], THREADS)
-
-
-PLANS = PlanCache(plan)
-
-
-@rung(
+@fused_rung(
+    SOFTMAX,
     name="warp-shuffle",
     parent="block-per-row",
     title="Warp-shuffle reductions, one shared exchange across warps",
     dtypes=("float32", "float16"),
     bytes_moved=lambda size, dtype: float(4 * size[0] * size[1] * resolve(dtype).itemsize),
 )
-def launch(x: Any, out: Any = None) -> Any:
-    (x,), out, _ = operands(SOFTMAX, (x,), out, ("float32", "float16"))
-    rows, cols = x.shape
-    if rows and cols:
-        PLANS(x, out)(x, out)
-    return out.obj
+def geometry(x: Any, out: Any) -> tuple:
+    """One block of THREADS per row."""
+    return kernel, x.shape[0], THREADS

@@ -1,16 +1,16 @@
-"""Rung 5, the row in registers: one read and one write of every element, the problem's minimum.
+"""The row in registers: one read and one write of every element, the problem's minimum.
 
-What changes: rung 4 still reads the row twice. A row of 8192 float32 is 32 KB and an SM has
-256 KB of registers, so a block of 256 threads holds the whole row at 32 values per thread, in a
-``cuda.local.array`` of compile-time size (``ELEMS = 32``) whose loops all unroll, so it lives
-in registers (ptxas: no stack frame). Then, from registers: the max (xor shuffles in the warp,
-one shared exchange when a row spans warps: rung 3's scheme), ``e = exp(v - max)`` in place and
-its sum, reduced the same way, and ``e * (1 / sum)`` written out. Bytes:
-``2 * rows * cols * itemsize``, 537 MB at 8192 x 8192 float32, down from rung 4's 805 MB. The
-rest is shaped for memory-level parallelism:
-- wide loads: ``load_quad`` (below; ``ladder.core.intrinsics.load4`` extended to float16) is
+What changes: `online` still reads the row twice. A row of 8192 float32 is 32 KB and an SM has 256
+KB of registers, so a block of 256 threads holds the whole row at 32 values per thread, in a
+``cuda.local.array`` of compile-time size (``ELEMS = 32``) whose loops all unroll, so it lives in
+registers (ptxas: no stack frame). Then, from registers: the max (xor shuffles in the warp, one
+shared exchange when a row spans warps: `warp-shuffle`'s scheme), ``e = exp(v - max)`` in place and
+its sum, reduced the same way, and ``e * (1 / sum)`` written out. Bytes: ``2 * rows * cols *
+itemsize``, 537 MB at 8192 x 8192 float32, down from `online`'s 805 MB. The rest is shaped for
+memory-level parallelism:
+- wide loads: ``load4_f32`` (``ladder.core.intrinsics``: ``load4`` widened to float32) is
   one 16-byte ``ld.global.v4.f32`` (float16: 8-byte ``ld.global.v4.u16``), converted to float32
-  in registers (``store_quad`` out). Thread ``t`` of a row reads quads ``t, t + G, ...`` (``G``
+  in registers (``store4`` out). Thread ``t`` of a row reads quads ``t, t + G, ...`` (``G``
   threads per row): a warp covers 512 consecutive bytes. Rows not a multiple of 4 or arrays not
   aligned to a quad get the same kernel with scalar accesses (``make_kernel``'s ``wide``);
 - all loads in flight at once: the loads are unconditional, a slot past the end of the row
@@ -20,28 +20,26 @@ rest is shaped for memory-level parallelism:
 - block shapes by row length: the smallest group of ``G`` = 32 to 512 threads with
   ``32 G >= cols``; 8192 columns get 256 threads, one row per block, 59 registers, 4 blocks
   (128 KB of loads) per SM; rows of up to 1024 columns one warp each, 8 rows per block, with no
-  shared memory and no barrier. Rows longer than ``MAX_COLS = 16384`` fall back to rung 4's
+  shared memory and no barrier. Rows longer than ``MAX_COLS = 16384`` fall back to `online`'s
   kernel (a 1024-thread group would need every variant at 64 registers or fewer).
 ptxas (sm_90): 59 registers (wide, float32), 55 (wide, float16), 56 to 63 (scalar); 128 bytes of
 shared memory; no stack and no spills in any of the 10 variants.
-Why: rung 4's profile shows DRAM at 55% of peak with more traffic than the minimum; the fix is
+Why: `online`'s profile shows DRAM at 55% of peak with more traffic than the minimum; the fix is
 the minimum bytes and all of a thread's loads issued before the first is used.
 Prediction: at 8192 x 8192 float32, 0.9 or more of the device-to-device copy, which moves the
 same bytes with no arithmetic; float16 halves the bytes and keeps the arithmetic (plus the
 conversions), so its ratio to the copy may come out lower.
 Measured: on an NVIDIA H200 (results/nvidia-h200.json, ``ladder bench``, 8192 x 8192): 0.134 ms
-in float32, 4.007 TB/s, 0.94 of the 4.269 TB/s copy (rung 4: 0.250 ms); 0.071 ms in float16,
-3.806 TB/s, 0.89 of the copy (rung 4: 0.231 ms). Nsight Compute
+in float32, 4.007 TB/s, 0.94 of the 4.269 TB/s copy (`online`: 0.250 ms); 0.071 ms in float16,
+3.806 TB/s, 0.89 of the copy (`online`: 0.231 ms). Nsight Compute
 (lab/fused/2026-11-22-profiles/nvidia-h200-profile-softmax.json, float32): 128.448 µs at 82.69% of
 peak DRAM throughput. PyTorch's ``torch.softmax``: 0.279 ms in float32, 0.255 ms in float16.
-Verdict: held: 0.94 of the copy, 1.87x rung 4 (3.27x in float16), float16 lower at 0.89 as
+Verdict: held: 0.94 of the copy, 1.87x `online` (3.27x in float16), float16 lower at 0.89 as
 predicted. PyTorch is 2.08x slower in float32 and 3.62x in float16 with the same bytes in one
 kernel; ``references.py`` says what the profile shows of it.
 
 Lab notes: docs/notes/fused.md
 """
-
-from __future__ import annotations
 
 import math
 from typing import Any
@@ -49,13 +47,10 @@ from typing import Any
 import numpy as np
 from numba import cuda, float32, uint32
 
-from ladder.core import device
 from ladder.core.dtypes import resolve
-from ladder.core.fastcall import NumbaLaunch, Operand, PlanCache
-from ladder.core.intrinsics import FULL_MASK, shfl_xor_sync
-from ladder.core.rung import rung
-from ladder.fused.problem import SOFTMAX, operands
-from ladder.fused.softmax.r04_online import launch as online_launch
+from ladder.core.intrinsics import FULL_MASK, load4_f32, shfl_xor_sync, store4
+from ladder.fused.problem import SOFTMAX, fused_rung
+from ladder.fused.softmax import r04_online
 
 ELEMS = 32  # values of the row per thread, in registers (a Python int: array shapes must be)
 QUADS = ELEMS // 4
@@ -69,91 +64,6 @@ U_LANE_MASK = np.uint32(31)
 U_FIVE = np.uint32(5)
 U_ZERO, U_ONE = np.uint32(0), np.uint32(1)
 NEG_INF = np.float32(-np.inf)
-
-if device.simulator():
-
-    def load_quad(arr: Any, i: Any, j: Any) -> tuple[Any, Any, Any, Any]:
-        """``arr[i, j:j+4]`` as four float32."""
-        return (
-            float32(arr[i, j]),
-            float32(arr[i, j + 1]),
-            float32(arr[i, j + 2]),
-            float32(arr[i, j + 3]),
-        )
-
-    def store_quad(arr: Any, i: Any, j: Any, x0: Any, x1: Any, x2: Any, x3: Any) -> None:
-        """``arr[i, j:j+4] = x0..x3``, rounded to the array's dtype."""
-        arr[i, j] = x0
-        arr[i, j + 1] = x1
-        arr[i, j + 2] = x2
-        arr[i, j + 3] = x3
-
-else:
-    from llvmlite import ir
-    from numba.cuda import cgutils, types
-    from numba.cuda.extending import intrinsic
-
-    def _quad_pointer(context, builder, aryty, ary, i, ity, j, jty):
-        """Pointer to ``arr[i, j]`` as a pointer to a vector of 4 elements."""
-        array = context.make_array(aryty)(context, builder, ary)
-        inds = [context.cast(builder, v, t, types.intp) for v, t in ((i, ity), (j, jty))]
-        ptr = cgutils.get_item_pointer(context, builder, aryty, array, inds, wraparound=False)
-        vec = ir.VectorType(context.get_data_type(aryty.dtype), 4)
-        return builder.bitcast(ptr, vec.as_pointer(ptr.type.addrspace))
-
-    def _quad_ok(arr: Any, i: Any, j: Any) -> bool:
-        return (
-            isinstance(arr, types.Array)
-            and arr.ndim == 2
-            and arr.dtype in (types.float32, types.float16)
-            and isinstance(i, types.Integer)
-            and isinstance(j, types.Integer)
-        )
-
-    @intrinsic
-    def load_quad(typingctx, arr, i, j):
-        """``arr[i, j:j+4]`` as four float32: one 16-byte (float32) or 8-byte (float16) load.
-
-        The caller promises ``arr[i, j]`` is aligned to 4 elements and ``j + 3 < cols``."""
-        if not _quad_ok(arr, i, j):
-            return None
-        sig = types.UniTuple(types.float32, 4)(arr, i, j)
-
-        def codegen(context, builder, signature, args):
-            aryty = signature.args[0]
-            ptr = _quad_pointer(context, builder, aryty, args[0], args[1], i, args[2], j)
-            vec = builder.load(ptr, align=4 * aryty.dtype.bitwidth // 8)
-            lanes = [
-                context.cast(
-                    builder,
-                    builder.extract_element(vec, ir.Constant(ir.IntType(32), k)),
-                    aryty.dtype,
-                    types.float32,
-                )
-                for k in range(4)
-            ]
-            return context.make_tuple(builder, signature.return_type, lanes)
-
-        return sig, codegen
-
-    @intrinsic
-    def store_quad(typingctx, arr, i, j, x0, x1, x2, x3):
-        """``arr[i, j:j+4] = x0..x3`` (float32, rounded to the array's dtype), one access."""
-        if not _quad_ok(arr, i, j):
-            return None
-        sig = types.void(arr, i, j, types.float32, types.float32, types.float32, types.float32)
-
-        def codegen(context, builder, signature, args):
-            aryty = signature.args[0]
-            ptr = _quad_pointer(context, builder, aryty, args[0], args[1], i, args[2], j)
-            vec = ir.Constant(ir.VectorType(context.get_data_type(aryty.dtype), 4), ir.Undefined)
-            for k, value in enumerate(args[3:]):
-                value = context.cast(builder, value, types.float32, aryty.dtype)
-                vec = builder.insert_element(vec, value, ir.Constant(ir.IntType(32), k))
-            builder.store(vec, ptr, align=4 * aryty.dtype.bitwidth // 8)
-            return context.get_dummy_value()
-
-        return sig, codegen
 
 
 def block_threads(group: int) -> int:
@@ -169,7 +79,7 @@ def make_kernel(group: int, wide: bool):
     u_warps_per_group = np.uint32(group // 32)
 
     @cuda.jit
-    def rows_in_registers_kernel(x, out):
+    def kernel(x, out):
         vals = cuda.local.array(ELEMS, float32)
         warp_maxes = cuda.shared.array(MAX_WARPS, float32)
         warp_sums = cuda.shared.array(MAX_WARPS, float32)
@@ -189,7 +99,7 @@ def make_kernel(group: int, wide: bool):
             last = cols - U_FOUR  # cols % 4 == 0 here: a quad is wholly in or out
             for k in range(QUADS):
                 c = (t + uint32(k) * u_group) * U_FOUR
-                v0, v1, v2, v3 = load_quad(x, src, min(c, last))
+                v0, v1, v2, v3 = load4_f32(x, src, min(c, last))
                 vals[4 * k] = v0
                 vals[4 * k + 1] = v1
                 vals[4 * k + 2] = v2
@@ -245,7 +155,7 @@ def make_kernel(group: int, wide: bool):
                 for k in range(QUADS):
                     c = (t + uint32(k) * u_group) * U_FOUR
                     if c < cols:
-                        store_quad(
+                        store4(
                             out,
                             row,
                             c,
@@ -260,7 +170,7 @@ def make_kernel(group: int, wide: bool):
                     if c < cols:
                         out[row, c] = vals[k] * inv
 
-    return rows_in_registers_kernel
+    return kernel
 
 
 WIDE = {group: make_kernel(group, wide=True) for group in GROUPS}
@@ -274,23 +184,9 @@ def group_for(cols: int) -> int:
     return next(g for g in GROUPS if g * ELEMS >= cols)
 
 
-def quads_allowed(*arrays: Operand) -> bool:
+def quads_allowed(*arrays: Any) -> bool:
     """True when every row of every array starts on a quad boundary (4 elements' bytes)."""
     return all(a.shape[1] % 4 == 0 and a.ptr % (4 * a.itemsize) == 0 for a in arrays)
-
-
-def plan(x: Operand, out: Operand) -> NumbaLaunch:
-    """The variant for this row length and alignment, its block shape and grid, and its packed
-    arguments: built once per signature of x and out (``PLANS``). Rows of 1 to MAX_COLS only."""
-    rows, cols = x.shape
-    group = group_for(cols)
-    kernel = (WIDE if quads_allowed(x, out) else SCALAR)[group]
-    threads = block_threads(group)
-    rows_per_block = threads // group
-    return NumbaLaunch(kernel, (rows + rows_per_block - 1) // rows_per_block, threads)
-
-
-PLANS = PlanCache(plan)
 
 
 def _bytes_moved(size: tuple[int, ...], dtype: str) -> float:
@@ -299,20 +195,22 @@ def _bytes_moved(size: tuple[int, ...], dtype: str) -> float:
     return float(passes * rows * cols * resolve(dtype).itemsize)
 
 
-@rung(
+@fused_rung(
+    SOFTMAX,
     name="rows-in-registers",
     parent="online",
     title="The row in registers: one read, one write, 16-byte loads",
     dtypes=("float32", "float16"),
     bytes_moved=_bytes_moved,
 )
-def launch(x: Any, out: Any = None) -> Any:
-    (x,), out, _ = operands(SOFTMAX, (x,), out, ("float32", "float16"))
+def geometry(x: Any, out: Any) -> tuple:
+    """The variant for this row length and alignment, ``block_threads`` a block, several rows a
+    block where a row's group is smaller; rows longer than MAX_COLS: `online`'s kernel."""
     rows, cols = x.shape
-    if rows == 0 or cols == 0:
-        return out.obj
     if cols > MAX_COLS:
-        online_launch(x, out)
-        return out.obj
-    PLANS(x, out)(x, out)
-    return out.obj
+        return r04_online.geometry(x, out)
+    group = group_for(cols)
+    kernel = (WIDE if quads_allowed(x, out) else SCALAR)[group]
+    threads = block_threads(group)
+    rows_per_block = threads // group
+    return kernel, (rows + rows_per_block - 1) // rows_per_block, threads
