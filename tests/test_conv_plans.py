@@ -37,16 +37,24 @@ NUMBA_RUNGS = [r for r in GPU_RUNGS if "cupy" not in r.needs and r.unavailable_r
 TC_RUNGS = {8: r08, 9: r09, 10: r10, 11: r11, 12: r12, 13: r13}
 
 
-def _module(rung):
-    return sys.modules[rung.launch.__module__]
+def _launch(module):
+    """The launcher ``conv_rung`` registered for the rung of ``module``."""
+    return next(r.launch for r in GPU_RUNGS if r.launch.__module__ == module.__name__)
+
+
+def _plans(module):
+    """The plans the launcher of ``module``'s rung keeps."""
+    return _launch(module).plans
 
 
 def test_every_conv_gpu_rung_launches_from_plans():
-    """Rungs 1 to 13: each keeps its plans (``PLANS``); an empty output needs none."""
+    """Rungs 1 to 13: the registration keeps each one's plans (``launch.plans``), built from
+    its geometry; an empty output needs none."""
     assert sorted(r.number for r in GPU_RUNGS) == list(range(1, 14))
     for rung in GPU_RUNGS:
-        plans = _module(rung).PLANS
+        plans = rung.launch.plans
         assert isinstance(plans, PlanCache), rung.name
+        assert rung.launch.geometry is sys.modules[rung.launch.__module__].geometry
         dtype = rung.dtypes[0]
         typestr = resolve(dtype).str
         x = FakeArray((0, 2, 6, 5), typestr)
@@ -79,7 +87,7 @@ def test_numba_conv_plans_are_kept_per_signature(rung):
     """A repeated signature reuses its plan; another shape, dtype, alignment of out or
     stride (a contiguous view of a wider x) builds one, with the right answer; a
     non-contiguous view is refused with the launchers' message."""
-    plans = _module(rung).PLANS
+    plans = rung.launch.plans
     plans.clear()
     start = plans.misses
     dtype = rung.dtypes[0]
@@ -132,7 +140,7 @@ class _FakeDevice:
 
 def _clear_tc_caches():
     for module in TC_RUNGS.values():
-        module.PLANS.clear()
+        _plans(module).clear()
         getattr(module, "_configured", getattr(module, "_configure", None)).cache_clear()
 
 
@@ -194,9 +202,10 @@ def test_tensor_core_conv_plans_pack_the_kernels_arguments(fake_gpu, number):
     module = TC_RUNGS[number]
     size = (2, 3, 16, 15, 13, 5)
     layout = module.plan(size)
-    before = module.PLANS.misses
+    plans = _plans(module)
+    before = plans.misses
     x, w, out = _ops(size)
-    plan = module.PLANS(x, w, out)
+    plan = plans(x, w, out)
     assert plan.run.__name__ == "direct" and sources[number].names == [layout.kernel_name]
     plan(*_ops(size, x_ptr=0x500000, out_ptr=0x700000), 9)
     kinds = [kind for _, kind in layout.PARAMS]
@@ -206,33 +215,38 @@ def test_tensor_core_conv_plans_pack_the_kernels_arguments(fake_gpu, number):
     assert pointers == [0x500000, 0x200000, 0x700000]
     assert scalars == [int(v) for v in layout.scalars(layout.PARAMS)]
     xs, ws, outs = (FakeArray(op.shape, "<f2", ptr=op.ptr) for op in _ops(size, 0x900000))
-    assert module.launch(xs, ws, outs) is outs  # through PLANS, on the current stream
+    assert _launch(module)(xs, ws, outs) is outs  # through its plans, on the current stream
     _, _, _, stream, pointers, _ = _launched(driver, kinds)
-    assert module.PLANS.misses - before == 1 and stream == 7 and pointers[0] == 0x900000
+    assert plans.misses - before == 1 and stream == 7 and pointers[0] == 0x900000
 
 
 @pytest.mark.parametrize("number", [8, 9, 10, 11, 12])
 def test_tensor_core_conv_plans_copy_a_misaligned_x_and_fill_zeros(fake_gpu, number):
     """x off its 16-byte alignment: a plan of its own that copies x first (the kernel reads
     x in 16-byte chunks); out's alignment needs no copy; no channels: zeros, no kernel."""
-    module = TC_RUNGS[number]
+    plans = _plans(TC_RUNGS[number])
     size = (2, 3, 16, 15, 13, 5)
-    before = module.PLANS.misses
-    aligned = module.PLANS(*_ops(size))
-    shifted = module.PLANS(*_ops(size, x_ptr=0x100008))
+    before = plans.misses
+    aligned = plans(*_ops(size))
+    shifted = plans(*_ops(size, x_ptr=0x100008))
     assert shifted is not aligned and shifted.run.__name__ == "aligned_copy"
-    assert module.PLANS(*_ops(size, out_ptr=0x300002)).run.__name__ == "direct"
-    assert module.PLANS(*_ops((2, 0, 16, 15, 13, 5))).run is tc._zeros
-    assert module.PLANS.misses - before == 4
+    assert plans(*_ops(size, out_ptr=0x300002)).run.__name__ == "direct"
+    assert plans(*_ops((2, 0, 16, 15, 13, 5))).run is tc._zeros
+    assert plans.misses - before == 4
 
 
 @pytest.mark.parametrize("number", [11, 12])
 def test_rungs_11_and_12_plans_are_rung_10s_where_their_kernels_do_not_apply(fake_gpu, number):
-    module = TC_RUNGS[number]
+    """Where their kernels do not apply, rungs 11 and 12 run rung 10's geometry: its kernel, on
+    its configuration (loaded once: ``_configured`` is cached), in a plan of their own."""
+    _, sources = fake_gpu
+    plans = _plans(TC_RUNGS[number])
     for size in ((2, 5, 16, 40, 40, 7), (2, 3, 4, 12, 14, 8)):  # C > 4, K = 8
         ops = _ops(size)
-        assert module.PLANS(*ops) is r10.PLANS(*ops)
-    assert len(r10.PLANS) == 2
+        mine = plans(*ops)
+        assert mine is not _plans(r10)(*ops) and mine.run.__name__ == "direct"
+    names = [r10.plan(size).kernel_name for size in ((2, 5, 16, 40, 40, 7), (2, 3, 4, 12, 14, 8))]
+    assert sources[10].names == names and sources[number].names == []
 
 
 def test_filters_on_m_plan_takes_its_flags_from_the_alignment(fake_gpu):
@@ -243,7 +257,8 @@ def test_filters_on_m_plan_takes_its_flags_from_the_alignment(fake_gpu):
     driver.count = 3 + len(r13.PARAMS) + 1
     size = (2, 4, 16, 40, 40, 7)
     layout = r13.plan(size)
-    before = r13.PLANS.misses
+    plans = _plans(r13)
+    before = plans.misses
     kinds = ["int"] * (len(r13.PARAMS) + 1)
     expected = [int(v) for v in layout.params().values()]
     both, pairs = r13.BULK_IN | r13.BULK_OUT | r13.PAIRED, r13.PAIRED
@@ -254,15 +269,15 @@ def test_filters_on_m_plan_takes_its_flags_from_the_alignment(fake_gpu):
         (0x100008, 0x300008, pairs),
     ):
         ops = _ops(size, x_ptr, out_ptr)
-        plan = r13.PLANS(*ops)
+        plan = plans(*ops)
         assert plan.run.__name__ == "direct"  # no copy: the threads read a misaligned x
         plan(*ops, 0)
         grid, block, smem, _, pointers, scalars = _launched(driver, kinds)
         assert grid == (min(2, SMS * PER_SM), 1, 1) and block == (r13.THREADS, 1, 1)
         assert smem == layout.smem_bytes and pointers == [x_ptr, 0x200000, out_ptr]
         assert scalars == [*expected, flags]
-    assert r13.PLANS.misses - before == 4 and sources[13].names == [layout.kernel_name]
-    for size in ((2, 1, 4, 86, 86, 7), (2, 0, 16, 40, 40, 7)):  # conv1's 4 filters; C = 0
-        ops = _ops(size)
-        assert r13.PLANS(*ops) is r12.PLANS(*ops)
-    assert r13.PLANS(*_ops((2, 0, 16, 40, 40, 7))).run is tc._zeros
+    assert plans.misses - before == 4 and sources[13].names == [layout.kernel_name]
+    conv1 = _ops((2, 1, 4, 86, 86, 7))  # conv1's 4 filters: rung 12's geometry
+    assert plans(*conv1).run.__name__ == _plans(r12)(*conv1).run.__name__ == "direct"
+    assert sources[12].names == [r12.plan((2, 1, 4, 86, 86, 7)).kernel_name]
+    assert plans(*_ops((2, 0, 16, 40, 40, 7))).run is tc._zeros

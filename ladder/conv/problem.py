@@ -13,8 +13,9 @@ The two canonical layers, each with a batch of 10,000 images:
 Every launcher takes device arrays ``x``, ``w`` and an optional output, plus a keyword
 ``stream`` (a Numba stream, or 0 for the current stream, ``fastcall.current_stream()``) so that
 the pipelines of the data movement ladder can run a rung on their own streams. ``operands``
-validates them the same way for every rung, and ``launch_planned`` runs the rung's plan for
-their signature (``fastcall.PlanCache``): a plan is called ``plan(x, w, out, stream)``.
+validates them the same way for every rung. A rung declares its launch geometry and registers
+it with ``conv_rung``, whose launcher runs the plan for the operands' signature
+(``fastcall.PlanCache``): a plan is called ``plan(x, w, out, stream)``.
 
 The floor of a layer is the larger of its memory time (the problem's fewest bytes over the
 measured copy bandwidth) and its arithmetic time (its FLOPs over the peak of the arithmetic the
@@ -24,6 +25,7 @@ rung uses: the FP32 peak for CUDA-core rungs, cuBLAS HGEMM's measured rate for t
 from __future__ import annotations
 
 import functools
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
@@ -32,6 +34,7 @@ from ladder.conv.layers import CONV1, CONV2
 from ladder.core import device
 from ladder.core.dtypes import resolve
 from ladder.core.fastcall import (
+    PLANS_PER_CACHE,
     NumbaLaunch,
     Operand,
     PlanCache,
@@ -40,8 +43,12 @@ from ladder.core.fastcall import (
     launch_stream,
     numba_array,
     output,
+    plan_of,
+    refuse_capture,
+    reshaped,
+    rung_launcher,
 )
-from ladder.core.rung import Problem, register_problem
+from ladder.core.rung import Problem, register_problem, rung
 
 GPU_REFERENCE_FLOPS = 2e9  # above this, the float64 reference is computed on the GPU
 MAX_GRID_Z = 65535  # images per launch where the grid's z dimension counts them
@@ -277,18 +284,57 @@ def check_arrays(x: Any, w: Any, out: Any, dtypes: tuple[str, ...]) -> tuple[Any
     return numba_array(x), numba_array(w), numba_array(out), dtype
 
 
-def launch_planned(
-    plans: PlanCache, x: Any, w: Any, out: Any, dtypes: tuple[str, ...], stream: Any
-) -> Any:
-    """y = conv2d(x, w) through a launcher's plans: validate (``operands``), find the plan for
-    these operands' signature (``plans`` keeps one per signature, built by the rung's plan
-    function), run it on ``stream`` (``fastcall.launch_stream``). Returns ``out`` as given (a
-    PyTorch tensor stays one), or the Numba device array allocated when it is None. An empty
-    output needs no plan and no launch."""
-    x, w, out, _ = operands(x, w, out, dtypes)
-    if 0 not in out.shape:
-        plans(x, w, out)(x, w, out, launch_stream(stream))
-    return out.obj
+Geometry = Callable[..., Any]
+Launcher = Callable[..., Any]
+KERNELS_PER_PLAN = 16  # a ``by_weights`` plan's launches kept, one set per weights' kernel
+
+
+def conv_launcher(
+    geometry: Geometry, dtypes: Sequence[str], plans_kept: int = PLANS_PER_CACHE
+) -> Launcher:
+    """A launcher ``launch(x, w, out=None, *, stream=0)`` from a ``geometry`` (see ``conv_rung``),
+    not registered: validate (``operands``), find the plan for the operands' signature (a
+    ``PlanCache``, ``launch.plans``) and run it on ``stream`` (``fastcall.launch_stream``).
+    Returns ``out`` as given (a PyTorch tensor stays one), or the Numba device array allocated
+    when it is None. An empty output needs no plan and no launch."""
+
+    def plan(x: Operand, w: Operand, out: Operand) -> Any:
+        return plan_of(geometry(x, w, out), (x, w, out), streamed=True)
+
+    plans = PlanCache(plan, size=plans_kept)
+    dtypes = tuple(dtypes)
+
+    def launch(x: Any, w: Any, out: Any = None, *, stream: Any = 0) -> Any:
+        x, w, out, _ = operands(x, w, out, dtypes)
+        if 0 not in out.shape:
+            plans(x, w, out)(x, w, out, launch_stream(stream))
+        return out.obj
+
+    return rung_launcher(launch, geometry, plans)
+
+
+def conv_rung(
+    *,
+    dtypes: Sequence[str] = ("float32", "float16"),
+    plans_kept: int = PLANS_PER_CACHE,
+    **options: Any,
+) -> Callable[[Geometry], Geometry]:
+    """Register a convolution rung from its launch geometry, with ``rung``'s options (name,
+    parent, title, needs, units, min_cc, ...), and return the geometry as it is.
+
+    ``geometry(x, w, out)`` takes the validated operands, once per signature of them, and
+    returns ``(kernel, grid, block)``, a launch of ``kernel(x, w, y)``; a list of steps
+    ``(kernel, grid, block, args)`` for a rung of several kernels (``fastcall.steps``: the
+    arguments name x, w and out, the plan's own ``workspace`` matrices and ``as_matrix``
+    views); or a plan of this module's (``by_images``, ``by_weights``) or of ``tc.plan``'s.
+    ``plans_kept``: how many signatures' plans to keep (fewer where each holds large buffers).
+    The launcher registered is ``conv_launcher``'s."""
+
+    def decorate(geometry: Geometry) -> Geometry:
+        rung(dtypes=tuple(dtypes), **options)(conv_launcher(geometry, dtypes, plans_kept))
+        return geometry
+
+    return decorate
 
 
 def by_images(
@@ -313,13 +359,47 @@ def by_images(
     return Steps(run if weights else run_without_w, *launches)
 
 
-def one_launch(launch: NumbaLaunch) -> Steps:
-    """A plan of one launch of ``kernel(x, w, y)``."""
+def by_weights(
+    kernel_of: Callable[[Operand], Any],
+    grid: tuple[int, int],
+    block: tuple[int, int],
+    images: int,
+    not_in_a_graph: str,
+) -> Steps:
+    """A plan whose kernel depends on the weights' values, ``kernel_of(w)`` (one compiled with
+    them in constant memory, ``kernel(x, y, b0)``): each call finds its w's kernel and runs its
+    launches per MAX_GRID_Z images (``by_images``, kept per kernel, KERNELS_PER_PLAN of them). A
+    graph can hold neither the choice nor the read of w it takes: capture is refused with
+    ``not_in_a_graph``."""
+    launches = PlanCache(
+        lambda kernel: by_images(kernel, grid, block, images, weights=False),
+        size=KERNELS_PER_PLAN,
+    )
 
     def run(x: Operand, w: Operand, out: Operand, stream: int) -> None:
-        launch(x, w, out, stream=stream)
+        refuse_capture(not_in_a_graph)
+        launches(kernel_of(w))(x, w, out, stream)
 
-    return Steps(run, launch)
+    return Steps(run)
+
+
+def workspace(count: int, dtype: str) -> Any:
+    """A flat device buffer of a plan's own (allocated once per plan, never per call): slices
+    of it are the plan's matrices (``matrix``)."""
+    from numba import cuda
+
+    return cuda.device_array(max(count, 1), dtype=resolve(dtype))
+
+
+def matrix(buffer: Any, rows: int, cols: int, name: str) -> Operand:
+    """The first rows x cols elements of a plan's ``workspace`` as a matrix operand."""
+    return intake(buffer[: rows * cols].reshape(rows, cols), name)
+
+
+def as_matrix(op: Operand, rows: int, cols: int) -> Operand:
+    """A C-contiguous ``op`` as a rows x cols matrix (the same memory): the weights as the
+    GEMM's M x (C K²) operand (``fastcall.reshaped``: a plan's steps make it again per call)."""
+    return reshaped(op, (rows, cols))
 
 
 def size_of(x: Any, w: Any) -> tuple[int, int, int, int, int, int]:

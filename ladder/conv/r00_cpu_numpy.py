@@ -1,4 +1,4 @@
-"""Rung 0, CPU baseline: NumPy's sliding-window view contracted with the weights (``einsum``).
+"""CPU baseline: NumPy's sliding-window view contracted with the weights (``einsum``).
 
 What changes: nothing runs on the GPU. ``sliding_window_view`` gives a B x C x Ho x Wo x K x K
 view of the input without copying; ``einsum`` contracts it with the M x C x K x K weights over

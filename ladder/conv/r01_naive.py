@@ -1,4 +1,4 @@
-"""Rung 1, naive direct convolution: one thread per output element, every operand from global
+"""Naive direct convolution: one thread per output element, every operand from global
 memory.
 
 What changes: the loop moves to the GPU. Thread i of a one-dimensional grid computes output
@@ -22,27 +22,23 @@ conv2 62.807 ms in float32 (1.06 and 1.15 TFLOP/s, 1.6% and 1.7% of the FP32 pea
 Verdict: held, at its low end. Float16 halves the bytes read yet takes slightly longer, so DRAM
 is not the limit; the load instructions, their address arithmetic and, in float16, a conversion
 per value are the likely cost. This rung has no profile, so which of them dominates is not yet
-measured. Rung 2 keeps the input tile in shared memory and the weights in constant memory.
+measured. `shared-tiles` keeps the input tile in shared memory and the weights in constant memory.
 
 Lab notes: docs/notes/conv.md#rung-1-naive
 """
-
-from __future__ import annotations
 
 from typing import Any
 
 from numba import cuda, float32
 
-from ladder.conv.problem import launch_planned, one_launch
-from ladder.core.fastcall import NumbaLaunch, Operand, PlanCache, Steps
-from ladder.core.rung import rung
+from ladder.conv.problem import conv_rung
 
 THREADS = 256
 DTYPES = ("float32", "float16")
 
 
 @cuda.jit
-def naive_kernel(x, w, y):
+def kernel(x, w, y):
     i = cuda.grid(1)
     wo = y.shape[3]
     ho = y.shape[2]
@@ -62,20 +58,12 @@ def naive_kernel(x, w, y):
     y[b, m, row, col] = acc
 
 
-def plan(x: Operand, w: Operand, out: Operand) -> Steps:
-    """The kernel's grid, one thread per output: built once per signature of x, w and out."""
-    n = out.size
-    return one_launch(NumbaLaunch(naive_kernel, (n + THREADS - 1) // THREADS, THREADS))
-
-
-PLANS = PlanCache(plan)
-
-
-@rung(
+@conv_rung(
     name="naive",
     parent=None,
     title="Naive direct: one thread per output, global loads",
     dtypes=DTYPES,
 )
-def launch(x: Any, w: Any, out: Any = None, *, stream: Any = 0) -> Any:
-    return launch_planned(PLANS, x, w, out, DTYPES, stream)
+def geometry(x: Any, w: Any, out: Any) -> tuple:
+    """One thread per output, THREADS a block."""
+    return kernel, (out.size + THREADS - 1) // THREADS, THREADS

@@ -1,6 +1,6 @@
-"""Rung 2, shared-memory input tiles, weights in constant memory.
+"""`shared-tiles`, shared-memory input tiles, weights in constant memory.
 
-What changes: rung 1's two global loads per multiply-add go. A block of 16 x 16 threads
+What changes: `naive`'s two global loads per multiply-add go. A block of 16 x 16 threads
 computes a 16 x 16 tile of one output channel of one image: it loads the (16 + K - 1)² input
 window per channel into shared memory once (coalesced, one element per thread), waits at a
 barrier, and every thread reads its K x K window from there. The weights live in constant
@@ -14,21 +14,19 @@ Why: shared memory is on the SM, a few cycles away, and a tile element loaded on
 thread whose window covers it. All threads of a block use the same weight at the same time: the
 constant cache broadcasts it to the warp and feeds it straight into the FMA.
 Prediction: for K = 7, 484 global loads per channel instead of 12,544, one per multiply-add:
-several times faster than rung 1, now bound by one shared-memory load per multiply-add. Each
+several times faster than `naive`, now bound by one shared-memory load per multiply-add. Each
 block still handles one output channel (the input tile is reloaded, from L2, for each of M).
 Measured: on an NVIDIA H200 by ``ladder bench`` (results/nvidia-h200.json): conv1 7.812 ms and
-conv2 37.089 ms in float32 (3.03x and 1.69x over rung 1; 1.45x and 0.18x cuDNN FP32),
+conv2 37.089 ms in float32 (3.03x and 1.69x over `naive`; 1.45x and 0.18x cuDNN FP32),
 7.866 ms and 37.449 ms in float16.
 Verdict: held on conv1, where this rung already beats cuDNN FP32; short on conv2. conv2's
 34 x 34 output does not divide into 16 x 16 tiles: its 3 x 3 tiles per channel run 2,304
 threads for 1,156 outputs, and every thread runs the whole C K² loop whether it stores or not,
 so about half of conv2's work is wasted (counted from the code; conv1's 80 x 80 output is
-exactly 5 x 5 tiles). Not profiled. Rung 3 restructures the computation as a matrix multiply.
+exactly 5 x 5 tiles). Not profiled. `unroll-gemm` restructures the computation as a matrix multiply.
 
 Lab notes: docs/notes/conv.md#rung-2-shared-tiles
 """
-
-from __future__ import annotations
 
 import functools
 import hashlib
@@ -37,15 +35,13 @@ from typing import Any
 import numpy as np
 from numba import cuda, float32
 
-from ladder.conv.problem import by_images, launch_planned, size_of
+from ladder.conv.problem import by_weights, conv_rung, size_of
 from ladder.core.dtypes import to_host
-from ladder.core.fastcall import Operand, PlanCache, Steps, numba_array, refuse_capture
-from ladder.core.rung import rung
+from ladder.core.fastcall import numba_array
 
 TILE = 16
 CONSTANT_BYTES = 64 * 1024
 DTYPES = ("float32", "float16")
-KERNELS_PER_PLAN = 16  # launches kept per plan, one set per weights' kernel (as _kernel_for)
 
 
 @functools.lru_cache(maxsize=16)
@@ -91,18 +87,23 @@ NOT_IN_A_GRAPH = (
 )
 
 
-def _weights_kernel(w: Operand) -> Any:
+def _weights_kernel(w: Any) -> Any:
     """The kernel for the contents of ``w``, copied to the host to find it (every call)."""
     weights = np.ascontiguousarray(to_host(numba_array(w)), dtype=np.float32)
     raw = weights.tobytes()
     return _kernel_for(hashlib.sha1(raw).digest(), raw, weights.shape)
 
 
-def plan(x: Operand, w: Operand, out: Operand) -> Steps:
-    """The grid (a block per output tile, channel and image) and its launches per MAX_GRID_Z
-    images, kept per weights' kernel: built once per signature of x, w and out. Which kernel a
-    call runs depends on the weights' values, so each call still finds it (``_weights_kernel``).
-    """
+@conv_rung(
+    name="shared-tiles",
+    parent="naive",
+    title="Shared-memory input tiles, weights in constant memory",
+    dtypes=DTYPES,
+)
+def geometry(x: Any, w: Any, out: Any) -> Any:
+    """A block of TILE x TILE threads per output tile, channel and image (MAX_GRID_Z images a
+    launch); which kernel depends on the weights' values, so each call finds its own
+    (``_weights_kernel``, ``by_weights``)."""
     if w.size * 4 > CONSTANT_BYTES:
         raise ValueError(
             f"the weights take {w.size * 4} bytes as float32; constant memory holds "
@@ -111,29 +112,7 @@ def plan(x: Operand, w: Operand, out: Operand) -> Steps:
     b, _, m, _, _, _ = size_of(x, w)
     ho, wo = out.shape[2], out.shape[3]
     tiles = ((ho + TILE - 1) // TILE) * ((wo + TILE - 1) // TILE)
-    launches = PlanCache(
-        lambda kernel: by_images(kernel, (tiles, m), (TILE, TILE), b, weights=False),
-        size=KERNELS_PER_PLAN,
-    )
-
-    def run(x: Operand, w: Operand, out: Operand, stream: int) -> None:
-        refuse_capture(NOT_IN_A_GRAPH)
-        launches(_weights_kernel(w))(x, w, out, stream)
-
-    return Steps(run)
-
-
-PLANS = PlanCache(plan)
-
-
-@rung(
-    name="shared-tiles",
-    parent="naive",
-    title="Shared-memory input tiles, weights in constant memory",
-    dtypes=DTYPES,
-)
-def launch(x: Any, w: Any, out: Any = None, *, stream: Any = 0) -> Any:
-    return launch_planned(PLANS, x, w, out, DTYPES, stream)
+    return by_weights(_weights_kernel, (tiles, m), (TILE, TILE), b, NOT_IN_A_GRAPH)
 
 
 def _example_kernel() -> Any:

@@ -1,44 +1,38 @@
-"""Rung 3, the course baseline: unroll (im2col), a tiled GEMM, and a permute, as three kernels.
+"""The course baseline: unroll (im2col), a tiled GEMM, and a permute, as three kernels.
 
 What changes: the convolution becomes a matrix multiply. Unroll the input: column j of a matrix
 U (C K² rows) holds the C x K x K window under output pixel j, for every pixel of every image.
 Then ``Y' = W U``, with W the weights as an M x (C K²) matrix, and a permute writes Y'
 (M x images x Ho x Wo) back as NCHW. Three kernels: **unroll** (one thread per element of U),
-**GEMM** (the shared-memory tiled multiply of the GEMM ladder's rung 3, 16 x 16 tiles, one
+**GEMM** (the shared-memory tiled multiply of `gemm/shared-tiling`, 16 x 16 tiles, one
 output per thread) and **permute**. U repeats every input element up to K² times (conv2:
 9 GB at B = 10,000), so the rung works through slices of images whose U fits in 256 MB.
 Why: the structure a library follows (cuDNN's "implicit precomputed GEMM", the im2col + cuBLAS
 reference): a GEMM tile reuses every loaded value for many outputs.
-Prediction: slower than rung 2 at these shapes. The arithmetic is the same, but U costs K²
+Prediction: slower than `shared-tiles` at these shapes. The arithmetic is the same, but U costs K²
 times the input's bytes, written and read again: the file counts 28.46 GB moved on conv1 in
 float32 against 1.32 GB for the layer. With M = 4 or 16 rows the GEMM is bound by reading U.
 Measured: on an NVIDIA H200 by ``ladder bench`` (results/nvidia-h200.json): conv1 76.782 ms and
-conv2 53.273 ms in float32 (0.10x and 0.70x rung 2; 0.15x and 0.13x cuDNN FP32), 76.279 ms
+conv2 53.273 ms in float32 (0.10x and 0.70x `shared-tiles`; 0.15x and 0.13x cuDNN FP32), 76.279 ms
 and 53.078 ms in float16.
 Verdict: held, but not for the reason given. conv1 moves its 28.46 GB at 0.37 TB/s, under a
 tenth of the 4.27 TB/s copy bandwidth, and float16, which halves U, is within 1% of float32's
 time: bytes are not the limit. Instructions are: Nsight Compute counts 64.9 billion warp
-instructions on conv1 over the unroll, GEMM and permute kernels, 10x rung 2's 6.43 billion,
+instructions on conv1 over the unroll, GEMM and permute kernels, 10x `shared-tiles`'s 6.43 billion,
 with the schedulers issuing on about 80% of cycles (lab/conv/2026-11-24-counts/nvidia-h200-profile-
 conv1-counts.json). They come from the unroll kernel's divisions and modulos for every element of U
 and from a GEMM whose 16 x 16 tiles of W are three quarters padding (M = 4) and whose 49-deep
-reduction is padded to 64. Rung 4 fuses the three steps into one kernel.
+reduction is padded to 64. `implicit-gemm` fuses the three steps into one kernel.
 
 Lab notes: docs/notes/conv.md#rung-3-unroll-gemm
 """
-
-from __future__ import annotations
 
 from typing import Any
 
 import numpy as np
 from numba import cuda, float32
 
-from ladder.conv.problem import launch_planned, size_of
-from ladder.core import device
-from ladder.core.dtypes import resolve
-from ladder.core.fastcall import NumbaLaunch, Operand, PlanCache, Steps, intake, numba_array
-from ladder.core.rung import rung
+from ladder.conv.problem import as_matrix, conv_rung, matrix, size_of, workspace
 
 SLICE_BYTES = 256 * 2**20  # the largest unrolled slice U
 TILE = 16
@@ -101,91 +95,41 @@ def permute_kernel(prod, y, b0):
     y[b0 + b, m, pix // y.shape[3], pix % y.shape[3]] = prod[m, j]
 
 
-class _Matrix:
-    """The memory of a C-contiguous device array seen as a matrix, for Numba's dispatcher
-    (which ``fastcall.numba_array`` reads it through); keeps the array alive."""
-
-    def __init__(self, op: Operand, shape: tuple[int, int]) -> None:
-        self.op, self.shape = op, shape
-
-    @property
-    def __cuda_array_interface__(self) -> dict[str, Any]:
-        op = self.op
-        return {
-            "shape": self.shape,
-            "strides": None,
-            "typestr": resolve(op.dtype).str,
-            "data": (op.ptr, op.readonly),
-            "version": 3,
-        }
-
-
-def as_matrix(op: Operand, rows: int, cols: int) -> Operand:
-    """A C-contiguous ``op`` as a rows x cols matrix (the same memory): the weights as the
-    GEMM's M x (C K²) operand. Only a launch through Numba's dispatcher (a plan's first, or any
-    in the simulator) makes a Numba array of it."""
-    shape = (rows, cols)
-    base = numba_array(op).reshape(shape) if device.simulator() else _Matrix(op, shape)
-    return Operand(
-        op.name, op.obj, base, op.ptr, shape, (cols, 1), op.dtype, op.itemsize, op.readonly
-    )
-
-
-def _workspace(count: int, dtype: str) -> Any:
-    """A device buffer of the plan's own (allocated once per plan, never per call)."""
-    return cuda.device_array(max(count, 1), dtype=resolve(dtype))
-
-
 def _blocks(n: int) -> int:
     return (n + THREADS - 1) // THREADS
 
 
-def plan(x: Operand, w: Operand, out: Operand) -> Steps:
-    """The slices of images whose U fits in SLICE_BYTES, the plan's own U and Y' for the
-    largest, and the three launches per slice: built once per signature of x, w and out. A
-    plan's kernels all run on one stream, so a call's unroll waits for the last call's GEMM to
-    be done with U."""
-    b, c, m, _, _, k = size_of(x, w)
-    ho, wo = out.shape[2], out.shape[3]
-    rows = c * k * k
-    per_image = max(1, rows * ho * wo * x.itemsize)
-    step = max(1, min(b, SLICE_BYTES // per_image))
-    u_buffer = _workspace(rows * step * ho * wo, x.dtype)
-    prod_buffer = _workspace(m * step * ho * wo, x.dtype)
-    slices = []
-    for b0 in range(0, b, step):
-        cols = min(step, b - b0) * ho * wo
-        u = intake(u_buffer[: rows * cols].reshape(rows, cols), "u")
-        prod = intake(prod_buffer[: m * cols].reshape(m, cols), "prod")
-        unroll = NumbaLaunch(unroll_kernel, _blocks(rows * cols), THREADS, scalars=(b0, k, ho, wo))
-        grid = ((cols + TILE - 1) // TILE, (m + TILE - 1) // TILE)
-        gemm = NumbaLaunch(gemm_kernel, grid, (TILE, TILE))
-        permute = NumbaLaunch(permute_kernel, _blocks(m * cols), THREADS, scalars=(b0,))
-        slices.append((unroll if rows else None, gemm, permute, u, prod))
-
-    def run(x: Operand, w: Operand, out: Operand, stream: int) -> None:
-        a = as_matrix(w, m, rows)
-        for unroll, gemm, permute, u, prod in slices:
-            if unroll is not None:  # no channels: U is empty, the GEMM writes zeros
-                unroll(x, u, stream=stream)
-            gemm(a, u, prod, stream=stream)
-            permute(prod, out, stream=stream)
-
-    return Steps(run, *[launch for part in slices for launch in part[:3] if launch is not None])
-
-
-PLANS = PlanCache(plan, size=WORKSPACE_PLANS)
-
-
-@rung(
+@conv_rung(
     name="unroll-gemm",
     parent="shared-tiles",
     title="Unroll (im2col) + tiled GEMM + permute: three kernels",
     dtypes=DTYPES,
     bytes_moved=lambda size, dtype: _bytes_moved(size, dtype),
+    plans_kept=WORKSPACE_PLANS,
 )
-def launch(x: Any, w: Any, out: Any = None, *, stream: Any = 0) -> Any:
-    return launch_planned(PLANS, x, w, out, DTYPES, stream)
+def geometry(x: Any, w: Any, out: Any) -> list:
+    """The slices of images whose U fits in SLICE_BYTES, and per slice, in order: unroll into U,
+    the GEMM of the weights (as an M x C K² matrix) with U into Y', the permute into out. U and
+    Y' are the plan's own, sized for the largest slice; a plan's kernels all run on one stream,
+    so a call's unroll waits for the last call's GEMM to be done with U."""
+    b, c, m, _, _, k = size_of(x, w)
+    ho, wo = out.shape[2], out.shape[3]
+    rows = c * k * k
+    per_image = max(1, rows * ho * wo * x.itemsize)
+    step = max(1, min(b, SLICE_BYTES // per_image))
+    u_buffer = workspace(rows * step * ho * wo, x.dtype)
+    prod_buffer = workspace(m * step * ho * wo, x.dtype)
+    a = as_matrix(w, m, rows)
+    steps = []
+    for b0 in range(0, b, step):
+        cols = min(step, b - b0) * ho * wo
+        u, prod = matrix(u_buffer, rows, cols, "u"), matrix(prod_buffer, m, cols, "prod")
+        if rows:  # no channels: U is empty, the GEMM writes zeros
+            steps.append((unroll_kernel, _blocks(rows * cols), THREADS, (x, u, b0, k, ho, wo)))
+        grid = ((cols + TILE - 1) // TILE, (m + TILE - 1) // TILE)
+        steps.append((gemm_kernel, grid, (TILE, TILE), (a, u, prod)))
+        steps.append((permute_kernel, _blocks(m * cols), THREADS, (prod, out, b0)))
+    return steps
 
 
 def _example(rows: int, cols: int, like: np.ndarray) -> np.ndarray:

@@ -1,46 +1,43 @@
-"""Rung 4, fused unroll + GEMM + permute: an implicit GEMM, with no intermediate buffer.
+"""Fused unroll + GEMM + permute: an implicit GEMM, with no intermediate buffer.
 
-What changes: rung 3's matrix U never exists. The GEMM kernel loads 16 x 16 tiles of U into
+What changes: `unroll-gemm`'s matrix U never exists. The GEMM kernel loads 16 x 16 tiles of U into
 shared memory anyway; here it computes each tile element from the input instead: row (c, p, q)
 and column (b, oy, ox) of U are ``x[b, c, oy + p, ox + q]``. The result (m, (b, oy, ox)) is
 written straight to ``y[b, m, oy, ox]``, so there is no permute: one kernel, no workspace, no
 slices. Each tile load now does integer division and modulo to decode (c, p, q) and
 (b, oy, ox), and the tile is still the GEMM ladder's 16 x 16 square.
-Why: the bytes drop from rung 3's (K² copies of the input, written and read) to the input
+Why: the bytes drop from `unroll-gemm`'s (K² copies of the input, written and read) to the input
 (read through L1 and L2, each element by up to K² tiles) and the output, once.
-Prediction: several times faster than rung 3, assuming it spent most of its time writing and
+Prediction: several times faster than `unroll-gemm`, assuming it spent most of its time writing and
 reading U; well short of the arithmetic peak, since a thread still does one multiply-add per
 pair of shared loads.
 Measured: on an NVIDIA H200 by ``ladder bench`` (results/nvidia-h200.json): conv1 50.025 ms and
-conv2 35.906 ms in float32 (1.53x and 1.48x over rung 3; 0.23x and 0.19x cuDNN FP32),
+conv2 35.906 ms in float32 (1.53x and 1.48x over `unroll-gemm`; 0.23x and 0.19x cuDNN FP32),
 50.612 ms and 36.107 ms in float16.
-Verdict: missed: about 1.5x, not several times, because U was not where rung 3 spent its time:
-instructions were. Nsight Compute on conv1 (lab/conv/2026-11-24-counts/nvidia-h200-profile-conv1-
-counts.json): 36.3 billion warp instructions against rung 3's 64.9 billion (0.56x) and rung 2's 6.43
-billion (5.6x), DRAM 0.5% busy, the schedulers issuing on 69% of cycles. With M = 4, twelve of each
-block's sixteen thread rows compute only padding, the 49-deep reduction is padded to 64, and every
-tile load divides its index: so on conv1 this rung is 6.4 times slower than rung 2; on conv2 it
-about matches it. Rung 5 gives each thread many outputs.
+Verdict: missed: about 1.5x, not several times, because U was not where `unroll-gemm` spent its
+time: instructions were. Nsight Compute on conv1
+(lab/conv/2026-11-24-counts/nvidia-h200-profile-conv1-counts.json): 36.3 billion warp instructions
+against `unroll-gemm`'s 64.9 billion (0.56x) and `shared-tiles`'s 6.43 billion (5.6x), DRAM 0.5%
+busy, the schedulers issuing on 69% of cycles. With M = 4, twelve of each block's sixteen thread
+rows compute only padding, the 49-deep reduction is padded to 64, and every tile load divides its
+index: so on conv1 this rung is 6.4 times slower than `shared-tiles`; on conv2 it about matches it.
+`register-tiled` gives each thread many outputs.
 
 Lab notes: docs/notes/conv.md#rung-4-implicit-gemm
 """
-
-from __future__ import annotations
 
 from typing import Any
 
 from numba import cuda, float32
 
-from ladder.conv.problem import launch_planned, one_launch, size_of
-from ladder.core.fastcall import NumbaLaunch, Operand, PlanCache, Steps
-from ladder.core.rung import rung
+from ladder.conv.problem import conv_rung, size_of
 
 TILE = 16
 DTYPES = ("float32", "float16")
 
 
 @cuda.jit
-def implicit_gemm_kernel(x, w, y):
+def kernel(x, w, y):
     sw = cuda.shared.array((TILE, TILE), float32)
     sx = cuda.shared.array((TILE, TILE), float32)
     tx, ty = cuda.threadIdx.x, cuda.threadIdx.y
@@ -74,22 +71,14 @@ def implicit_gemm_kernel(x, w, y):
         y[b, row, oy, ox] = acc
 
 
-def plan(x: Operand, w: Operand, out: Operand) -> Steps:
-    """The grid, a block per 16 output pixels and 16 filters: built once per signature."""
-    b, _, m, _, _, _ = size_of(x, w)
-    n = b * out.shape[2] * out.shape[3]
-    grid = ((n + TILE - 1) // TILE, (m + TILE - 1) // TILE)
-    return one_launch(NumbaLaunch(implicit_gemm_kernel, grid, (TILE, TILE)))
-
-
-PLANS = PlanCache(plan)
-
-
-@rung(
+@conv_rung(
     name="implicit-gemm",
     parent="unroll-gemm",
     title="Fused unroll + GEMM + permute (implicit GEMM)",
     dtypes=DTYPES,
 )
-def launch(x: Any, w: Any, out: Any = None, *, stream: Any = 0) -> Any:
-    return launch_planned(PLANS, x, w, out, DTYPES, stream)
+def geometry(x: Any, w: Any, out: Any) -> tuple:
+    """A block of TILE x TILE threads per 16 output pixels and 16 filters."""
+    b, _, m, _, _, _ = size_of(x, w)
+    n = b * out.shape[2] * out.shape[3]
+    return kernel, ((n + TILE - 1) // TILE, (m + TILE - 1) // TILE), (TILE, TILE)

@@ -1,24 +1,24 @@
-"""Rung 5, register tiling with the filter loops unrolled: K is a compile-time constant.
+"""Register tiling with the filter loops unrolled: K is a compile-time constant.
 
 What changes: each thread computes a block of outputs, ``mg`` output channels x ``th`` rows x
-``tw`` columns, in registers (rungs 2 and 4: one output). The block stages an input tile
-(``cc`` channels at a time) and its ``mg`` channels' weights in shared memory, then runs fully
-unrolled loops: a factory builds the kernel for one (K, config), so the loop bounds are Python
-constants when Numba compiles it and the ``mg * th * tw`` accumulators stay in registers (a
-``cuda.local.array`` indexed only by unrolled counters). C and M stay run-time values (zero
-padding at the ends), so any shape works. Columns are assigned with a stride: thread ``tx`` of
-a row of ``bw`` threads owns columns ``tx, tx + bw, ...``, so consecutive lanes read consecutive
+``tw`` columns, in registers (rungs `shared-tiles` and `implicit-gemm`: one output). The block
+stages an input tile (``cc`` channels at a time) and its ``mg`` channels' weights in shared memory,
+then runs fully unrolled loops: a factory builds the kernel for one (K, config), so the loop bounds
+are Python constants when Numba compiles it and the ``mg * th * tw`` accumulators stay in registers
+(a ``cuda.local.array`` indexed only by unrolled counters). C and M stay run-time values (zero
+padding at the ends), so any shape works. Columns are assigned with a stride: thread ``tx`` of a
+row of ``bw`` threads owns columns ``tx, tx + bw, ...``, so consecutive lanes read consecutive
 shared words (no bank conflicts) and store to consecutive addresses (coalesced).
 Why: every loaded value is reused. An input value from shared memory feeds all ``mg`` channels,
 a weight (the same for the whole warp, a broadcast) feeds the thread's ``tw`` columns and
 ``th`` rows, so the shared loads stop being one per multiply-add.
 Prediction: per (c, p, q) a thread loads mg weights and th tw inputs for mg th tw multiply-adds:
-loads per multiply-add fall from about 2 to 1/(th tw) + 1/mg, 0.35 for conv1's tiles
-(mg 4, th 2, tw 5) and 0.31 for conv2's (mg 16, th 2, tw 2). A large step over rung 4, towards
-the FP32 peak. The tile sizes are a reasoned guess per layer; rung 6 measures instead.
+loads per multiply-add fall from about 2 to 1/(th tw) + 1/mg, 0.35 for conv1's tiles (mg 4, th 2,
+tw 5) and 0.31 for conv2's (mg 16, th 2, tw 2). A large step over `implicit-gemm`, towards the FP32
+peak. The tile sizes are a reasoned guess per layer; `tuned` measures instead.
 Measured: on an NVIDIA H200 by ``ladder bench`` (results/nvidia-h200.json): conv1 2.071 ms and
-conv2 4.101 ms in float32 (24.16x and 8.76x over rung 4; 5.471x and 1.624x cuDNN FP32), 12.11
-and 17.68 TFLOP/s, 18.1% and 26.4% of the 66.9 TFLOP/s FP32 peak.
+conv2 4.101 ms in float32 (24.16x and 8.76x over `implicit-gemm`; 5.471x and 1.624x cuDNN FP32),
+12.11 and 17.68 TFLOP/s, 18.1% and 26.4% of the 66.9 TFLOP/s FP32 peak.
 Verdict: the large step held, and the rung beats cuDNN FP32 on both layers, but it stays far
 from the peak. Likely the instructions around the FMAs are still the limit: about one shared
 load per three multiply-adds, and in every block a staging phase with integer divisions per
@@ -27,8 +27,6 @@ measured.
 
 Lab notes: docs/notes/conv.md#rung-5-register-tiled
 """
-
-from __future__ import annotations
 
 import dataclasses
 import functools
@@ -39,9 +37,7 @@ from numba import cuda, float32, uint32
 from numba.types import float16
 
 from ladder.conv.layers import CONV1, CONV2
-from ladder.conv.problem import by_images, launch_planned, operands, size_of
-from ladder.core.fastcall import Operand, PlanCache, Steps, launch_stream
-from ladder.core.rung import rung
+from ladder.conv.problem import by_images, conv_launcher, conv_rung, size_of
 
 SHARED_FLOATS = 12 * 1024  # 48 KB of static shared memory
 # ptxas keeps 64 accumulators in registers; at 128 (16 x 4 x 2) `ladder check` showed a
@@ -214,10 +210,10 @@ def make_kernel(k: int, config: Config, staged: Any = float32) -> Any:
     return kernel
 
 
-def config_plan(x: Operand, w: Operand, out: Operand, config: Config, staged: Any) -> Steps:
-    """The register-tiled kernel for ``config`` with the input tile staged as ``staged``, its
-    grid and its launches per MAX_GRID_Z images: built once per signature (``CONFIG_PLANS``,
-    and each rung's ``PLANS``)."""
+def config_plan(x: Any, w: Any, out: Any, config: Config, staged: Any) -> Any:
+    """The register-tiled kernel for ``config`` with the input tile staged as ``staged``, a
+    block of bw x bh threads per output tile and group of mg filters, launched per MAX_GRID_Z
+    images (``by_images``): the geometry of rungs 5 to 7 for a config."""
     b, _, m, _, _, k = size_of(x, w)
     if not config.fits(k, 2 if staged is float16 else 4):
         raise ValueError(f"{config} needs more than {SHARED_FLOATS * 4} bytes of shared memory")
@@ -228,7 +224,13 @@ def config_plan(x: Operand, w: Operand, out: Operand, config: Config, staged: An
     return by_images(kernel, (tiles, groups), (config.bw, config.bh), b)
 
 
-CONFIG_PLANS = PlanCache(config_plan)  # by operands, config and staged type: the sweeps'
+@functools.cache
+def config_launcher(config: Config, staged: Any) -> Any:
+    """A launcher of the register-tiled kernel with ``config`` (``launch_config``'s, kept per
+    config and staged type for the sweeps)."""
+    return conv_launcher(
+        functools.partial(config_plan, config=config, staged=staged), ("float32", "float16")
+    )
 
 
 def launch_config(
@@ -236,28 +238,18 @@ def launch_config(
 ) -> Any:
     """The register-tiled kernel with ``config``; ``staged`` defaults to float32."""
     staged = float32 if staged is None else staged
-    x, w, out, _ = operands(x, w, out, ("float32", "float16"))
-    if 0 not in out.shape:
-        CONFIG_PLANS(x, w, out, config, staged)(x, w, out, launch_stream(stream))
-    return out.obj
+    return config_launcher(config, staged)(x, w, out, stream=stream)
 
 
-def plan(x: Operand, w: Operand, out: Operand) -> Steps:
-    """``choose``'s config for this size, staged as float32."""
-    return config_plan(x, w, out, choose(size_of(x, w)), float32)
-
-
-PLANS = PlanCache(plan)
-
-
-@rung(
+@conv_rung(
     name="register-tiled",
     parent="implicit-gemm",
     title="Register tiling, filter loops unrolled (K constant)",
     dtypes=("float32",),
 )
-def launch(x: Any, w: Any, out: Any = None, *, stream: Any = 0) -> Any:
-    return launch_planned(PLANS, x, w, out, ("float32",), stream)
+def geometry(x: Any, w: Any, out: Any) -> Any:
+    """``choose``'s config for this size, staged as float32."""
+    return config_plan(x, w, out, choose(size_of(x, w)), float32)
 
 
 # the kernels at the layers' configs, named for `ladder check`

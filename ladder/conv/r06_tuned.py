@@ -1,30 +1,29 @@
-"""Rung 6, tuned per layer: rung 5's kernel with tile sizes chosen by measuring each layer.
+"""Tuned per layer: `register-tiled`'s kernel with tile sizes chosen by measuring each layer.
 
-What changes: only the tile sizes. ``sweep(size)`` times every candidate in
-``CANDIDATES[layer]`` with the harness's own recipe (checked output, flushed L2, CUDA events,
-median; ``ladder.core.tuning``), rung 7's ``sweep`` the same candidates in float16, and
-``TUNED`` holds the winners found on the GPU named below (the sweep is recorded in
-lab/conv/2026-11-22-tile-sweep/nvidia-h200-conv-sweep.json). Any other shape uses rung 5's choice;
-same kernel factory, same correctness at every shape.
+What changes: only the tile sizes. ``sweep(size)`` times every candidate in ``CANDIDATES[layer]``
+with the harness's own recipe (checked output, flushed L2, CUDA events, median;
+``ladder.core.tuning``), `fp16-staging`'s ``sweep`` the same candidates in float16, and ``TUNED``
+holds the winners found on the GPU named below (the sweep is recorded in
+lab/conv/2026-11-22-tile-sweep/nvidia-h200-conv-sweep.json). Any other shape uses
+`register-tiled`'s choice; same kernel factory, same correctness at every shape.
 Why: the two layers pull in different directions. conv1 (one input channel, four filters)
 wants threads that cover columns and rows, with a small input tile; conv2 (sixteen filters over
 four channels) wants threads that cover all sixteen channels of a few pixels, and its weights
 (12.5 KB) and four-channel tile fill shared memory, which caps the blocks per SM. Occupancy,
 waste at tile edges (34 x 34 does not divide into tiles of 32) and shared loads per
 multiply-add trade off in ways quicker to measure than to predict.
-Prediction: a few to a few tens of percent over rung 5 per layer.
+Prediction: a few to a few tens of percent over `register-tiled` per layer.
 Measured: on an NVIDIA H200 by ``ladder bench`` (results/nvidia-h200.json): conv1 2.071 ms and
-conv2 4.033 ms in float32 (1.00x and 1.02x rung 5; 5.470x and 1.652x the fastest cuDNN FP32
-configuration), 12.11 and 17.98 TFLOP/s, 18.1% and 26.9% of the FP32 peak.
-Verdict: missed. The sweep kept rung 5's tiles for conv1, so it is the same kernel, and the
-conv2 tiles it chose (mg 8, th 4, tw 2) gain 1.7%. The tile sizes are not what limits rung 5:
-every candidate runs the same loops, so the costs rung 5 leaves (its verdict) change little
-from one tiling to another. Which of those costs dominates is not yet measured.
+conv2 4.033 ms in float32 (1.00x and 1.02x `register-tiled`; 5.470x and 1.652x the fastest cuDNN
+FP32 configuration), 12.11 and 17.98 TFLOP/s, 18.1% and 26.9% of the FP32 peak.
+Verdict: missed. The sweep kept `register-tiled`'s tiles for conv1, so it is the same kernel, and
+the conv2 tiles it chose (mg 8, th 4, tw 2) gain 1.7%. The tile sizes are not what limits
+`register-tiled`: every candidate runs the same loops, so the costs `register-tiled` leaves (its
+verdict) change little from one tiling to another. Which of those costs dominates is not yet
+measured.
 
 Lab notes: docs/notes/conv.md#rung-6-tuned
 """
-
-from __future__ import annotations
 
 from typing import Any
 
@@ -32,7 +31,7 @@ import numpy as np
 from numba import float32
 
 from ladder.conv.layers import CONV1, CONV2
-from ladder.conv.problem import launch_planned, size_of
+from ladder.conv.problem import conv_rung, size_of
 from ladder.conv.r05_register_tiled import (
     DEFAULTS,
     Config,
@@ -42,8 +41,7 @@ from ladder.conv.r05_register_tiled import (
     make_kernel,
 )
 from ladder.core import timing, tuning
-from ladder.core.fastcall import Operand, PlanCache, Steps
-from ladder.core.rung import get_problem, get_rung, rung
+from ladder.core.rung import get_problem, get_rung
 
 CANDIDATES = {
     CONV1: [
@@ -95,17 +93,15 @@ def sweep(size: tuple[int, ...]) -> list[dict[str, Any]]:
     return tuning.sweep(get_rung("conv", "tuned"), case, candidates(size), launch_config)
 
 
-def plan(x: Operand, w: Operand, out: Operand) -> Steps:
-    """Rung 5's kernel with TUNED's config for this layer (rung 5's choice elsewhere)."""
+@conv_rung(
+    name="tuned",
+    parent="register-tiled",
+    title="Tile sizes chosen per layer by a sweep",
+    dtypes=("float32",),
+)
+def geometry(x: Any, w: Any, out: Any) -> Any:
+    """`register-tiled`'s kernel with TUNED's config for this layer (its choice elsewhere)."""
     return config_plan(x, w, out, choose(size_of(x, w), TUNED["float32"]), float32)
-
-
-PLANS = PlanCache(plan)
-
-
-@rung(name="tuned", parent="register-tiled", title="Tile sizes chosen per layer by a sweep")
-def launch(x: Any, w: Any, out: Any = None, *, stream: Any = 0) -> Any:
-    return launch_planned(PLANS, x, w, out, ("float32",), stream)
 
 
 LAYERS = (CONV1, CONV2)

@@ -1,4 +1,4 @@
-"""Rung 8, tensor cores: the convolution as one fused implicit GEMM on mma.sync (FP32 sums).
+"""Tensor cores: the convolution as one fused implicit GEMM on mma.sync (FP32 sums).
 
 What changes: the multiply-adds move to the tensor cores (``r08_tensor_core.cu``, mma.m16n8k16
 in ``ladder/conv/tc/ptx.cuh``). Read as a GEMM, pixels are the A side (an m16 tile: 8 output
@@ -18,7 +18,7 @@ cuDNN's and im2col + cuBLAS's tiles of 64 to 256 filters are mostly padding at 4
 and an im2col matrix repeats every input 49 times (conv1: 6.3 GB of half against the 0.66 GB
 the layer must move): read each input byte once and keep the tensor cores fed.
 Prediction: the floors (fewest bytes at the 4.24 TB/s copy bandwidth) are 0.156 ms (conv1,
-0.66 GB) and 0.117 ms (conv2, 0.50 GB). At mma.sync's 451 to 456 TFLOP/s (GEMM rung 15) the
+0.66 GB) and 0.117 ms (conv2, 0.50 GB). At mma.sync's 451 to 456 TFLOP/s (`gemm/mma-sync`) the
 tensor work is about 0.12 ms (conv1, 57 GFLOP-equivalent unpacked) and 0.18 to 0.2 ms (conv2,
 89.5). Counting about 290 instructions per job: conv1 0.17 to 0.23 ms and conv2 0.17 to
 0.21 ms, both within 2x of their floors; the targets: the sum of both layers at least 5x
@@ -35,21 +35,17 @@ quads (no register moves) and leaner packed stores then removed. conv2's tensor 
 takes 83 to 85% of twice its floor at mma.sync's rate, and its warps wait more than they
 issue: fixed latency 28% of the stall samples, the staging barriers 21%, shared loads 15%
 (lab/conv/2026-11-23-tensor-core/nvidia-h200-profile-conv-r08-sass.json): not expected with
-mma.sync; rung 9 moves on.
+mma.sync; `wgmma` moves on.
 
 Lab notes: docs/notes/conv.md#rung-8-tensor-core
 """
-
-from __future__ import annotations
 
 import functools
 from dataclasses import dataclass
 from typing import Any
 
-from ladder.conv.problem import launch_planned
+from ladder.conv.problem import conv_rung
 from ladder.conv.tc import plan as tc
-from ladder.core.fastcall import Operand, PlanCache, Steps
-from ladder.core.rung import rung
 
 SOURCE = tc.source(__file__, "r08_tensor_core.cu", archs=("sm_80", "sm_90"))
 
@@ -95,15 +91,7 @@ def _configured(size: tuple[int, ...], device_id: int, smem_limit: int) -> tc.Co
     return tc.configure(plan(size, smem_limit), SOURCE, device_id)
 
 
-def launch_plan(x: Operand, w: Operand, out: Operand) -> Steps:
-    """The launch for these operands (``tc.launch_plan``): built once per signature."""
-    return tc.launch_plan(x, w, out, _configured)
-
-
-PLANS = PlanCache(launch_plan)
-
-
-@rung(
+@conv_rung(
     name="tensor-core",
     parent="fp16-staging",
     title="Fused implicit GEMM on tensor cores (mma.sync, pixels x filters, FP32 sums)",
@@ -113,5 +101,6 @@ PLANS = PlanCache(launch_plan)
     min_cc=(8, 0),
     cc_needs="cp.async and mma.sync m16n8k16",
 )
-def launch(x: Any, w: Any, out: Any = None, *, stream: Any = 0) -> Any:
-    return launch_planned(PLANS, x, w, out, ("float16",), stream)
+def geometry(x: Any, w: Any, out: Any) -> Any:
+    """The configured kernel for this size on this device (``tc.launch_plan``)."""
+    return tc.launch_plan(x, w, out, _configured)

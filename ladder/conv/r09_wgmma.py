@@ -1,51 +1,47 @@
-"""Rung 9, Hopper's warpgroup MMA: rung 8's fused convolution issued as wgmma (sm_90a only).
+"""Hopper's warpgroup MMA: `tensor-core`'s fused convolution issued as wgmma (sm_90a only).
 
 What changes: how the multiply is issued (``r09_wgmma.cu``). A job belongs to a warpgroup of 4
 warps instead of one warp, and each k16 step is one ``wgmma.mma_async.m64nNk16`` for the whole
-group: each warp supplies its own 16 A rows from its registers (the quads, as on rung 8). The
+group: each warp supplies its own 16 A rows from its registers (the quads, as on `tensor-core`). The
 weights are not loaded into registers at all: wgmma reads them from shared memory through a
 matrix descriptor, so they are staged as 8 x 8 core matrices (``stage_core_matrices`` in
 ``ladder/conv/tc/wgmma.cuh``). wgmma is asynchronous: a window loads its quads, fences, issues
 its multiplies as one group and waits for that group before the next window overwrites the same
 A registers (``wgmma_window``). Every job is packed, N = 8, 16 or 32 by the number of filters
-(conv2's 16 filters x 2 column shifts fill m64n32k16); the staging and epilogue are rung 8's.
-Why: at mma.sync's rate conv2's tensor work alone fills most of its 2x budget (rung 8). A
+(conv2's 16 filters x 2 column shifts fill m64n32k16); the staging and epilogue are `tensor-core`'s.
+Why: at mma.sync's rate conv2's tensor work alone fills most of its 2x budget (`tensor-core`). A
 microbenchmark on the H200 (lab/gemm/2026-11-23-wgmma-shapes/nvidia-h200-wgmma-shapes.json, constant
-operands, so upper bounds; a whole GEMM on mma.sync reaches 451, GEMM rung 15): mma.sync m16n8k16
+operands, so upper bounds; a whole GEMM on mma.sync reaches 451, `gemm/mma-sync`): mma.sync m16n8k16
 631 TFLOP/s at best, wgmma with A in registers 280 (N = 8), 524 (16), 854 (32), 969 (64). And the B
-fragment loads (8 of rung 8's 17 loads per window) leave the window.
-Prediction: conv2 on m64n32k16 at about 850 TFLOP/s: with T = 3, 768 A rows per image,
-126 GFLOP-equivalent, about 0.15 ms of tensor time; if staging, rewrite and epilogue overlapped
-as on rung 8, conv2 falls from 0.52 toward 0.3 ms. conv1 gets slower: its 4 filters make N = 8,
+fragment loads (8 of `tensor-core`'s 17 loads per window) leave the window.
+Prediction: conv2 on m64n32k16 at about 850 TFLOP/s: with T = 3, 768 A rows per image, 126
+GFLOP-equivalent, about 0.15 ms of tensor time; if staging, rewrite and epilogue overlapped as on
+`tensor-core`, conv2 falls from 0.52 toward 0.3 ms. conv1 gets slower: its 4 filters make N = 8,
 the shape that reaches 280 TFLOP/s, under half of mma.sync.
 Measured: on an NVIDIA H200 by ``ladder bench`` (results/nvidia-h200.json): conv2 0.383 ms
-(rung 8: 0.519), 3.29x its floor; conv1 0.575 ms (rung 8: 0.224), 3.72x; the sum 18.77x
-faster than cuDNN FP32. Nsight Compute on conv2
+(`tensor-core`: 0.519), 3.29x its floor; conv1 0.575 ms (`tensor-core`: 0.224), 3.72x; the sum
+18.77x faster than cuDNN FP32. Nsight Compute on conv2
 (lab/conv/2026-11-23-wgmma/nvidia-h200-profile-conv2-wgmma-lean.json): 16,638 warp instructions per
 image, the schedulers issuing on 47% of cycles, HGMMA far from busy.
-Verdict: conv1 held (slower, as predicted); conv2 is 1.35x faster than on rung 8 but missed
+Verdict: conv1 held (slower, as predicted); conv2 is 1.35x faster than on `tensor-core` but missed
 0.3 ms and its target (within 2x of the floor). The tensor cores were never the limit: the
-first version ran 19,792 instructions per image, about rung 8's, and its stall samples
+first version ran 19,792 instructions per image, about `tensor-core`'s, and its stall samples
 (lab/conv/2026-11-23-wgmma/nvidia-h200-profile-conv2-wgmma-sass.json) sat 41% in the windows, 29% in
 the epilogue, 12% in the rewrite and 12% at the second staging barrier. Each window must wait for
 its own group (leaving one in flight gave wrong results; two alternating windows made ptxas
 serialize every wgmma), so removing the B loads took instructions out and the wait put time back.
 Leaner stores then cut 16% of the instructions, but issue fell from 52% to 47% of cycles: conv2
-waits, it does not issue. conv1 stays best on rung 8.
+waits, it does not issue. conv1 stays best on `tensor-core`.
 
 Lab notes: docs/notes/conv.md#rung-9-wgmma
 """
-
-from __future__ import annotations
 
 import functools
 from dataclasses import dataclass
 from typing import Any
 
-from ladder.conv.problem import launch_planned
+from ladder.conv.problem import conv_rung
 from ladder.conv.tc import plan as tc
-from ladder.core.fastcall import Operand, PlanCache, Steps
-from ladder.core.rung import rung
 
 SOURCE = tc.source(__file__, "r09_wgmma.cu", archs=("sm_90a",), arch_specific=True)
 
@@ -91,15 +87,7 @@ def _configured(size: tuple[int, ...], device_id: int, smem_limit: int) -> tc.Co
     return tc.configure(plan(size, smem_limit), SOURCE, device_id)
 
 
-def launch_plan(x: Operand, w: Operand, out: Operand) -> Steps:
-    """The launch for these operands (``tc.launch_plan``): built once per signature."""
-    return tc.launch_plan(x, w, out, _configured)
-
-
-PLANS = PlanCache(launch_plan)
-
-
-@rung(
+@conv_rung(
     name="wgmma",
     parent="tensor-core",
     title="Hopper: the fused convolution on wgmma (warpgroup jobs, weights from shared memory)",
@@ -110,5 +98,6 @@ PLANS = PlanCache(launch_plan)
     max_cc=(9, 0),
     cc_needs="wgmma, an sm_90a-only instruction",
 )
-def launch(x: Any, w: Any, out: Any = None, *, stream: Any = 0) -> Any:
-    return launch_planned(PLANS, x, w, out, ("float16",), stream)
+def geometry(x: Any, w: Any, out: Any) -> Any:
+    """The configured kernel for this size on this device (``tc.launch_plan``)."""
+    return tc.launch_plan(x, w, out, _configured)

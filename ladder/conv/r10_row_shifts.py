@@ -1,33 +1,33 @@
-"""Rung 10, row shifts packed too: 2 x 2 output blocks fill wgmma's N = 64 (sm_90a only).
+"""Row shifts packed too: 2 x 2 output blocks fill wgmma's N = 64 (sm_90a only).
 
-What changes: the packing (``r10_row_shifts.cu``: rung 9's kernel with the layout's PACK == 2
-paths of ``rewrite_quads``, ``stage_core_matrices`` and ``wgmma_window`` in
-``ladder/conv/tc/``). Rung 9 packs 2 column shifts into each n8 tile, so an A row is a pair of
-output columns; rung 10 also packs 2 row shifts, as a second n8 tile per 4 filters whose weights
-sit one filter row down. An A row is then a 2 x 2 block of outputs, conv2's 16 filters x 2 x 2
-shifts fill N = 64 and conv1's 4 filters N = 16. An m16 tile covers 4 output rows; the quads
-become input rows 2k, 2k + 2, 2k + 1, 2k + 3 (k = 2i + j), and a window of T tiles loads
-2T + 2 quads for its 4T multiplies. One window covers a channel when K <= 7. On conv2 the
-planner takes T = 1 (its score ties with T = 2; this rung takes the smaller T on a tie).
+What changes: the packing (``r10_row_shifts.cu``: `wgmma`'s kernel with the layout's PACK == 2
+paths of ``rewrite_quads``, ``stage_core_matrices`` and ``wgmma_window`` in ``ladder/conv/tc/``).
+`wgmma` packs 2 column shifts into each n8 tile, so an A row is a pair of output columns;
+`wgmma-blocks` also packs 2 row shifts, as a second n8 tile per 4 filters whose weights sit one
+filter row down. An A row is then a 2 x 2 block of outputs, conv2's 16 filters x 2 x 2 shifts fill
+N = 64 and conv1's 4 filters N = 16. An m16 tile covers 4 output rows; the quads become input rows
+2k, 2k + 2, 2k + 1, 2k + 3 (k = 2i + j), and a window of T tiles loads 2T + 2 quads for its 4T
+multiplies. One window covers a channel when K <= 7. On conv2 the planner takes T = 1 (its score
+ties with T = 2; this rung takes the smaller T on a tie).
 Why: every A register a multiply reads now feeds twice the outputs: per image half the wgmma
-instructions, each at a wider shape (lab/gemm/2026-11-23-wgmma-shapes/nvidia-h200-wgmma-shapes.json:
-969 TFLOP/s at N = 64 against 854 at N = 32, and 524 at N = 16 against 280 at N = 8, conv1 on rung
-9).
+instructions, each at a wider shape
+(lab/gemm/2026-11-23-wgmma-shapes/nvidia-h200-wgmma-shapes.json: 969 TFLOP/s at N = 64 against 854
+at N = 32, and 524 at N = 16 against 280 at N = 8, conv1 on `wgmma`).
 Prediction: conv2 issues 80 m64n64k16 per image, about 0.11 ms of tensor time at 969 TFLOP/s.
-Rung 9's windows took about 6,600 of its 16,638 warp instructions per image; halving them and
+`wgmma`'s windows took about 6,600 of its 16,638 warp instructions per image; halving them and
 keeping the rest (rewrite, staging, epilogue) leaves about 13,000: conv2 near 0.3 ms if it
 stayed bound by issuing them, 0.23 ms if the waits went with them. conv1 should gain most:
-rung 9's N = 8 is the slowest wgmma shape.
-Measured: on an NVIDIA H200 by ``ladder bench`` (results/nvidia-h200.json): conv2 0.381 ms (rung
-9: 0.383), 3.27x its floor; conv1 0.293 ms (rung 9: 0.575, rung 8: 0.224), 1.89x; the sum 26.70x
-faster than cuDNN FP32. Nsight Compute on conv2
-(lab/conv/2026-11-23-row-shifts/nvidia-h200-profile-conv2-row-shifts.json): 17,934 warp instructions
-per image (rung 9: 16,638), 320 HGMMA per image instead of 768 (Nsight counts an HGMMA per warp: 4
-per wgmma), the schedulers issuing on 51% of cycles.
-Verdict: conv1 held (1.97x over rung 9, still behind rung 8: 16,334 instructions per image,
+`wgmma`'s N = 8 is the slowest wgmma shape.
+Measured: on an NVIDIA H200 by ``ladder bench`` (results/nvidia-h200.json): conv2 0.381 ms (`wgmma`:
+0.383), 3.27x its floor; conv1 0.293 ms (`wgmma`: 0.575, `tensor-core`: 0.224), 1.89x; the sum
+26.70x faster than cuDNN FP32. Nsight Compute on conv2
+(lab/conv/2026-11-23-row-shifts/nvidia-h200-profile-conv2-row-shifts.json): 17,934 warp
+instructions per image (`wgmma`: 16,638), 320 HGMMA per image instead of 768 (Nsight counts an
+HGMMA per warp: 4 per wgmma), the schedulers issuing on 51% of cycles.
+Verdict: conv1 held (1.97x over `wgmma`, still behind `tensor-core`: 16,334 instructions per image,
 issuing on 60% of cycles, DRAM 45% busy, lab/conv/2026-11-23-row-shifts/nvidia-h200-profile-conv1-
 row-shifts.json). conv2 missed entirely. A window has a fixed cost, and T = 1 spreads it over 4
-multiplies where rung 9's T = 3 spread it over 12. Per region of the SASS (lab/conv/2026-11-23-row-
+multiplies where `wgmma`'s T = 3 spread it over 12. Per region of the SASS (lab/conv/2026-11-23-row-
 shifts/nvidia-h200-profile-conv2-row-shifts-sass.json) the windows still take 7,200 instructions per
 image (4,960 of loop control, addresses, predicates and quad loads) and the rest did not change
 (epilogue 4,269, rewrite 3,156, copy of the next input 1,344). T = 2 halves the windows' share per
@@ -38,16 +38,12 @@ plans.json).
 Lab notes: docs/notes/conv.md#rung-10-wgmma-blocks
 """
 
-from __future__ import annotations
-
 import functools
 from dataclasses import dataclass
 from typing import Any
 
-from ladder.conv.problem import launch_planned
+from ladder.conv.problem import conv_rung
 from ladder.conv.tc import plan as tc
-from ladder.core.fastcall import Operand, PlanCache, Steps
-from ladder.core.rung import rung
 
 SOURCE = tc.source(__file__, "r10_row_shifts.cu", archs=("sm_90a",), arch_specific=True)
 
@@ -98,15 +94,7 @@ def _configured(size: tuple[int, ...], device_id: int, smem_limit: int) -> tc.Co
     return tc.configure(plan(size, smem_limit), SOURCE, device_id)
 
 
-def launch_plan(x: Operand, w: Operand, out: Operand) -> Steps:
-    """The launch for these operands (``tc.launch_plan``): built once per signature."""
-    return tc.launch_plan(x, w, out, _configured)
-
-
-PLANS = PlanCache(launch_plan)
-
-
-@rung(
+@conv_rung(
     name="wgmma-blocks",
     parent="wgmma",
     title="Hopper: wgmma on 2 x 2 output blocks (row shifts packed too, N = 64 for 16 filters)",
@@ -117,5 +105,6 @@ PLANS = PlanCache(launch_plan)
     max_cc=(9, 0),
     cc_needs="wgmma, an sm_90a-only instruction",
 )
-def launch(x: Any, w: Any, out: Any = None, *, stream: Any = 0) -> Any:
-    return launch_planned(PLANS, x, w, out, ("float16",), stream)
+def geometry(x: Any, w: Any, out: Any) -> Any:
+    """The configured kernel for this size on this device (``tc.launch_plan``)."""
+    return tc.launch_plan(x, w, out, _configured)

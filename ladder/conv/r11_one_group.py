@@ -1,6 +1,6 @@
-"""Rung 11, one wgmma group per job: every channel's quads in registers, one wait (sm_90a only).
+"""One wgmma group per job: every channel's quads in registers, one wait (sm_90a only).
 
-What changes: three parts of rung 10's kernel (``r11_one_group.cu``). (1) One group per job
+What changes: three parts of `wgmma-blocks`'s kernel (``r11_one_group.cu``). (1) One group per job
 (``one_group_job`` in ``ladder/conv/tc/wgmma.cuh``): the channel count is a compile-time
 constant (C = 1 to 4, K <= 7 so that one window covers a channel), and a job loads all
 C x (2T + 2) quads at once (64 registers for conv2), fences once, issues its C x 4T multiplies
@@ -9,21 +9,22 @@ and waits once; every quad address and descriptor is a constant offset from the 
 quad k's four rows, so a thread walking a third of a column down loads two pair words per quad
 and does no index arithmetic per quad. (3) A leaner epilogue (``store_lean`` in
 tc/epilogue.cuh): one pointer per filter, and the row offsets and tests once per job. Shapes
-it does not cover (C > 4, K > 7, channels in chunks) run rung 10's kernels. T is 1 from C = 2
+it does not cover (C > 4, K > 7, channels in chunks) run `wgmma-blocks`'s kernels. T is 1 from C = 2
 up (at C = 2, T = 2 and N = 64 ptxas serialized the wgmma for want of registers).
-Why: rung 10 runs one window per channel, 4 windows and 4 waits per conv2 job, each paying loop
-control, address arithmetic and predicates for only 4 multiplies; its rewrite recomputes four
+Why: `wgmma-blocks` runs one window per channel, 4 windows and 4 waits per conv2 job, each paying
+loop control, address arithmetic and predicates for only 4 multiplies; its rewrite recomputes four
 addresses and tests for every quad.
-Prediction: rung 10's conv2 profile (lab/conv/2026-11-23-row-shifts/nvidia-h200-profile-conv2-row-
-shifts-sass.json) put 7,200 warp instructions per image in the windows, 3,156 in the rewrite and
-4,269 in the epilogue, of 17,934. One group per job leaves about a fifth of the windows, the sliding
-rewrite about half of the rewrite: near 11,000 per image, so conv2 near 0.23 ms if the schedulers
-kept issuing on half of the cycles.
+Prediction: `wgmma-blocks`'s conv2 profile
+(lab/conv/2026-11-23-row-shifts/nvidia-h200-profile-conv2-row-shifts-sass.json) put 7,200 warp
+instructions per image in the windows, 3,156 in the rewrite and 4,269 in the epilogue, of 17,934.
+One group per job leaves about a fifth of the windows, the sliding rewrite about half of the
+rewrite: near 11,000 per image, so conv2 near 0.23 ms if the schedulers kept issuing on half of the
+cycles.
 Measured: on an NVIDIA H200 by ``ladder bench`` (results/nvidia-h200.json): conv2 0.288 ms
-(rung 10: 0.381), 2.47x its floor; conv1 0.234 ms (rung 10: 0.293; rung 8: 0.224), 1.51x; the
-sum 34.48x faster than cuDNN FP32. Nsight Compute on conv2
+(`wgmma-blocks`: 0.381), 2.47x its floor; conv1 0.234 ms (`wgmma-blocks`: 0.293; `tensor-core`:
+0.224), 1.51x; the sum 34.48x faster than cuDNN FP32. Nsight Compute on conv2
 (lab/conv/2026-11-23-one-group/nvidia-h200-profile-conv2-one-group.json): 11,223 warp instructions
-per image, 320 HGMMA as before, the schedulers issuing on 42.55% of cycles (rung 10: 51%).
+per image, 320 HGMMA as before, the schedulers issuing on 42.55% of cycles (`wgmma-blocks`: 51%).
 Verdict: the instructions went as predicted; the time did not follow them all the way. With
 fewer instructions to hide them behind, the waits show (per region,
 lab/conv/2026-11-23-one-group/nvidia-h200-profile-conv2-one-group-sass.json): 13.3% of the stall
@@ -36,17 +37,13 @@ them.
 Lab notes: docs/notes/conv.md#rung-11-wgmma-one-group
 """
 
-from __future__ import annotations
-
 import functools
 from dataclasses import dataclass
 from typing import Any
 
 from ladder.conv import r10_row_shifts as r10
-from ladder.conv.problem import launch_planned
+from ladder.conv.problem import conv_rung
 from ladder.conv.tc import plan as tc
-from ladder.core.fastcall import Operand, PlanCache, Steps
-from ladder.core.rung import rung
 
 SOURCE = tc.source(__file__, "r11_one_group.cu", archs=("sm_90a",), arch_specific=True)
 
@@ -91,16 +88,7 @@ def _configured(size: tuple[int, ...], device_id: int, smem_limit: int) -> tc.Co
     return None if found is None else tc.configure(found, SOURCE, device_id)
 
 
-def launch_plan(x: Operand, w: Operand, out: Operand) -> Steps:
-    """The launch for these operands (``tc.launch_plan``), or rung 10's plan where this rung's
-    kernel does not apply: built once per signature."""
-    return tc.launch_plan(x, w, out, _configured, fallback=r10.PLANS)
-
-
-PLANS = PlanCache(launch_plan)
-
-
-@rung(
+@conv_rung(
     name="wgmma-one-group",
     parent="wgmma-blocks",
     title="Hopper: one wgmma group per job (every channel's quads in registers, one wait)",
@@ -111,5 +99,7 @@ PLANS = PlanCache(launch_plan)
     max_cc=(9, 0),
     cc_needs="wgmma, an sm_90a-only instruction",
 )
-def launch(x: Any, w: Any, out: Any = None, *, stream: Any = 0) -> Any:
-    return launch_planned(PLANS, x, w, out, ("float16",), stream)
+def geometry(x: Any, w: Any, out: Any) -> Any:
+    """The configured kernel for this size on this device (``tc.launch_plan``), or
+    `wgmma-blocks`'s where this rung's kernel does not apply."""
+    return tc.launch_plan(x, w, out, _configured, fallback=r10.geometry)

@@ -1,28 +1,28 @@
-"""Rung 12, bulk copies: the input in and each image's output out by the TMA (sm_90a only).
+"""Bulk copies: the input in and each image's output out by the TMA (sm_90a only).
 
 What changes: how bytes enter and leave shared memory (``r12_bulk.cu``). Hopper's Tensor Memory
-Accelerator copies a contiguous run of 16-byte chunks between global and shared memory on its
-own (cp.async.bulk): one instruction from one thread. In: one thread issues one bulk copy per
-channel into the raw slots, completing on an mbarrier that counts their bytes
-(``copy_band_bulk`` in r12_bulk.cu); rung 11 had every thread issue 16-byte cp.async chunks,
-each with its own division, address and test. Out: the jobs store their pairs into a buffer in
-shared memory laid out as the image's output (a 32-bit shared store), and one thread writes the
-image out with one bulk copy at the next image's first staging barrier. The buffer needs whole
-images, an even Wo, M Ho Wo a multiple of 8 and the room (conv2: 37 KB, 110 KB per block, still
-two blocks per SM); it is used only where it costs no resident block (``out_buffer_or_not``):
-conv1's 70 registers allow 3 blocks per SM, its 50 KB buffer only 2, so conv1 runs without it.
-Why: rung 11's conv2 profile (lab/conv/2026-11-23-one-group/nvidia-h200-profile-conv2-one-group-
-sass.json) put 1,285 of its 11,223 warp instructions per image in the copy of the next input and
-3,690 in the epilogue (a 64-bit global address per store), with 21.8% of the stall samples in the
-epilogue.
+Accelerator copies a contiguous run of 16-byte chunks between global and shared memory on its own
+(cp.async.bulk): one instruction from one thread. In: one thread issues one bulk copy per channel
+into the raw slots, completing on an mbarrier that counts their bytes (``copy_band_bulk`` in
+r12_bulk.cu); `wgmma-one-group` had every thread issue 16-byte cp.async chunks, each with its own
+division, address and test. Out: the jobs store their pairs into a buffer in shared memory laid out
+as the image's output (a 32-bit shared store), and one thread writes the image out with one bulk
+copy at the next image's first staging barrier. The buffer needs whole images, an even Wo, M Ho Wo
+a multiple of 8 and the room (conv2: 37 KB, 110 KB per block, still two blocks per SM); it is used
+only where it costs no resident block (``out_buffer_or_not``): conv1's 70 registers allow 3 blocks
+per SM, its 50 KB buffer only 2, so conv1 runs without it.
+Why: `wgmma-one-group`'s conv2 profile
+(lab/conv/2026-11-23-one-group/nvidia-h200-profile-conv2-one-group-sass.json) put 1,285 of its
+11,223 warp instructions per image in the copy of the next input and 3,690 in the epilogue (a
+64-bit global address per store), with 21.8% of the stall samples in the epilogue.
 Prediction: the copy shrinks to a few dozen instructions and the epilogue to about a third:
 about 8,500 per image, so conv2 near 0.23 ms, within 2x its floor (0.235 ms; the floor is
 0.117), if the schedulers kept issuing as often.
 Measured: on an NVIDIA H200 by ``ladder bench`` (results/nvidia-h200.json): conv2 0.255 ms
-(rung 11: 0.288), 2.19x its floor; conv1 0.219 ms (rung 11: 0.234), 1.42x; the sum 37.94x
-faster than cuDNN FP32. Nsight Compute on conv2 (lab/conv/2026-11-23-bulk/nvidia-h200-profile-conv2-
-bulk.json): 9,551 warp instructions per image, the schedulers issuing on 39.99% of cycles (rung 11:
-42.55%).
+(`wgmma-one-group`: 0.288), 2.19x its floor; conv1 0.219 ms (`wgmma-one-group`: 0.234), 1.42x; the
+sum 37.94x faster than cuDNN FP32. Nsight Compute on conv2
+(lab/conv/2026-11-23-bulk/nvidia-h200-profile-conv2-bulk.json): 9,551 warp instructions per image,
+the schedulers issuing on 39.99% of cycles (`wgmma-one-group`: 42.55%).
 Verdict: missed: fewer instructions, but not as few as predicted, and again the time fell less
 than the instructions. One-off timings of the parts (lab/conv/2026-11-23-bulk/nvidia-h200-conv-bulk-
 variants.json) show conv2's gain is the output buffer and conv1's the bulk input. The stall samples
@@ -31,12 +31,10 @@ barrier (the slowest job of the last round, the next input), 9.7% at the wgmma w
 first multiply, 5.1% on the quad loads. Three tries (lab notes) ruled out the idle slot of the last
 round and the buffer's bank conflicts; what is left is the chain inside each job (quad loads, 16
 multiplies, one wait, the epilogue, in that order), which four warpgroups per SM do not hide. That
-is the inference from the tries, not a direct measurement. Rung 13 breaks the chain.
+is the inference from the tries, not a direct measurement. `filters-on-m` breaks the chain.
 
 Lab notes: docs/notes/conv.md#rung-12-wgmma-bulk
 """
-
-from __future__ import annotations
 
 import dataclasses
 import functools
@@ -46,10 +44,8 @@ from typing import Any, ClassVar
 
 from ladder.conv import r10_row_shifts as r10
 from ladder.conv import r11_one_group as r11
-from ladder.conv.problem import launch_planned
+from ladder.conv.problem import conv_rung
 from ladder.conv.tc import plan as tc
-from ladder.core.fastcall import Operand, PlanCache, Steps
-from ladder.core.rung import rung
 
 # rung 11's parameters, then the byte offsets of the output buffer (0: none) and the mbarrier
 PARAMS = (*tc.PARAMS, ("out_at", "int"), ("bar_at", "int"))
@@ -120,19 +116,10 @@ def _configured(size: tuple[int, ...], device_id: int, smem_limit: int) -> tc.Co
     return tc.configure(found, SOURCE, device_id, adjust=out_buffer_or_not)  # type: ignore[arg-type]
 
 
-def launch_plan(x: Operand, w: Operand, out: Operand) -> Steps:
-    """The launch for these operands (``tc.launch_plan``), or rung 10's plan where this rung's
-    kernel does not apply: built once per signature."""
-    return tc.launch_plan(x, w, out, _configured, fallback=r10.PLANS)
-
-
-PLANS = PlanCache(launch_plan)
-
-
-@rung(
+@conv_rung(
     name="wgmma-bulk",
     parent="wgmma-one-group",
-    title="Hopper: rung 11 with bulk copies (TMA) for the input and each image's output",
+    title="Hopper: wgmma-one-group with bulk copies (TMA) for the input and each image's output",
     dtypes=("float16",),
     needs=("cupy",),
     units="tensor",
@@ -140,5 +127,7 @@ PLANS = PlanCache(launch_plan)
     max_cc=(9, 0),
     cc_needs="wgmma, an sm_90a-only instruction",
 )
-def launch(x: Any, w: Any, out: Any = None, *, stream: Any = 0) -> Any:
-    return launch_planned(PLANS, x, w, out, ("float16",), stream)
+def geometry(x: Any, w: Any, out: Any) -> Any:
+    """The configured kernel for this size on this device (``tc.launch_plan``), or
+    `wgmma-blocks`'s where this rung's kernel does not apply."""
+    return tc.launch_plan(x, w, out, _configured, fallback=r10.geometry)

@@ -1,4 +1,4 @@
-"""Rung 13, the operands swapped: filters on wgmma's M with their weights in registers for the
+"""The operands swapped: filters on wgmma's M with their weights in registers for the
 whole kernel, pixels on a wide N read by descriptor from shared memory (sm_90a only).
 
 What changes: the sides of the multiply (``r13_filters_on_m.cu``, a kernel of its own). A row of
@@ -13,20 +13,19 @@ layout). Jobs are issued in pairs into two sets of accumulators, so job 0's epil
 job 1's multiplies. The epilogue stores half2 pairs into the image's output buffer at offsets
 from a table built once per block; one bulk copy writes the image out, and the input comes in
 by one bulk copy per image, two images ahead. Where it applies: 1 to 4 channels, K <= 7, 5 to
-16 filters and an image whose buffers fit; elsewhere (conv1's 4 filters included) rung 12 runs.
-Why: rung 12's conv2 time is the chain inside each job: load the A quads, multiply, wait, store.
-Here no job loads A, each instruction does 2.4 times the work of one of rung 12's (64 x 152 x 16
-against 64 x 64 x 16), and the second set of accumulators overlaps one job's stores with the
-next one's multiplies.
+16 filters and an image whose buffers fit; elsewhere (conv1's 4 filters included) `wgmma-bulk` runs.
+Why: `wgmma-bulk`'s conv2 time is the chain inside each job: load the A quads, multiply, wait,
+store. Here no job loads A, each instruction does 2.4 times the work of one of `wgmma-bulk`'s (64 x
+152 x 16 against 64 x 64 x 16), and the second set of accumulators overlaps one job's stores with
+the next one's multiplies.
 Prediction: 32 multiplies of 64 x 152 x 16 per image are about 2,400 cycles of one SM's tensor
-cores, 75.8 images per SM: about 0.10 ms at 1.8 GHz, below conv2's memory floor (0.117 ms).
-About 2,500 warp instructions per image (rung 12: 9,551). So conv2 near 0.15 ms, bound by memory
-and the tensor cores together, within 2x its floor (0.235 ms; the floor is 0.117) for the first
-time.
+cores, 75.8 images per SM: about 0.10 ms at 1.8 GHz, below conv2's memory floor (0.117 ms). About
+2,500 warp instructions per image (`wgmma-bulk`: 9,551). So conv2 near 0.15 ms, bound by memory and
+the tensor cores together, within 2x its floor (0.235 ms; the floor is 0.117) for the first time.
 Measured: on an NVIDIA H200 by ``ladder bench`` (results/nvidia-h200.json): conv2 0.177 ms
-(rung 12: 0.255), 1.51x its floor; conv1 0.219 ms on rung 12's kernels, 1.42x; the sum 45.48x
-faster than cuDNN FP32. All three targets are met: the sum at least 5x faster than cuDNN FP32,
-each layer within 2x of its floor. Nsight Compute on conv2
+(`wgmma-bulk`: 0.255), 1.51x its floor; conv1 0.219 ms on `wgmma-bulk`'s kernels, 1.42x; the sum
+45.48x faster than cuDNN FP32. All three targets are met: the sum at least 5x faster than cuDNN
+FP32, each layer within 2x of its floor. Nsight Compute on conv2
 (lab/conv/2026-11-24-filters-on-m/nvidia-h200-profile-conv2-filters-on-m.json): 3,683 warp
 instructions per image, 128 of them HGMMA, the schedulers issuing on 26.3% of cycles, DRAM 54.55%
 busy.
@@ -42,8 +41,6 @@ rewrite of the next image still cannot start before the last job of this one has
 Lab notes: docs/notes/conv.md#rung-13-filters-on-m
 """
 
-from __future__ import annotations
-
 import functools
 from dataclasses import dataclass
 from typing import Any
@@ -51,11 +48,9 @@ from typing import Any
 import numpy as np
 
 from ladder.conv import r12_bulk as r12
-from ladder.conv.problem import LayerShape, launch_planned, size_of
+from ladder.conv.problem import LayerShape, conv_rung, size_of
 from ladder.conv.tc import plan as tc
 from ladder.core import cuda_cpp
-from ladder.core.fastcall import Operand, PlanCache, Steps
-from ladder.core.rung import rung
 
 # Constants the kernel shares, passed to NVRTC as -D options (DEFINES): one source
 THREADS = 128  # FM_THREADS: a block is one warpgroup
@@ -260,22 +255,7 @@ def _configure(size: tuple[int, ...], device_id: int) -> tuple[Plan, Any, int] |
     return found, kernel, grid
 
 
-def launch_plan(x: Operand, w: Operand, out: Operand) -> Steps:
-    """This rung's kernel for these operands, or rung 12's plan where it does not apply (and
-    for no channels): built once per signature. The flags depend on x's and out's 16-byte
-    alignment, which is part of the signature."""
-    configured = _configure(size_of(x, w), tc.device_facts()[0])
-    if configured is None:
-        return r12.PLANS(x, w, out)
-    found, kernel, grid = configured
-    scalars = found.scalars(x.ptr, out.ptr)
-    return tc.kernel_launch(kernel, grid, THREADS, found.smem_bytes, scalars, copy_x=False)
-
-
-PLANS = PlanCache(launch_plan)
-
-
-@rung(
+@conv_rung(
     name="filters-on-m",
     parent="wgmma-bulk",
     title="Hopper: filters on wgmma's M (weights in registers), pixels on a wide N (shared memory)",
@@ -286,5 +266,13 @@ PLANS = PlanCache(launch_plan)
     max_cc=(9, 0),
     cc_needs="wgmma, an sm_90a-only instruction",
 )
-def launch(x: Any, w: Any, out: Any = None, *, stream: Any = 0) -> Any:
-    return launch_planned(PLANS, x, w, out, ("float16",), stream)
+def geometry(x: Any, w: Any, out: Any) -> Any:
+    """This rung's configured kernel on a grid of resident blocks, or `wgmma-bulk`'s plan where
+    it does not apply (and for no channels). The flags depend on x's and out's 16-byte
+    alignment, which is part of the signature."""
+    configured = _configure(size_of(x, w), tc.device_facts()[0])
+    if configured is None:
+        return r12.geometry(x, w, out)
+    found, kernel, grid = configured
+    scalars = found.scalars(x.ptr, out.ptr)
+    return tc.kernel_launch(kernel, grid, THREADS, found.smem_bytes, scalars, copy_x=False)

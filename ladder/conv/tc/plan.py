@@ -5,9 +5,10 @@ A rung's plan is a small dataclass in its own file (``r08_tensor_core.Plan`` ...
 (B entries | the input's A quads | raw input slots). Everything the kernel does not compute
 itself is here, passed as kernel parameters in the order of ``PARAMS``.
 
-``launch_plan`` makes a rung's launch plan, once per signature of its operands (the rung's
-``PLANS``, a ``fastcall.PlanCache``): its kernel with the grid and the scalars fixed, the
-pointers to x, w and y given per call (``fastcall.cupy_launch``), or the rung below's plan.
+``launch_plan`` makes a rung's launch plan, once per signature of its operands (what the
+rung's geometry returns, kept by ``conv_rung``'s ``fastcall.PlanCache``): its kernel with the
+grid and the scalars fixed, the pointers to x, w and y given per call
+(``fastcall.cupy_launch``), or the rung below's plan.
 
 One source for Python and C++: the constants below and the parameter list reach NVRTC as ``-D``
 options (``defines``), which ``tc/layout.cuh`` turns into its constants, the ``Conv`` struct
@@ -415,10 +416,10 @@ def launch_plan(
     configured: Callable[[tuple[int, ...], int, int], Configured | None],
     fallback: Callable[[Operand, Operand, Operand], Steps] | None = None,
 ) -> Steps:
-    """What a tensor-core rung runs for these operands, built once per signature (the rung's
-    ``PLANS``): zeros where there are no channels; ``fallback(x, w, out)`` (the rung below's
-    plans) where ``configured(size, device_id, smem_limit)``, the rung's cached layout and
-    kernel, is None; else that kernel's launch (``kernel_launch``)."""
+    """What a tensor-core rung runs for these operands, built once per signature (its geometry,
+    kept by ``conv_rung``): zeros where there are no channels; ``fallback(x, w, out)`` (the rung
+    below's geometry) where ``configured(size, device_id, smem_limit)``, the rung's cached
+    layout and kernel, is None; else that kernel's launch (``kernel_launch``)."""
     size = size_of(x, w)
     if size[1] == 0:
         return Steps(_zeros)
