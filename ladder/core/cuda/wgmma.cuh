@@ -37,20 +37,18 @@ __device__ __forceinline__ unsigned long long wgmma_desc(
 // the constraint C ("+f": accumulate; "=f": overwritten), then the operands after them: for
 // the rs form A's registers, B's descriptor, scale-d, imm-scale-a = imm-scale-b = 1 and
 // imm-trans-b; for the ss form both descriptors, scale-d, the scales, imm-trans-a and
-// imm-trans-b (8-bit types have no transpose: _NO_TRANS).
+// imm-trans-b (8-bit types have no transpose: SS256_NO_TRANS, the one width they use).
 #define LADDER_WGMMA_D8 "{%0, %1, %2, %3}"
 #define LADDER_WGMMA_D8_OPERANDS(C) \
   C(d[0]), C(d[1]), C(d[2]), C(d[3])
 #define LADDER_WGMMA_RS8(SCALE_D) "{%4, %5, %6, %7}, %8, " SCALE_D ", 1, 1, %9"
 #define LADDER_WGMMA_SS8(SCALE_D) "%4, %5, " SCALE_D ", 1, 1, %6, %7"
-#define LADDER_WGMMA_SS8_NO_TRANS(SCALE_D) "%4, %5, " SCALE_D ", 1, 1"
 
 #define LADDER_WGMMA_D16 "{%0, %1, %2, %3, %4, %5, %6, %7}"
 #define LADDER_WGMMA_D16_OPERANDS(C) \
   C(d[0]), C(d[1]), C(d[2]), C(d[3]), C(d[4]), C(d[5]), C(d[6]), C(d[7])
 #define LADDER_WGMMA_RS16(SCALE_D) "{%8, %9, %10, %11}, %12, " SCALE_D ", 1, 1, %13"
 #define LADDER_WGMMA_SS16(SCALE_D) "%8, %9, " SCALE_D ", 1, 1, %10, %11"
-#define LADDER_WGMMA_SS16_NO_TRANS(SCALE_D) "%8, %9, " SCALE_D ", 1, 1"
 
 #define LADDER_WGMMA_D32 "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15}"
 #define LADDER_WGMMA_D32_OPERANDS(C) \
@@ -58,7 +56,6 @@ __device__ __forceinline__ unsigned long long wgmma_desc(
   C(d[8]), C(d[9]), C(d[10]), C(d[11]), C(d[12]), C(d[13]), C(d[14]), C(d[15])
 #define LADDER_WGMMA_RS32(SCALE_D) "{%16, %17, %18, %19}, %20, " SCALE_D ", 1, 1, %21"
 #define LADDER_WGMMA_SS32(SCALE_D) "%16, %17, " SCALE_D ", 1, 1, %18, %19"
-#define LADDER_WGMMA_SS32_NO_TRANS(SCALE_D) "%16, %17, " SCALE_D ", 1, 1"
 
 #define LADDER_WGMMA_D64 \
   "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, " \
@@ -70,7 +67,6 @@ __device__ __forceinline__ unsigned long long wgmma_desc(
   C(d[24]), C(d[25]), C(d[26]), C(d[27]), C(d[28]), C(d[29]), C(d[30]), C(d[31])
 #define LADDER_WGMMA_RS64(SCALE_D) "{%32, %33, %34, %35}, %36, " SCALE_D ", 1, 1, %37"
 #define LADDER_WGMMA_SS64(SCALE_D) "%32, %33, " SCALE_D ", 1, 1, %34, %35"
-#define LADDER_WGMMA_SS64_NO_TRANS(SCALE_D) "%32, %33, " SCALE_D ", 1, 1"
 
 #define LADDER_WGMMA_D128 \
   "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, " \
@@ -88,7 +84,6 @@ __device__ __forceinline__ unsigned long long wgmma_desc(
   C(d[56]), C(d[57]), C(d[58]), C(d[59]), C(d[60]), C(d[61]), C(d[62]), C(d[63])
 #define LADDER_WGMMA_RS128(SCALE_D) "{%64, %65, %66, %67}, %68, " SCALE_D ", 1, 1, %69"
 #define LADDER_WGMMA_SS128(SCALE_D) "%64, %65, " SCALE_D ", 1, 1, %66, %67"
-#define LADDER_WGMMA_SS128_NO_TRANS(SCALE_D) "%64, %65, " SCALE_D ", 1, 1"
 
 #define LADDER_WGMMA_D152 \
   "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, " \
@@ -109,7 +104,6 @@ __device__ __forceinline__ unsigned long long wgmma_desc(
   C(d[72]), C(d[73]), C(d[74]), C(d[75])
 #define LADDER_WGMMA_RS152(SCALE_D) "{%76, %77, %78, %79}, %80, " SCALE_D ", 1, 1, %81"
 #define LADDER_WGMMA_SS152(SCALE_D) "%76, %77, " SCALE_D ", 1, 1, %78, %79"
-#define LADDER_WGMMA_SS152_NO_TRANS(SCALE_D) "%76, %77, " SCALE_D ", 1, 1"
 
 #define LADDER_WGMMA_D256 \
   "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, " \
@@ -141,95 +135,92 @@ __device__ __forceinline__ unsigned long long wgmma_desc(
 #define LADDER_WGMMA_SS256(SCALE_D) "%128, %129, " SCALE_D ", 1, 1, %130, %131"
 #define LADDER_WGMMA_SS256_NO_TRANS(SCALE_D) "%128, %129, " SCALE_D ", 1, 1"
 
+// One wgmma of width NN: depth K ("k16", "k32"), operand TYPE, the text of the operands after D
+// (AFTER_D), D's constraint C, then the asm's inputs.
+#define LADDER_WGMMA_ASM(NN, K, TYPE, AFTER_D, C, ...)                                        \
+  asm volatile("wgmma.mma_async.sync.aligned.m64n" #NN K ".f32." TYPE "." TYPE " "             \
+               LADDER_WGMMA_D##NN ", " AFTER_D ";\n"                                          \
+               : LADDER_WGMMA_D##NN##_OPERANDS(C)                                             \
+               : __VA_ARGS__)
+
 // wgmma_ss: D (64 x N, FP32, N / 2 registers) += A (64 x 16, descriptor a) * B (16 x N,
 // descriptor b), T half or __nv_bfloat16. TRANS_A and TRANS_B give each operand's major order
 // in shared memory: 0 K-major (A as row-major A lies; B as B^T lies), 1 M- or N-major (A as A^T
 // lies; B as row-major B lies): 16-bit operands may lie either way, the tensor cores transpose.
-#define LADDER_WGMMA_SS_CASE(NN)                                                             \
-  if constexpr (N == NN) {                                                                    \
-    if constexpr (is_bf16<T>)                                                                 \
-      asm volatile("wgmma.mma_async.sync.aligned.m64n" #NN "k16.f32.bf16.bf16 "                \
-                   LADDER_WGMMA_D##NN ", " LADDER_WGMMA_SS##NN("1") ";\n"                     \
-                   : LADDER_WGMMA_D##NN##_OPERANDS("+f")                                      \
-                   : "l"(a), "l"(b), "n"(TRANS_A), "n"(TRANS_B));                             \
-    else                                                                                      \
-      asm volatile("wgmma.mma_async.sync.aligned.m64n" #NN "k16.f32.f16.f16 "                  \
-                   LADDER_WGMMA_D##NN ", " LADDER_WGMMA_SS##NN("1") ";\n"                     \
-                   : LADDER_WGMMA_D##NN##_OPERANDS("+f")                                      \
-                   : "l"(a), "l"(b), "n"(TRANS_A), "n"(TRANS_B));                             \
-  }
+#define LADDER_WGMMA_SS_CASE(NN, TYPE)                                                        \
+  if constexpr (N == NN)                                                                      \
+  LADDER_WGMMA_ASM(NN, "k16", TYPE, LADDER_WGMMA_SS##NN("1"), "+f", "l"(a), "l"(b),           \
+                   "n"(TRANS_A), "n"(TRANS_B))
 template <int N, typename T, int TRANS_A, int TRANS_B>
 __device__ __forceinline__ void wgmma_ss(float* d, unsigned long long a, unsigned long long b) {
   static_assert(N == 8 || N == 16 || N == 32 || N == 64 || N == 128 || N == 152 || N == 256,
                 "wgmma_ss: widths 8, 16, 32, 64, 128, 152, 256");
-  LADDER_WGMMA_SS_CASE(8)
-  LADDER_WGMMA_SS_CASE(16)
-  LADDER_WGMMA_SS_CASE(32)
-  LADDER_WGMMA_SS_CASE(64)
-  LADDER_WGMMA_SS_CASE(128)
-  LADDER_WGMMA_SS_CASE(152)
-  LADDER_WGMMA_SS_CASE(256)
+  if constexpr (is_bf16<T>) {
+    LADDER_WGMMA_SS_CASE(8, "bf16");
+    LADDER_WGMMA_SS_CASE(16, "bf16");
+    LADDER_WGMMA_SS_CASE(32, "bf16");
+    LADDER_WGMMA_SS_CASE(64, "bf16");
+    LADDER_WGMMA_SS_CASE(128, "bf16");
+    LADDER_WGMMA_SS_CASE(152, "bf16");
+    LADDER_WGMMA_SS_CASE(256, "bf16");
+  } else {
+    LADDER_WGMMA_SS_CASE(8, "f16");
+    LADDER_WGMMA_SS_CASE(16, "f16");
+    LADDER_WGMMA_SS_CASE(32, "f16");
+    LADDER_WGMMA_SS_CASE(64, "f16");
+    LADDER_WGMMA_SS_CASE(128, "f16");
+    LADDER_WGMMA_SS_CASE(152, "f16");
+    LADDER_WGMMA_SS_CASE(256, "f16");
+  }
 }
 #undef LADDER_WGMMA_SS_CASE
 
 // wgmma_ss_fp8: D (64 x N, FP32) += A (64 x 32) * B (32 x N) in 8-bit floats, both operands e4m3
 // (E5M2 false) or both e5m2. No transpose: an 8-bit operand must lie K-major in shared memory
 // (A row-major, B as B^T lies), a k32 slice being 32 bytes of each row, as a k16 slice of half is.
-#define LADDER_WGMMA_SS_FP8_CASE(NN)                                                          \
-  if constexpr (N == NN) {                                                                    \
-    if constexpr (E5M2)                                                                       \
-      asm volatile("wgmma.mma_async.sync.aligned.m64n" #NN "k32.f32.e5m2.e5m2 "                \
-                   LADDER_WGMMA_D##NN ", " LADDER_WGMMA_SS##NN##_NO_TRANS("1") ";\n"          \
-                   : LADDER_WGMMA_D##NN##_OPERANDS("+f")                                      \
-                   : "l"(a), "l"(b));                                                         \
-    else                                                                                      \
-      asm volatile("wgmma.mma_async.sync.aligned.m64n" #NN "k32.f32.e4m3.e4m3 "                \
-                   LADDER_WGMMA_D##NN ", " LADDER_WGMMA_SS##NN##_NO_TRANS("1") ";\n"          \
-                   : LADDER_WGMMA_D##NN##_OPERANDS("+f")                                      \
-                   : "l"(a), "l"(b));                                                         \
-  }
 template <int N, bool E5M2>
 __device__ __forceinline__ void wgmma_ss_fp8(float* d, unsigned long long a,
                                              unsigned long long b) {
   static_assert(N == 256, "wgmma_ss_fp8: width 256");
-  LADDER_WGMMA_SS_FP8_CASE(256)
+  if constexpr (E5M2)
+    LADDER_WGMMA_ASM(256, "k32", "e5m2", LADDER_WGMMA_SS256_NO_TRANS("1"), "+f", "l"(a), "l"(b));
+  else
+    LADDER_WGMMA_ASM(256, "k32", "e4m3", LADDER_WGMMA_SS256_NO_TRANS("1"), "+f", "l"(a), "l"(b));
 }
-#undef LADDER_WGMMA_SS_FP8_CASE
 
 // wgmma_rs: D (64 x N, FP32) (+)= A (64 x 16, this warp's 16 rows in a, mma.sync's A fragment)
 // * B (16 x N, descriptor b), T half or __nv_bfloat16; TRANS_B as for wgmma_ss. ACCUMULATE
 // false ignores D's old contents (scale-d 0) and makes d outputs only, so that the registers are
 // dead before the first multiply of a sum (other code may have them in between).
-#define LADDER_WGMMA_RS_ASM(NN, TYPE, SCALE_D, C)                                             \
-  asm volatile("wgmma.mma_async.sync.aligned.m64n" #NN "k16.f32." TYPE "." TYPE " "            \
-               LADDER_WGMMA_D##NN ", " LADDER_WGMMA_RS##NN(SCALE_D) ";\n"                     \
-               : LADDER_WGMMA_D##NN##_OPERANDS(C)                                             \
-               : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b), "n"(TRANS_B))
-#define LADDER_WGMMA_RS_CASE(NN)                                                              \
-  if constexpr (N == NN) {                                                                    \
-    if constexpr (is_bf16<T> && ACCUMULATE)                                                   \
-      LADDER_WGMMA_RS_ASM(NN, "bf16", "1", "+f");                                             \
-    else if constexpr (is_bf16<T>)                                                            \
-      LADDER_WGMMA_RS_ASM(NN, "bf16", "0", "=f");                                             \
-    else if constexpr (ACCUMULATE)                                                            \
-      LADDER_WGMMA_RS_ASM(NN, "f16", "1", "+f");                                              \
-    else                                                                                      \
-      LADDER_WGMMA_RS_ASM(NN, "f16", "0", "=f");                                              \
-  }
+#define LADDER_WGMMA_RS_CASE(NN, TYPE, SCALE_D, C)                                            \
+  if constexpr (N == NN)                                                                      \
+  LADDER_WGMMA_ASM(NN, "k16", TYPE, LADDER_WGMMA_RS##NN(SCALE_D), C, "r"(a[0]), "r"(a[1]),    \
+                   "r"(a[2]), "r"(a[3]), "l"(b), "n"(TRANS_B))
+#define LADDER_WGMMA_RS_CASES(TYPE, SCALE_D, C) \
+  LADDER_WGMMA_RS_CASE(8, TYPE, SCALE_D, C);    \
+  LADDER_WGMMA_RS_CASE(16, TYPE, SCALE_D, C);   \
+  LADDER_WGMMA_RS_CASE(32, TYPE, SCALE_D, C);   \
+  LADDER_WGMMA_RS_CASE(64, TYPE, SCALE_D, C);   \
+  LADDER_WGMMA_RS_CASE(128, TYPE, SCALE_D, C);  \
+  LADDER_WGMMA_RS_CASE(152, TYPE, SCALE_D, C);  \
+  LADDER_WGMMA_RS_CASE(256, TYPE, SCALE_D, C)
 template <int N, typename T, int TRANS_B, bool ACCUMULATE = true>
 __device__ __forceinline__ void wgmma_rs(float* d, const unsigned (&a)[4], unsigned long long b) {
   static_assert(N == 8 || N == 16 || N == 32 || N == 64 || N == 128 || N == 152 || N == 256,
                 "wgmma_rs: widths 8, 16, 32, 64, 128, 152, 256");
-  LADDER_WGMMA_RS_CASE(8)
-  LADDER_WGMMA_RS_CASE(16)
-  LADDER_WGMMA_RS_CASE(32)
-  LADDER_WGMMA_RS_CASE(64)
-  LADDER_WGMMA_RS_CASE(128)
-  LADDER_WGMMA_RS_CASE(152)
-  LADDER_WGMMA_RS_CASE(256)
+  if constexpr (is_bf16<T> && ACCUMULATE) {
+    LADDER_WGMMA_RS_CASES("bf16", "1", "+f");
+  } else if constexpr (is_bf16<T>) {
+    LADDER_WGMMA_RS_CASES("bf16", "0", "=f");
+  } else if constexpr (ACCUMULATE) {
+    LADDER_WGMMA_RS_CASES("f16", "1", "+f");
+  } else {
+    LADDER_WGMMA_RS_CASES("f16", "0", "=f");
+  }
 }
+#undef LADDER_WGMMA_RS_CASES
 #undef LADDER_WGMMA_RS_CASE
-#undef LADDER_WGMMA_RS_ASM
+#undef LADDER_WGMMA_ASM
 
 // Orders the registers written before it (accumulators, A fragments) before the wgmma after it:
 // required before the first wgmma, and between any write of those registers and a wgmma reading
