@@ -33,104 +33,90 @@ __device__ __forceinline__ unsigned long long wgmma_desc(
          (unsigned long long)(sbo >> 4) << 32 | (unsigned long long)swizzle << 62;
 }
 
-// The asm text of each width N: D's N / 2 registers (%0 .. %(N/2 - 1)) and their operands with
-// the constraint C ("+f": accumulate; "=f": overwritten), then the operands after them: for
-// the rs form A's registers, B's descriptor, scale-d, imm-scale-a = imm-scale-b = 1 and
-// imm-trans-b; for the ss form both descriptors, scale-d, the scales, imm-trans-a and
-// imm-trans-b (8-bit types have no transpose: SS256_NO_TRANS, the one width they use).
-#define LADDER_WGMMA_D8 "{%0, %1, %2, %3}"
-#define LADDER_WGMMA_D8_OPERANDS(C) \
-  C(d[0]), C(d[1]), C(d[2]), C(d[3])
+// The asm text of each width N: D's N / 2 registers (R: %0 .. %(N/2 - 1), each list the one
+// before and more; D: in braces) and their operands with the constraint C ("+f": accumulate;
+// "=f": overwritten), then the operands after them: for the rs form A's registers, B's
+// descriptor, scale-d, imm-scale-a = imm-scale-b = 1 and imm-trans-b; for the ss form both
+// descriptors, scale-d, the scales, imm-trans-a and imm-trans-b (8-bit types have no transpose:
+// SS256_NO_TRANS, the one width they use).
+#define LADDER_WGMMA_R8 "%0, %1, %2, %3"
+#define LADDER_WGMMA_D8_OPERANDS(C) C(d[0]), C(d[1]), C(d[2]), C(d[3])
+#define LADDER_WGMMA_D8 "{" LADDER_WGMMA_R8 "}"
 #define LADDER_WGMMA_RS8(SCALE_D) "{%4, %5, %6, %7}, %8, " SCALE_D ", 1, 1, %9"
 #define LADDER_WGMMA_SS8(SCALE_D) "%4, %5, " SCALE_D ", 1, 1, %6, %7"
 
-#define LADDER_WGMMA_D16 "{%0, %1, %2, %3, %4, %5, %6, %7}"
+#define LADDER_WGMMA_R16 \
+  LADDER_WGMMA_R8 ", " \
+  "%4, %5, %6, %7"
 #define LADDER_WGMMA_D16_OPERANDS(C) \
-  C(d[0]), C(d[1]), C(d[2]), C(d[3]), C(d[4]), C(d[5]), C(d[6]), C(d[7])
+  LADDER_WGMMA_D8_OPERANDS(C), \
+  C(d[4]), C(d[5]), C(d[6]), C(d[7])
+#define LADDER_WGMMA_D16 "{" LADDER_WGMMA_R16 "}"
 #define LADDER_WGMMA_RS16(SCALE_D) "{%8, %9, %10, %11}, %12, " SCALE_D ", 1, 1, %13"
 #define LADDER_WGMMA_SS16(SCALE_D) "%8, %9, " SCALE_D ", 1, 1, %10, %11"
 
-#define LADDER_WGMMA_D32 "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15}"
+#define LADDER_WGMMA_R32 \
+  LADDER_WGMMA_R16 ", " \
+  "%8, %9, %10, %11, %12, %13, %14, %15"
 #define LADDER_WGMMA_D32_OPERANDS(C) \
-  C(d[0]), C(d[1]), C(d[2]), C(d[3]), C(d[4]), C(d[5]), C(d[6]), C(d[7]), \
+  LADDER_WGMMA_D16_OPERANDS(C), \
   C(d[8]), C(d[9]), C(d[10]), C(d[11]), C(d[12]), C(d[13]), C(d[14]), C(d[15])
+#define LADDER_WGMMA_D32 "{" LADDER_WGMMA_R32 "}"
 #define LADDER_WGMMA_RS32(SCALE_D) "{%16, %17, %18, %19}, %20, " SCALE_D ", 1, 1, %21"
 #define LADDER_WGMMA_SS32(SCALE_D) "%16, %17, " SCALE_D ", 1, 1, %18, %19"
 
-#define LADDER_WGMMA_D64 \
-  "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, " \
-  "%19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31}"
+#define LADDER_WGMMA_R64 \
+  LADDER_WGMMA_R32 ", " \
+  "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31"
 #define LADDER_WGMMA_D64_OPERANDS(C) \
-  C(d[0]), C(d[1]), C(d[2]), C(d[3]), C(d[4]), C(d[5]), C(d[6]), C(d[7]), \
-  C(d[8]), C(d[9]), C(d[10]), C(d[11]), C(d[12]), C(d[13]), C(d[14]), C(d[15]), \
-  C(d[16]), C(d[17]), C(d[18]), C(d[19]), C(d[20]), C(d[21]), C(d[22]), C(d[23]), \
-  C(d[24]), C(d[25]), C(d[26]), C(d[27]), C(d[28]), C(d[29]), C(d[30]), C(d[31])
+  LADDER_WGMMA_D32_OPERANDS(C), \
+  C(d[16]), C(d[17]), C(d[18]), C(d[19]), C(d[20]), C(d[21]), C(d[22]), C(d[23]), C(d[24]), \
+  C(d[25]), C(d[26]), C(d[27]), C(d[28]), C(d[29]), C(d[30]), C(d[31])
+#define LADDER_WGMMA_D64 "{" LADDER_WGMMA_R64 "}"
 #define LADDER_WGMMA_RS64(SCALE_D) "{%32, %33, %34, %35}, %36, " SCALE_D ", 1, 1, %37"
 #define LADDER_WGMMA_SS64(SCALE_D) "%32, %33, " SCALE_D ", 1, 1, %34, %35"
 
-#define LADDER_WGMMA_D128 \
-  "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, " \
-  "%19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, " \
-  "%36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, " \
-  "%53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63}"
+#define LADDER_WGMMA_R128 \
+  LADDER_WGMMA_R64 ", " \
+  "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, " \
+  "%50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63"
 #define LADDER_WGMMA_D128_OPERANDS(C) \
-  C(d[0]), C(d[1]), C(d[2]), C(d[3]), C(d[4]), C(d[5]), C(d[6]), C(d[7]), \
-  C(d[8]), C(d[9]), C(d[10]), C(d[11]), C(d[12]), C(d[13]), C(d[14]), C(d[15]), \
-  C(d[16]), C(d[17]), C(d[18]), C(d[19]), C(d[20]), C(d[21]), C(d[22]), C(d[23]), \
-  C(d[24]), C(d[25]), C(d[26]), C(d[27]), C(d[28]), C(d[29]), C(d[30]), C(d[31]), \
-  C(d[32]), C(d[33]), C(d[34]), C(d[35]), C(d[36]), C(d[37]), C(d[38]), C(d[39]), \
-  C(d[40]), C(d[41]), C(d[42]), C(d[43]), C(d[44]), C(d[45]), C(d[46]), C(d[47]), \
-  C(d[48]), C(d[49]), C(d[50]), C(d[51]), C(d[52]), C(d[53]), C(d[54]), C(d[55]), \
-  C(d[56]), C(d[57]), C(d[58]), C(d[59]), C(d[60]), C(d[61]), C(d[62]), C(d[63])
+  LADDER_WGMMA_D64_OPERANDS(C), \
+  C(d[32]), C(d[33]), C(d[34]), C(d[35]), C(d[36]), C(d[37]), C(d[38]), C(d[39]), C(d[40]), \
+  C(d[41]), C(d[42]), C(d[43]), C(d[44]), C(d[45]), C(d[46]), C(d[47]), C(d[48]), C(d[49]), \
+  C(d[50]), C(d[51]), C(d[52]), C(d[53]), C(d[54]), C(d[55]), C(d[56]), C(d[57]), C(d[58]), \
+  C(d[59]), C(d[60]), C(d[61]), C(d[62]), C(d[63])
+#define LADDER_WGMMA_D128 "{" LADDER_WGMMA_R128 "}"
 #define LADDER_WGMMA_RS128(SCALE_D) "{%64, %65, %66, %67}, %68, " SCALE_D ", 1, 1, %69"
 #define LADDER_WGMMA_SS128(SCALE_D) "%64, %65, " SCALE_D ", 1, 1, %66, %67"
 
-#define LADDER_WGMMA_D152 \
-  "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, " \
-  "%19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, " \
-  "%36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, " \
-  "%53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, %64, %65, %66, %67, %68, %69, " \
-  "%70, %71, %72, %73, %74, %75}"
+#define LADDER_WGMMA_R152 \
+  LADDER_WGMMA_R128 ", " \
+  "%64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75"
 #define LADDER_WGMMA_D152_OPERANDS(C) \
-  C(d[0]), C(d[1]), C(d[2]), C(d[3]), C(d[4]), C(d[5]), C(d[6]), C(d[7]), \
-  C(d[8]), C(d[9]), C(d[10]), C(d[11]), C(d[12]), C(d[13]), C(d[14]), C(d[15]), \
-  C(d[16]), C(d[17]), C(d[18]), C(d[19]), C(d[20]), C(d[21]), C(d[22]), C(d[23]), \
-  C(d[24]), C(d[25]), C(d[26]), C(d[27]), C(d[28]), C(d[29]), C(d[30]), C(d[31]), \
-  C(d[32]), C(d[33]), C(d[34]), C(d[35]), C(d[36]), C(d[37]), C(d[38]), C(d[39]), \
-  C(d[40]), C(d[41]), C(d[42]), C(d[43]), C(d[44]), C(d[45]), C(d[46]), C(d[47]), \
-  C(d[48]), C(d[49]), C(d[50]), C(d[51]), C(d[52]), C(d[53]), C(d[54]), C(d[55]), \
-  C(d[56]), C(d[57]), C(d[58]), C(d[59]), C(d[60]), C(d[61]), C(d[62]), C(d[63]), \
-  C(d[64]), C(d[65]), C(d[66]), C(d[67]), C(d[68]), C(d[69]), C(d[70]), C(d[71]), \
-  C(d[72]), C(d[73]), C(d[74]), C(d[75])
+  LADDER_WGMMA_D128_OPERANDS(C), \
+  C(d[64]), C(d[65]), C(d[66]), C(d[67]), C(d[68]), C(d[69]), C(d[70]), C(d[71]), C(d[72]), \
+  C(d[73]), C(d[74]), C(d[75])
+#define LADDER_WGMMA_D152 "{" LADDER_WGMMA_R152 "}"
 #define LADDER_WGMMA_RS152(SCALE_D) "{%76, %77, %78, %79}, %80, " SCALE_D ", 1, 1, %81"
 #define LADDER_WGMMA_SS152(SCALE_D) "%76, %77, " SCALE_D ", 1, 1, %78, %79"
 
-#define LADDER_WGMMA_D256 \
-  "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, " \
-  "%19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, " \
-  "%36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, " \
-  "%53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, %64, %65, %66, %67, %68, %69, " \
-  "%70, %71, %72, %73, %74, %75, %76, %77, %78, %79, %80, %81, %82, %83, %84, %85, %86, " \
-  "%87, %88, %89, %90, %91, %92, %93, %94, %95, %96, %97, %98, %99, %100, %101, %102, " \
-  "%103, %104, %105, %106, %107, %108, %109, %110, %111, %112, %113, %114, %115, %116, " \
-  "%117, %118, %119, %120, %121, %122, %123, %124, %125, %126, %127}"
+#define LADDER_WGMMA_R256 \
+  LADDER_WGMMA_R152 ", " \
+  "%76, %77, %78, %79, %80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, " \
+  "%94, %95, %96, %97, %98, %99, %100, %101, %102, %103, %104, %105, %106, %107, %108, %109, " \
+  "%110, %111, %112, %113, %114, %115, %116, %117, %118, %119, %120, %121, %122, %123, %124, " \
+  "%125, %126, %127"
 #define LADDER_WGMMA_D256_OPERANDS(C) \
-  C(d[0]), C(d[1]), C(d[2]), C(d[3]), C(d[4]), C(d[5]), C(d[6]), C(d[7]), \
-  C(d[8]), C(d[9]), C(d[10]), C(d[11]), C(d[12]), C(d[13]), C(d[14]), C(d[15]), \
-  C(d[16]), C(d[17]), C(d[18]), C(d[19]), C(d[20]), C(d[21]), C(d[22]), C(d[23]), \
-  C(d[24]), C(d[25]), C(d[26]), C(d[27]), C(d[28]), C(d[29]), C(d[30]), C(d[31]), \
-  C(d[32]), C(d[33]), C(d[34]), C(d[35]), C(d[36]), C(d[37]), C(d[38]), C(d[39]), \
-  C(d[40]), C(d[41]), C(d[42]), C(d[43]), C(d[44]), C(d[45]), C(d[46]), C(d[47]), \
-  C(d[48]), C(d[49]), C(d[50]), C(d[51]), C(d[52]), C(d[53]), C(d[54]), C(d[55]), \
-  C(d[56]), C(d[57]), C(d[58]), C(d[59]), C(d[60]), C(d[61]), C(d[62]), C(d[63]), \
-  C(d[64]), C(d[65]), C(d[66]), C(d[67]), C(d[68]), C(d[69]), C(d[70]), C(d[71]), \
-  C(d[72]), C(d[73]), C(d[74]), C(d[75]), C(d[76]), C(d[77]), C(d[78]), C(d[79]), \
-  C(d[80]), C(d[81]), C(d[82]), C(d[83]), C(d[84]), C(d[85]), C(d[86]), C(d[87]), \
-  C(d[88]), C(d[89]), C(d[90]), C(d[91]), C(d[92]), C(d[93]), C(d[94]), C(d[95]), \
-  C(d[96]), C(d[97]), C(d[98]), C(d[99]), C(d[100]), C(d[101]), C(d[102]), C(d[103]), \
-  C(d[104]), C(d[105]), C(d[106]), C(d[107]), C(d[108]), C(d[109]), C(d[110]), C(d[111]), \
-  C(d[112]), C(d[113]), C(d[114]), C(d[115]), C(d[116]), C(d[117]), C(d[118]), C(d[119]), \
-  C(d[120]), C(d[121]), C(d[122]), C(d[123]), C(d[124]), C(d[125]), C(d[126]), C(d[127])
+  LADDER_WGMMA_D152_OPERANDS(C), \
+  C(d[76]), C(d[77]), C(d[78]), C(d[79]), C(d[80]), C(d[81]), C(d[82]), C(d[83]), C(d[84]), \
+  C(d[85]), C(d[86]), C(d[87]), C(d[88]), C(d[89]), C(d[90]), C(d[91]), C(d[92]), C(d[93]), \
+  C(d[94]), C(d[95]), C(d[96]), C(d[97]), C(d[98]), C(d[99]), C(d[100]), C(d[101]), \
+  C(d[102]), C(d[103]), C(d[104]), C(d[105]), C(d[106]), C(d[107]), C(d[108]), C(d[109]), \
+  C(d[110]), C(d[111]), C(d[112]), C(d[113]), C(d[114]), C(d[115]), C(d[116]), C(d[117]), \
+  C(d[118]), C(d[119]), C(d[120]), C(d[121]), C(d[122]), C(d[123]), C(d[124]), C(d[125]), \
+  C(d[126]), C(d[127])
+#define LADDER_WGMMA_D256 "{" LADDER_WGMMA_R256 "}"
 #define LADDER_WGMMA_RS256(SCALE_D) "{%128, %129, %130, %131}, %132, " SCALE_D ", 1, 1, %133"
 #define LADDER_WGMMA_SS256(SCALE_D) "%128, %129, " SCALE_D ", 1, 1, %130, %131"
 #define LADDER_WGMMA_SS256_NO_TRANS(SCALE_D) "%128, %129, " SCALE_D ", 1, 1"
