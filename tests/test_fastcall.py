@@ -14,8 +14,7 @@ import pytest
 from conftest import ON_GPU, gpu_only
 from numba import cuda
 
-from ladder.attention import r01_naive as naive
-from ladder.attention.problem import attention_numpy
+from ladder.attention.problem import PROBLEMS, attention_numpy
 from ladder.core import device, fastcall
 from ladder.core.dtypes import resolve, to_device, to_host
 from ladder.core.fastcall import PlanCache, intake
@@ -482,7 +481,7 @@ def test_tensor_core_attention_plan_packs_the_kernels_arguments(monkeypatch, pac
     monkeypatch.setattr(attention_tc, "padded_workspace", workspace)
     monkeypatch.setattr(cupy, "asarray", lambda x: x)  # no GPU: the plan keeps its views
     rung = r06 if packed else r05
-    plan = rung.plan(*ops())
+    plan = rung.geometry(*ops())
     plan[True](*ops())
     (function, grid, block, smem, stream, _), addresses = fake.launches[0], fake.addresses[0]
     warps, mi = r05.TUNED[64]
@@ -498,10 +497,10 @@ def test_tensor_core_attention_plan_packs_the_kernels_arguments(monkeypatch, pac
     scale = ctypes.c_float.from_address(addresses[7]).value
     assert scale == pytest.approx(1.4426950408889634 / 8)
     assert plan.plain.run.__name__ == "direct" and not made
-    assert rung.plan(*ops(d=80)).plain.run.__name__ == "padded"  # d padded to 128
+    assert rung.geometry(*ops(d=80)).plain.run.__name__ == "padded"  # d padded to 128
     assert [shape for _, shape, _ in made] == [(1, 4, 130, 128), *[(1, 2, 130, 128)] * 2,
                                                (1, 4, 130, 128)]  # fmt: skip
-    assert rung.plan(*ops(q_ptr=0x10008)).plain.run.__name__ == "padded"  # q 8-byte aligned
+    assert rung.geometry(*ops(q_ptr=0x10008)).plain.run.__name__ == "padded"  # q 8-byte aligned
 
 
 def test_numba_launch_keeps_the_dispatcher_when_numbas_layout_differs(monkeypatch):
@@ -892,8 +891,10 @@ def test_attention_rung_replans_for_another_signature(change):
     """Attention rung 1 (three kernels, the scores the plan's, one plan kept): a q that differs
     from the first call's in shape, strides, alignment or dtype gets a plan of its own, which
     replaces the first; a causal call finds the same plan as a plain one (``Masks``: both
-    launches built together)."""
-    plans = naive.PLANS
+    launches built together; the two problems' launchers share the plans)."""
+    launchers = {c: get_rung(PROBLEMS[c].name, "naive").launch for c in (False, True)}
+    plans = launchers[False].plans
+    assert launchers[True].plans is plans
     plans.clear()
 
     def call(q, host, causal=False):
@@ -901,7 +902,7 @@ def test_attention_rung_replans_for_another_signature(change):
         k, v = (np.random.default_rng(i).uniform(-1, 1, shape).astype(dtype) for i in (1, 2))
         out = to_device(np.full(shape, np.nan, dtype))
         dk, dv = to_device(k), to_device(v)
-        assert naive.launch(q, dk, dv, out, causal=causal) is out
+        assert launchers[causal](q, dk, dv, out) is out
         ref = attention_numpy(host, k, v, causal=causal)
         assert np.allclose(to_host(out), ref, rtol=2e-3, atol=2e-3)
         ops = [intake(arr, name) for arr, name in ((q, "q"), (dk, "k"), (dv, "v"), (out, "out"))]
@@ -989,7 +990,7 @@ def test_producer_attention_plan_maps_k_and_v_per_head(monkeypatch, d):
     monkeypatch.setattr(r09, "SOURCE", source)
     monkeypatch.setattr(hopper, "tensor_map", tensor_map)
     monkeypatch.setattr(cupy, "asarray", lambda x: x)  # no GPU
-    plan = r09.plan(*ops())
+    plan = r09.geometry(*ops())
     plan[True](*ops())
     plan[True](*ops())  # the same addresses: the same maps
     plan[True](*ops(k_ptr=0x50000))  # another K: maps made again
@@ -1006,4 +1007,4 @@ def test_producer_attention_plan_maps_k_and_v_per_head(monkeypatch, d):
     assert fake.launches[2][4][0][0] == 0x50000 and len(fake.launches) == 3
     monkeypatch.setattr(r09, "SOURCE", _FakeSource(regs=64))  # a build below the launch bound
     with pytest.raises(RuntimeError, match="setmaxnreg split needs"):
-        r09.plan(*ops())
+        r09.geometry(*ops())

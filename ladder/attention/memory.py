@@ -240,8 +240,9 @@ def memory_vs_n(
 
 
 def _drop_plans(rung: Any) -> None:
-    """Forget the plans of ``rung``'s launcher (``PLANS``), and the memory they hold."""
-    plans = getattr(sys.modules.get(rung.launch.__module__), "PLANS", None)
+    """Forget the plans of ``rung``'s launcher (``launch.plans``, kept by its registration),
+    and the memory they hold."""
+    plans = getattr(rung.launch, "plans", None)
     if plans is not None:
         plans.clear()
     _synchronize()

@@ -2,9 +2,9 @@
 
 Two problems share this definition, ``attention`` and ``attention-causal`` (key j is seen by
 query i only when j <= i, the top-left convention of PyTorch's ``is_causal``). They are two
-problems rather than a flag because the harness hands a launcher its arrays and nothing else;
-every rung registers a launcher for each (``attention_rung``) and takes ``causal=`` when called
-directly.
+problems rather than a flag because the harness hands a launcher its arrays and nothing else:
+every rung registers a launcher for each, from one geometry (``attention_rung``); a library row
+registers one launcher that takes ``causal=`` (``attention_library``).
 
 A size is the tuple (B, H, HKV, N, d): batch, query heads, key/value heads, sequence length
 (queries and keys alike) and head dimension. HKV divides H: HKV = H is ordinary multi-head
@@ -23,13 +23,14 @@ by arithmetic, and the figure that leads is TFLOP/s.
 
 ``operands`` validates a launcher's arrays the same way for every rung. Launchers keep what they
 decide per signature of their arrays (``ladder.core.fastcall``: a plan), as ``Masks``: the
-launch without the causal mask and the one with it.
+launch without the causal mask and the one with it, which ``IS_CAUSAL`` marks in a geometry.
 """
 
 from __future__ import annotations
 
+import functools
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -37,8 +38,18 @@ import numpy as np
 from ladder.attention import memory
 from ladder.core import derived, device
 from ladder.core.dtypes import resolve
-from ladder.core.fastcall import Operand, intake, numba_array, output
-from ladder.core.rung import Launcher, Problem, register_problem, rung_per_problem
+from ladder.core.fastcall import (
+    PLANS_PER_CACHE,
+    NumbaLaunch,
+    Operand,
+    PlanCache,
+    intake,
+    numba_array,
+    output,
+    rung_launcher,
+    steps,
+)
+from ladder.core.rung import Launcher, Problem, register_problem, rung, rung_per_problem
 
 LOG2E = math.log2(math.e)
 SDPA_SHAPE = (4, 16, 16, 4096, 64)  # the issue's comparison point against SDPA
@@ -268,14 +279,118 @@ def get_problem_for(causal: bool) -> AttentionProblem:
     return CAUSAL if causal else ATTENTION
 
 
-def attention_rung(**options: Any) -> Callable[[Launcher], Launcher]:
-    """Register ``launch(q, k, v, out=None, causal=False)`` as a rung of both problems, with
-    ``rung``'s options (dtypes float32 and float16 unless given; its number is its file's).
+def attention_library(**options: Any) -> Callable[[Launcher], Launcher]:
+    """Register a library's (or a peer's) ``launch(q, k, v, out=None, causal=False)`` for both
+    problems, with ``rung``'s options (dtypes float32 and float16 unless given).
     ``describe(args, out, causal=...)``, where given, says the configuration a call ran in
     (``Rung.describe``)."""
     options.setdefault("dtypes", ("float32", "float16"))
     variants = [(p.name, "_causal" if p.causal else "", {"causal": p.causal}) for p in PROBLEMS]
     return rung_per_problem(variants, **options)
+
+
+class _IsCausal:
+    def __repr__(self) -> str:
+        return "IS_CAUSAL"
+
+
+# In a geometry's scalars: the causal flag, False in the plan's launch without the mask and
+# True in the one with it (``masks``)
+IS_CAUSAL: Any = _IsCausal()
+
+
+def _fill(args: Sequence[Any], causal: bool) -> tuple[Any, ...]:
+    return tuple(causal if a is IS_CAUSAL else a for a in args)
+
+
+def masks(found: Any, operands: Sequence[Operand]) -> Masks:
+    """The plan an attention geometry describes for ``operands``, without and with the mask:
+    ``(kernel, grid, block, shared_mem, scalars)`` is one launch of the kernel on the operands
+    then the scalars, ``IS_CAUSAL`` among them the flag; a list of steps (``fastcall.steps``)
+    runs them in order, a step that takes ``IS_CAUSAL`` built twice, the others shared; a
+    ``Masks`` (``tensor_core.plan``) is the plan already."""
+    if isinstance(found, Masks):
+        return found
+    if isinstance(found, tuple):
+        kernel, grid, block, smem, scalars = found
+        return Masks(
+            NumbaLaunch(kernel, grid, block, smem, _fill(scalars, False)),
+            NumbaLaunch(kernel, grid, block, smem, _fill(scalars, True)),
+        )
+    shared: dict[Any, NumbaLaunch] = {}
+    plain, causal = (
+        steps([(*part[:3], _fill(part[3], c), *part[4:]) for part in found], operands,
+              launches=shared)
+        for c in (False, True)
+    )  # fmt: skip
+    return Masks(plain, causal)
+
+
+Geometry = Callable[..., Any]
+
+
+def masked_rung(
+    problems: Sequence[Any],
+    launcher: Callable[[PlanCache, tuple[str, ...], bool], Launcher],
+    dtypes: Sequence[str],
+    plans_kept: int,
+    describe: Callable[..., str] | None,
+    options: dict[str, Any],
+) -> Callable[[Geometry], Geometry]:
+    """Register a geometry as a rung of each of ``problems`` (one without the mask, one with):
+    one ``PlanCache`` of ``Masks`` for both, and for each problem ``launcher(plans, dtypes,
+    causal)``, whose ``causal`` keyword defaults to the problem's, named ``launch`` or
+    ``launch_causal``, with ``rung``'s ``options``; ``describe`` is given ``causal`` too.
+    Returns the geometry as it is (attention's and the backward's)."""
+    dtypes = tuple(dtypes)
+
+    def decorate(geometry: Geometry) -> Geometry:
+        def plan(*ops: Operand) -> Masks:
+            return masks(geometry(*ops), ops)
+
+        plans = PlanCache(plan, size=plans_kept)
+        for problem in problems:
+            launch = launcher(plans, dtypes, problem.causal)
+            launch.__name__ = launch.__qualname__ = "launch_causal" if problem.causal else "launch"
+            told = None if describe is None else functools.partial(describe, causal=problem.causal)
+            registered = rung_launcher(launch, geometry, plans)
+            rung(problem=problem.name, dtypes=dtypes, describe=told, **options)(registered)
+        return geometry
+
+    return decorate
+
+
+def _launcher(plans: PlanCache, dtypes: tuple[str, ...], masked: bool) -> Launcher:
+    def launch(q: Any, k: Any, v: Any, out: Any = None, causal: bool = masked) -> Any:
+        q, k, v, out, _ = operands(q, k, v, out, dtypes)
+        if 0 not in out.shape:
+            plans(q, k, v, out)[bool(causal)](q, k, v, out)
+        return out.obj
+
+    return launch
+
+
+def attention_rung(
+    *,
+    dtypes: Sequence[str] = ("float32", "float16"),
+    plans_kept: int = PLANS_PER_CACHE,
+    describe: Callable[..., str] | None = None,
+    **options: Any,
+) -> Callable[[Geometry], Geometry]:
+    """Register an attention rung, from its launch geometry, as a rung of both problems, with
+    ``rung``'s options (name, parent, title, needs, units, min_cc, ...); return the geometry as
+    it is.
+
+    ``geometry(q, k, v, out)`` takes the validated operands, once per signature of them (q
+    empty: never), and returns ``(kernel, grid, block, shared_mem, scalars)`` (the kernel on
+    q, k, v, out, then the scalars, ``IS_CAUSAL`` the mask's flag), a list of steps
+    (``fastcall.steps``; ``IS_CAUSAL`` in the arguments of those that take the mask), or a
+    ``Masks`` (the tensor-core rungs' ``tensor_core.plan``); it may raise ValueError (or
+    ``AttentionMemoryError``) for sizes the rung does not take. ``plans_kept``: how many
+    signatures' plans to keep (1 where a plan holds an N x N buffer). Each problem's launcher,
+    ``launch(q, k, v, out=None, causal=<the problem's>)``, validates (``operands``), finds the
+    plan and runs its launch without or with the mask."""
+    return masked_rung(PROBLEMS, _launcher, dtypes, plans_kept, describe, options)
 
 
 _NAMES = ("q", "k", "v")
@@ -343,6 +458,12 @@ def check_arrays(
     launchers that hand their arrays to a library."""
     q, k, v, out, shape = operands(q, k, v, out, dtypes)
     return numba_array(q), numba_array(k), numba_array(v), numba_array(out), shape
+
+
+def workspace(shape: tuple[int, ...], name: str, what: str) -> Operand:
+    """A float32 device array that a plan owns, as an ``Operand`` called ``name``; ``what``
+    names it in the error raised when it cannot fit (``memory.empty``)."""
+    return intake(memory.empty(shape, np.float32, what), name)
 
 
 class Masks(NamedTuple):

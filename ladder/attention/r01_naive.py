@@ -1,4 +1,4 @@
-"""Rung 1, naive: the scores and the probabilities materialized in global memory, three kernels.
+"""Naive: the scores and the probabilities materialized in global memory, three kernels.
 
 What changes: nothing yet; this is where the ladder starts. Attention the way its formula reads,
 one kernel per step, each the obvious loop:
@@ -6,7 +6,7 @@ one kernel per step, each the obvious loop:
 1. ``scores_kernel``: one thread per (query i, key j) writes ``S[i, j] = q_i · k_j / √d`` (or
    -inf above the diagonal when causal) into an N x N float32 buffer per head;
 2. ``softmax_kernel``: one thread per row of S walks it three times, for the max, the sum of
-   ``exp(S - max)`` and ``P = exp(S - max) / sum``, which overwrites the scores in place (rung 1
+   ``exp(S - max)`` and ``P = exp(S - max) / sum``, which overwrites the scores in place (`naive`
    of the softmax ladder, in one kernel);
 3. ``pv_kernel``: one thread per output element computes ``O[i, c] = Σ_j P[i, j] · V[j, c]``
    over all N keys (masked keys hold P = 0 and are multiplied all the same).
@@ -20,7 +20,7 @@ reads it: six passes over B·H·N² floats, 26 GB at the SDPA shape against the 
 (float16). Worse is how kernels 1 and 3 fetch operands: a warp of kernel 1 holds 16
 consecutive keys whose rows of k lie d·itemsize bytes apart, and every (i, j) pair reads its
 two length-d rows on its own, 2·d loads for d multiply-adds, never reused from registers or
-shared memory: rung 1 of the GEMM ladder twice over, plus the softmax.
+shared memory: `gemm/naive` twice over, plus the softmax.
 Prediction: bound by the load instructions of kernels 1 and 3, like the naive GEMM (0.50
 TFLOP/s at 4096³ on an H200), with the softmax's 26 GB a few milliseconds on top: a few hundred
 milliseconds at the SDPA shape. The causal problem counts half the FLOPs but this rung does all
@@ -38,18 +38,14 @@ takes 0.76 of the non-causal time.
 Lab notes: docs/notes/attention.md
 """
 
-from __future__ import annotations
-
 import math
 from typing import Any
 
 import numpy as np
 from numba import cuda, float32
 
-from ladder.attention import memory
-from ladder.attention.problem import Masks, attention_rung, operands
+from ladder.attention.problem import IS_CAUSAL, attention_rung, workspace
 from ladder.core.dtypes import resolve
-from ladder.core.fastcall import NumbaLaunch, Operand, PlanCache, Steps, intake
 
 TILE = 16  # kernels 1 and 3: 16 x 16 threads per block
 ROW_THREADS = 128  # kernel 2: one thread per row of S
@@ -128,38 +124,7 @@ def _bytes_moved(size: tuple[int, ...], dtype: str) -> float:
 def scores_buffer(batch: int, heads: int, n: int, rung: str) -> Any:
     """The float32 B x H x N x N buffer, or a clear error saying what it would have needed."""
     what = f"{rung}'s score matrix ({batch} x {heads} x {n} x {n} float32)"
-    return memory.empty((batch, heads, n, n), np.float32, what)
-
-
-def plan(q: Operand, k: Operand, v: Operand, out: Operand) -> Masks:
-    """The three launches, their grids and the score buffer, without and with the causal mask:
-    built once per signature of q, k, v and out (``PLANS``). The plan owns the N x N buffer, so
-    that a captured call replays on memory that lives on; ``PLANS`` keeps one plan only, so no
-    more than one such buffer is held (``memory.memory_vs_n`` drops it before each N)."""
-    batch, heads, n, d = q.shape
-    tiles = (n + TILE - 1) // TILE
-    rows = batch * heads * n
-    scale = np.float32(1.0 / math.sqrt(d))
-    softmax = NumbaLaunch(softmax_kernel, (rows + ROW_THREADS - 1) // ROW_THREADS, ROW_THREADS)
-    pv = NumbaLaunch(pv_kernel, (tiles * ((d + TILE - 1) // TILE), heads, batch), (TILE, TILE))
-    s = intake(scores_buffer(batch, heads, n, "rung 1"), "scores")
-
-    def steps(causal: bool) -> Steps:
-        scores = NumbaLaunch(
-            scores_kernel, (tiles * tiles, heads, batch), (TILE, TILE), scalars=(scale, causal)
-        )
-
-        def run(q: Operand, k: Operand, v: Operand, out: Operand) -> None:
-            scores(q, k, s)
-            softmax(s)
-            pv(s, v, out)
-
-        return Steps(run, scores, softmax, pv)
-
-    return Masks(steps(False), steps(True))
-
-
-PLANS = PlanCache(plan, size=1)  # each plan holds a B x H x N x N buffer: keep one
+    return workspace((batch, heads, n, n), "scores", what)
 
 
 @attention_rung(
@@ -167,10 +132,19 @@ PLANS = PlanCache(plan, size=1)  # each plan holds a B x H x N x N buffer: keep 
     parent=None,
     title="Three kernels: scores, softmax, P·V (N x N in global memory)",
     bytes_moved=_bytes_moved,
+    plans_kept=1,  # each plan holds a B x H x N x N buffer: keep one
 )
-def launch(q: Any, k: Any, v: Any, out: Any = None, causal: bool = False) -> Any:
-    q, k, v, out, _ = operands(q, k, v, out, ("float32", "float16"))
-    if 0 in out.shape:
-        return out.obj
-    PLANS(q, k, v, out)[bool(causal)](q, k, v, out)
-    return out.obj
+def geometry(q: Any, k: Any, v: Any, out: Any) -> list:
+    """Scores, softmax and P·V in order, each on its own grid; the N x N buffer is the plan's, so
+    that a captured call replays on memory that lives on (one plan kept: no more than one such
+    buffer is held, and ``memory.memory_vs_n`` drops it before each N)."""
+    batch, heads, n, d = q.shape
+    tiles = (n + TILE - 1) // TILE
+    rows = batch * heads * n
+    scale = np.float32(1.0 / math.sqrt(d))
+    s = scores_buffer(batch, heads, n, "rung 1")
+    return [
+        (scores_kernel, (tiles * tiles, heads, batch), (TILE, TILE), (q, k, s, scale, IS_CAUSAL)),
+        (softmax_kernel, (rows + ROW_THREADS - 1) // ROW_THREADS, ROW_THREADS, (s,)),
+        (pv_kernel, (tiles * ((d + TILE - 1) // TILE), heads, batch), (TILE, TILE), (s, v, out)),
+    ]

@@ -1,6 +1,6 @@
-"""Rung 2, row in shared: one block per query row, its scores in shared memory, one kernel.
+"""Row in shared: one block per query row, its scores in shared memory, one kernel.
 
-What changes: rung 1 wrote every score to global memory and read it back five times, in three
+What changes: `naive` wrote every score to global memory and read it back five times, in three
 kernels. Here one block of 128 threads owns one query row ``i`` of one head, all on chip:
 
 1. each thread computes the scores of keys ``j = tid, tid + 128, ...`` into a shared array of N
@@ -16,28 +16,26 @@ Memory: no N x N buffer, so device memory is linear in N. The row of scores is N
 shared memory per block, within the 48 KB a block gets without opting in: N <= 12,160
 (``MAX_N``); past it the launcher raises ``AttentionMemoryError`` rather than tiling the row,
 since tiling the keys with a running max and sum is exactly what the flash rungs do.
-Why: the five passes over S and two of rung 1's three launches go. What it costs: every block
+Why: the five passes over S and two of `naive`'s three launches go. What it costs: every block
 reads all of k and v of its head, 2·N·d·itemsize bytes, and there are B·H·N blocks: 550 GB
 per call at the SDPA shape in float32, served by L2 (a head's k and v are 2 MB, and the blocks
 of one head run together), but still two loads (q and k) per multiply-add in step 1. The
 262,144 blocks fill the SMs, 7 per SM, a limit set by the registers (70 x 128 threads).
-Prediction: faster than rung 1 by the passes over S, 1.5 to 3x; still far from the tensor
-cores, since each score costs about as many load instructions as in rung 1.
+Prediction: faster than `naive` by the passes over S, 1.5 to 3x; still far from the tensor
+cores, since each score costs about as many load instructions as in `naive`.
 Measured: on an NVIDIA H200 (results/nvidia-h200.json, ``ladder bench``), at the SDPA shape
-[4, 16, 16, 4096, 64] (B, H, HKV, N, d): 313.264 ms in float32 (rung 1: 301.258 ms) and
-311.494 ms in float16 (rung 1: 296.994 ms), 0.9 TFLOP/s; causal, 158.535 ms in float32
-against rung 1's 227.992 ms.
-Verdict: missed without the mask: 0.96x rung 1. The S traffic it removes is likely worth only a
-few of rung 1's 301 ms, and step 1 likely costs more than rung 1's ``scores_kernel``: a warp
-holds 32 consecutive keys, so each load of k touches 32 rows (16 in rung 1), and the 128
+[4, 16, 16, 4096, 64] (B, H, HKV, N, d): 313.264 ms in float32 (`naive`: 301.258 ms) and
+311.494 ms in float16 (`naive`: 296.994 ms), 0.9 TFLOP/s; causal, 158.535 ms in float32
+against `naive`'s 227.992 ms.
+Verdict: missed without the mask: 0.96x `naive`. The S traffic it removes is likely worth only a
+few of `naive`'s 301 ms, and step 1 likely costs more than `naive`'s ``scores_kernel``: a warp
+holds 32 consecutive keys, so each load of k touches 32 rows (16 in `naive`), and the 128
 partials are read one by one after each barrier (neither rung is profiled). With the causal
-mask it wins, 1.44x rung 1, likely because its rows stop at key i in both the scores and
-``P·V``, while rung 1's softmax and ``pv_kernel`` walk all N keys.
+mask it wins, 1.44x `naive`, likely because its rows stop at key i in both the scores and
+``P·V``, while `naive`'s softmax and ``pv_kernel`` walk all N keys.
 
 Lab notes: docs/notes/attention.md
 """
-
-from __future__ import annotations
 
 import math
 from typing import Any
@@ -46,8 +44,7 @@ import numpy as np
 from numba import cuda, float32
 
 from ladder.attention.memory import AttentionMemoryError
-from ladder.attention.problem import Masks, attention_rung, operands
-from ladder.core.fastcall import NumbaLaunch, Operand, PlanCache
+from ladder.attention.problem import IS_CAUSAL, attention_rung
 
 THREADS = 128  # one block per query row
 WARPS = THREADS // 32
@@ -117,33 +114,19 @@ def row_kernel(q, k, v, out, scale, causal):
 KERNEL_ARGS = {"row_kernel": lambda q, k, v, out: (q, k, v, out, np.float32(1), False)}
 
 
-def plan(q: Operand, k: Operand, v: Operand, out: Operand) -> Masks:
-    """One block per query row and head with N floats of dynamic shared memory, without and
-    with the causal mask: built once per signature of q, k, v and out (``PLANS``)."""
-    batch, heads, n, d = q.shape
-    grid, scale = (n, heads, batch), np.float32(1.0 / math.sqrt(d))
-    return Masks(
-        NumbaLaunch(row_kernel, grid, THREADS, n * 4, scalars=(scale, False)),
-        NumbaLaunch(row_kernel, grid, THREADS, n * 4, scalars=(scale, True)),
-    )
-
-
-PLANS = PlanCache(plan)
-
-
 @attention_rung(
     name="row-in-shared",
     parent="naive",
     title="One block per query row, the scores in shared memory",
 )
-def launch(q: Any, k: Any, v: Any, out: Any = None, causal: bool = False) -> Any:
-    q, k, v, out, shape = operands(q, k, v, out, ("float32", "float16"))
-    n = shape.n
+def geometry(q: Any, k: Any, v: Any, out: Any) -> tuple:
+    """One block of THREADS per query row and head, the row's N scores in dynamic shared memory;
+    rows longer than MAX_N do not fit."""
+    batch, heads, n, d = q.shape
     if n > MAX_N:
         raise AttentionMemoryError(
             f"rung 2's row of {n} float32 scores", n * 4 + STATIC_SHARED,
             BLOCK_SHARED, "shared memory per block",
         )  # fmt: skip
-    if 0 not in out.shape:
-        PLANS(q, k, v, out)[bool(causal)](q, k, v, out)
-    return out.obj
+    scale = np.float32(1.0 / math.sqrt(d))
+    return row_kernel, (n, heads, batch), THREADS, n * 4, (scale, IS_CAUSAL)

@@ -1,10 +1,10 @@
-"""Rung 3, flash: K and V tiles in shared memory, online softmax, memory linear in N.
+"""Flash: K and V tiles in shared memory, online softmax, memory linear in N.
 
-What changes: rung 2 kept a whole row of scores on chip (N capped by shared memory) and every
-block read all of k and v for one query. Flash attention (Dao et al., 2022) removes both with
-the softmax ladder's online softmax (rung 4 there): a running max ``m`` and sum ``l`` let the
-keys arrive in tiles, each tile's scores used and dropped at once. When a tile raises the row
-max from ``m`` to ``m'``, what was accumulated is rescaled by ``α = exp(m - m')``:
+What changes: `row-in-shared` kept a whole row of scores on chip (N capped by shared memory) and
+every block read all of k and v for one query. Flash attention (Dao et al., 2022) removes both with
+the softmax ladder's online softmax (`softmax/online`): a running max ``m`` and sum ``l`` let the
+keys arrive in tiles, each tile's scores used and dropped at once. When a tile raises the row max
+from ``m`` to ``m'``, what was accumulated is rescaled by ``α = exp(m - m')``:
 
     l' = α·l + Σ_j exp(s_j - m')            O' = α·O + Σ_j exp(s_j - m')·v_j
 
@@ -27,20 +27,18 @@ fit; 41.6 KB of shared memory per block at d = 64, 35 KB at d = 128 (hence d <= 
 Why: a block reads k and v once per 64 queries instead of once per query, and each value read
 from shared memory serves 4 or 2 multiply-adds.
 Prediction: roughly the GEMM ladder's shared-tiling rung (7.8 TFLOP/s at 4096³ on an H200) less
-the softmax work: 3 to 8 TFLOP/s in float32, tens of times faster than rung 1 at N = 4096, and
+the softmax work: 3 to 8 TFLOP/s in float32, tens of times faster than `naive` at N = 4096, and
 far below SDPA, capped by FP32 arithmetic on the CUDA cores.
-Measured: on an NVIDIA H200 (results/nvidia-h200.json, ``ladder bench``), at the SDPA shape
-[4, 16, 16, 4096, 64] (B, H, HKV, N, d): 28.736 ms and 9.6 TFLOP/s in float32 (rung 2:
-313.264 ms, rung 1: 301.258 ms, SDPA: 7.907 ms) and 28.897 ms in float16 (rung 2: 311.494 ms).
-Verdict: the rate beat the prediction (10.90x rung 2, 10.48x rung 1 in float32; 0.28x SDPA),
-likely because each shared value serves 4 or 2 multiply-adds where the GEMM's shared-tiling
-rung does two shared loads per multiply-add; the ratio to rung 1 is about 10x, not tens,
-because rung 1 ran at 0.9 TFLOP/s, not the 0.5 the prediction assumed.
+Measured: on an NVIDIA H200 (results/nvidia-h200.json, ``ladder bench``), at the SDPA shape [4, 16,
+16, 4096, 64] (B, H, HKV, N, d): 28.736 ms and 9.6 TFLOP/s in float32 (`row-in-shared`: 313.264 ms,
+`naive`: 301.258 ms, SDPA: 7.907 ms) and 28.897 ms in float16 (`row-in-shared`: 311.494 ms).
+Verdict: the rate beat the prediction (10.90x `row-in-shared`, 10.48x `naive` in float32; 0.28x
+SDPA), likely because each shared value serves 4 or 2 multiply-adds where the GEMM's shared-tiling
+rung does two shared loads per multiply-add; the ratio to `naive` is about 10x, not tens, because
+`naive` ran at 0.9 TFLOP/s, not the 0.5 the prediction assumed.
 
 Lab notes: docs/notes/attention.md
 """
-
-from __future__ import annotations
 
 import math
 from typing import Any
@@ -48,8 +46,7 @@ from typing import Any
 import numpy as np
 from numba import cuda, float32
 
-from ladder.attention.problem import LOG2E, Masks, attention_rung, operands
-from ladder.core.fastcall import NumbaLaunch, Operand, PlanCache
+from ladder.attention.problem import IS_CAUSAL, LOG2E, attention_rung
 from ladder.core.intrinsics import FULL_MASK, shfl_xor_sync, syncwarp
 
 SIDE = 16  # threads per block: SIDE x SIDE, a query row per half-warp of SIDE lanes
@@ -203,26 +200,13 @@ def check_d(d: int, rung: str) -> None:
         )
 
 
-def flash_plan(kernel: Any, q: Operand, queries: int) -> Masks:
-    """A flash kernel whose tile holds ``queries`` rows, one block per tile and head: its
-    launch without and with the causal mask."""
+def flash_geometry(kernel: Any, q: Any, queries: int) -> tuple:
+    """A flash kernel whose tile holds ``queries`` rows: one block of THREADS per tile and
+    head, its scalars the scale (for exp2) and the mask's flag."""
     batch, heads, n, d = q.shape
     grid = ((n + queries - 1) // queries, heads, batch)
     scale_log2 = np.float32(1.0 / math.sqrt(d) * LOG2E)
-    return Masks(
-        NumbaLaunch(kernel, grid, THREADS, scalars=(scale_log2, False)),
-        NumbaLaunch(kernel, grid, THREADS, scalars=(scale_log2, True)),
-    )
-
-
-def plan(q: Operand, k: Operand, v: Operand, out: Operand) -> Masks:
-    """The kernel for this head dimension and its tile of queries: built once per signature
-    of q, k, v and out (``PLANS``)."""
-    d = q.shape[3]
-    return flash_plan(kernel_for(d), q, SIDE * tile_shape(padded(d))[0])
-
-
-PLANS = PlanCache(plan)
+    return kernel, grid, THREADS, 0, (scale_log2, IS_CAUSAL)
 
 
 @attention_rung(
@@ -230,9 +214,8 @@ PLANS = PlanCache(plan)
     parent="row-in-shared",
     title="Flash attention: K/V tiles in shared memory, online softmax (FP32)",
 )
-def launch(q: Any, k: Any, v: Any, out: Any = None, causal: bool = False) -> Any:
-    q, k, v, out, shape = operands(q, k, v, out, ("float32", "float16"))
-    check_d(shape.d, "rung 3")
-    if 0 not in out.shape:
-        PLANS(q, k, v, out)[bool(causal)](q, k, v, out)
-    return out.obj
+def geometry(q: Any, k: Any, v: Any, out: Any) -> tuple:
+    """The kernel for this head dimension (up to MAX_D) and its tile of queries."""
+    d = q.shape[3]
+    check_d(d, "rung 3")
+    return flash_geometry(kernel_for(d), q, SIDE * tile_shape(padded(d))[0])

@@ -1,40 +1,37 @@
-"""Rung 4, flash fp16: the q, k and v tiles kept as float16 in shared memory, FP32 accumulation.
+"""Flash fp16: the q, k and v tiles kept as float16 in shared memory, FP32 accumulation.
 
-What changes: rung 3 on float16 inputs reads half the bytes from global memory but converts
+What changes: `flash` on float16 inputs reads half the bytes from global memory but converts
 every value to float32 as it stages the tiles, so its shared memory and tile shapes are those
-of float32. This rung is rung 3's kernel (``r03_flash.make_kernel``) with the q, k and v tiles
+of float32. This rung is `flash`'s kernel (``r03_flash.make_kernel``) with the q, k and v tiles
 staged as float16: each value is converted (``cvt.f32.f16``) when it is read from shared memory
 into a register; scores, probabilities, running max and sum and the output accumulators stay
 float32, the contract of every half-precision rung and of SDPA. The P tile stays float32.
-Memory: as rung 3, inputs and output only; shared memory per block 41.7 KB at d = 64 and
+Memory: as `flash`, inputs and output only; shared memory per block 41.7 KB at d = 64 and
 41.6 KB at d = 128 (the padded float16 rows shift by one 4-byte bank each).
 Why: half the bytes per value buys wider tiles in the same 48 KB: 64 keys per tile instead of
 32 at d <= 64 (each thread computes 4 x 4 scores, 16 multiply-adds per 8 shared loads in Q·Kᵀ,
-against rung 3's 8 per 6) and 64 queries instead of 32 at d = 128; half as many trips through
+against `flash`'s 8 per 6) and 64 queries instead of 32 at d = 128; half as many trips through
 the loop, its two block barriers and its shuffles per key.
-Prediction: 1.2 to 1.5x rung 3 in float16, from the wider tiles, less the conversions (one
+Prediction: 1.2 to 1.5x `flash` in float16, from the wider tiles, less the conversions (one
 instruction per value read from shared memory). Still FP32 arithmetic on the CUDA cores: the
-tensor cores of rung 5 are the step that matters.
+tensor cores of `tensor-core-flash` are the step that matters.
 Measured: on an NVIDIA H200 (results/nvidia-h200.json, ``ladder bench``), at the SDPA shape
-[4, 16, 16, 4096, 64] (B, H, HKV, N, d) in float16: 24.013 ms and 11.4 TFLOP/s (rung 3:
-28.897 ms; SDPA: 0.599 ms); causal, 12.541 ms (rung 3: 15.255 ms).
-Verdict: held at its low end, 1.20x rung 3 (causal 1.22x); 0.02x SDPA. Likely because only
-Q·Kᵀ gains from the wider tiles, while ``P·V`` keeps rung 3's 16 multiply-adds per 8 shared
+[4, 16, 16, 4096, 64] (B, H, HKV, N, d) in float16: 24.013 ms and 11.4 TFLOP/s (`flash`:
+28.897 ms; SDPA: 0.599 ms); causal, 12.541 ms (`flash`: 15.255 ms).
+Verdict: held at its low end, 1.20x `flash` (causal 1.22x); 0.02x SDPA. Likely because only
+Q·Kᵀ gains from the wider tiles, while ``P·V`` keeps `flash`'s 16 multiply-adds per 8 shared
 loads and every value read from shared memory now pays a conversion (not profiled).
 
 Lab notes: docs/notes/attention.md
 """
-
-from __future__ import annotations
 
 from typing import Any
 
 import numpy as np
 from numba.types import float16
 
-from ladder.attention.problem import Masks, attention_rung, operands
-from ladder.attention.r03_flash import SIDE, check_d, flash_plan, make_kernel, padded
-from ladder.core.fastcall import Operand, PlanCache
+from ladder.attention.problem import attention_rung
+from ladder.attention.r03_flash import SIDE, check_d, flash_geometry, make_kernel, padded
 
 
 def tile_shape(padded_d: int) -> tuple[int, int]:
@@ -57,25 +54,14 @@ KERNELS = {f"flash_fp16_d{d}": kernel_for(d) for d in (16, 64, 128)}
 KERNEL_ARGS = {name: lambda q, k, v, out: (q, k, v, out, np.float32(1), False) for name in KERNELS}
 
 
-def plan(q: Operand, k: Operand, v: Operand, out: Operand) -> Masks:
-    """The kernel for this head dimension and its tile of queries: built once per signature
-    of q, k, v and out (``PLANS``)."""
-    d = q.shape[3]
-    return flash_plan(kernel_for(d), q, SIDE * tile_shape(padded(d))[0])
-
-
-PLANS = PlanCache(plan)
-
-
 @attention_rung(
     name="flash-fp16",
     parent="flash",
     title="Flash attention, FP16 tiles in shared memory, FP32 accumulation",
     dtypes=("float16",),
 )
-def launch(q: Any, k: Any, v: Any, out: Any = None, causal: bool = False) -> Any:
-    q, k, v, out, shape = operands(q, k, v, out, ("float16",))
-    check_d(shape.d, "rung 4")
-    if 0 not in out.shape:
-        PLANS(q, k, v, out)[bool(causal)](q, k, v, out)
-    return out.obj
+def geometry(q: Any, k: Any, v: Any, out: Any) -> tuple:
+    """The kernel for this head dimension (up to `flash`'s MAX_D) and its tile of queries."""
+    d = q.shape[3]
+    check_d(d, "rung 4")
+    return flash_geometry(kernel_for(d), q, SIDE * tile_shape(padded(d))[0])

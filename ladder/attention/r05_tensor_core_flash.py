@@ -1,8 +1,8 @@
-"""Rung 5, tensor-core flash: mma.sync + ldmatrix in CUDA C++, P kept in registers.
+"""Tensor-core flash: mma.sync + ldmatrix in CUDA C++, P kept in registers.
 
 What changes: both matrix products move from FP32 FMAs on the CUDA cores to the tensor cores,
 in the FlashAttention-2 layout, as inline PTX in ``r05_tensor_core_flash.cu``. The instructions
-are the ones notebook 02 climbs to (the GEMM ladder's rung 15, ``mma.sync`` + ``ldmatrix``, with
+are the ones notebook 02 climbs to (`gemm/mma-sync`, ``mma.sync`` + ``ldmatrix``, with
 its fragment layouts); what is new here is the softmax between the two products:
 - a block of 4 warps owns 128 query rows of one head (d = 64: two m16 tiles per warp; d = 128:
   one) and walks the keys in tiles of 64; the q tile is loaded once by ldmatrix into A
@@ -23,36 +23,33 @@ its fragment layouts); what is new here is the softmax between the two products:
 Other head dimensions are zero-padded to 64 or 128, unaligned operands copied (workspaces the
 memory table shows). ``lane_model.py`` executes the kernel's steps lane by lane in NumPy, and
 the tests hold it to the float64 reference and to zero bank conflicts, without a GPU.
-Why: rung 4 multiplies on the CUDA cores, one FP32 FMA per multiply-add, capped near the FP32
+Why: `flash-fp16` multiplies on the CUDA cores, one FP32 FMA per multiply-add, capped near the FP32
 peak (66.9 TFLOP/s on an H200) however well it is tiled.
-Prediction: per 64-key tile and warp (d = 64): 128 mma for 524,288 FLOP, 32 ldmatrix.x4 (16 KB
-of shared reads), 64 ``ex2`` per lane. At the mma.sync rate of the GEMM ladder (451 TFLOP/s at
-4096³), the exponentials and the shared reads each take about as long as the mma, so they
-must overlap across warps: a little above half that rate, 220 to 300 TFLOP/s, about 20x rung
-4, and below SDPA, which on Hopper can use wgmma, TMA and warp-specialized pipelines.
+Prediction: per 64-key tile and warp (d = 64): 128 mma for 524,288 FLOP, 32 ldmatrix.x4 (16 KB of
+shared reads), 64 ``ex2`` per lane. At the mma.sync rate of the GEMM ladder (451 TFLOP/s at 4096³),
+the exponentials and the shared reads each take about as long as the mma, so they must overlap
+across warps: a little above half that rate, 220 to 300 TFLOP/s, about 20x `flash-fp16`, and below
+SDPA, which on Hopper can use wgmma, TMA and warp-specialized pipelines.
 Measured: on an NVIDIA H200 (results/nvidia-h200.json, ``ladder bench``), float16, SDPA shape
-[4, 16, 16, 4096, 64] (B, H, HKV, N, d): 0.899 ms and 305.6 TFLOP/s (rung 4: 24.013 ms; SDPA:
+[4, 16, 16, 4096, 64] (B, H, HKV, N, d): 0.899 ms and 305.6 TFLOP/s (`flash-fp16`: 24.013 ms; SDPA:
 0.599 ms, 458.7 TFLOP/s); causal, 0.519 ms and 264.9 TFLOP/s (SDPA: 0.354 ms). GQA shape
 [4, 16, 4, 4096, 64]: 0.903 ms (SDPA: 0.601 ms); causal, 0.520 ms (SDPA: 0.356 ms).
-Verdict: held, slightly exceeded: 0.69 of the mma.sync GEMM's rate, 26.70x rung 4 against about
-20x, 0.67x SDPA (causal 0.68x; GQA 0.66x and 0.68x). The causal rate is 0.87 of the
-non-causal one, likely because a causal block walks half as many key tiles on average, so
-loading q, filling the pipeline and the final normalization weigh more, and its diagonal
-tiles do masked work (not profiled).
+Verdict: held, slightly exceeded: 0.69 of the mma.sync GEMM's rate, 26.70x `flash-fp16` against
+about 20x, 0.67x SDPA (causal 0.68x; GQA 0.66x and 0.68x). The causal rate is 0.87 of the
+non-causal one, likely because a causal block walks half as many key tiles on average, so loading
+q, filling the pipeline and the final normalization weigh more, and its diagonal tiles do masked
+work (not profiled).
 
 Lab notes: docs/notes/attention.md
 """
-
-from __future__ import annotations
 
 import functools
 from typing import Any
 
 from ladder.attention import tensor_core
-from ladder.attention.problem import Masks, attention_rung, get_problem_for, operands
+from ladder.attention.problem import attention_rung, get_problem_for, operands
 from ladder.attention.tensor_core import kernel_d
 from ladder.core import cuda_cpp, timing, tuning
-from ladder.core.fastcall import Operand, PlanCache
 from ladder.core.rung import get_rung
 
 SOURCE = cuda_cpp.source(__file__, "r05_tensor_core_flash.cu", archs=("sm_80", "sm_90"))
@@ -72,9 +69,9 @@ def shared_bytes(d: int, warps: int, mi: int) -> int:
 
 
 def flash_plan(
-    q: Operand, k: Operand, v: Operand, out: Operand, packed: bool,
+    q: Any, k: Any, v: Any, out: Any, packed: bool,
     config: tuple[int, int] | None = None, rung: str = "rung 5",
-) -> Masks:  # fmt: skip
+) -> Any:  # fmt: skip
     """The kernel (``packed``: rung 6's layout) for these float16 operands, its grid and shared
     memory, and its launch without and with the causal mask (``tensor_core.plan``)."""
     kd = kernel_d(q.shape[3], rung)
@@ -82,15 +79,6 @@ def flash_plan(
     kernel = SOURCE.kernel(kernel_name(kd, warps, mi, packed))
     smem, rows = shared_bytes(kd, warps, mi), 16 * mi * warps
     return tensor_core.plan(q, k, v, out, kernel, smem, rows, 32 * warps, packed, rung)
-
-
-def plan(q: Operand, k: Operand, v: Operand, out: Operand) -> Masks:
-    """TUNED's kernel for this head dimension, its grid, and its launch without and with the
-    causal mask: built once per signature of q, k, v and out (``PLANS``)."""
-    return flash_plan(q, k, v, out, packed=False)
-
-
-PLANS = PlanCache(plan)
 
 
 def launch_config(
@@ -127,8 +115,6 @@ def sweep(
     min_cc=(8, 0),
     cc_needs="cp.async and mma.sync m16n8k16",
 )
-def launch(q: Any, k: Any, v: Any, out: Any = None, causal: bool = False) -> Any:
-    q, k, v, out, _ = operands(q, k, v, out, ("float16",))
-    if 0 not in out.shape:
-        PLANS(q, k, v, out)[bool(causal)](q, k, v, out)
-    return out.obj
+def geometry(q: Any, k: Any, v: Any, out: Any) -> Any:
+    """TUNED's kernel for this head dimension, a block per tile of query rows and head."""
+    return flash_plan(q, k, v, out, packed=False)

@@ -1,57 +1,55 @@
-"""Rung 7, wgmma flash: rung 5's kernel with both products on Hopper's warpgroup multiply.
+"""wgmma flash: `tensor-core-flash`'s kernel with both products on Hopper's warpgroup multiply.
 
-What changes: the instructions of the two products (``r07_wgmma_flash.cu``). Rung 6 packed
-GQA heads, a side step; this starts again from rung 5. Its block is 128 query rows in 8 warps
-of one m16 tile, two warpgroups of 64 rows, the row layout of ``wgmma``: a m64nN wgmma's
-accumulator holds, warp by warp, exactly rung 5's m16n8 fragments, so the masking, the online
-softmax and the epilogue are rung 5's lines. (Rung 5's tuned blocks differ: 4 warps of two
-m16 tiles at d = 64, 4 warps of one, 64 rows, at d = 128; the ratios below include that.)
+What changes: the instructions of the two products (``r07_wgmma_flash.cu``). `gqa-packed` packed
+GQA heads, a side step; this starts again from `tensor-core-flash` (below, "the mma.sync rung").
+Its block is 128 query rows in 8 warps of one m16 tile, two warpgroups of 64 rows, the row layout
+of ``wgmma``: a m64nN wgmma's accumulator holds, warp by warp, exactly the mma.sync rung's m16n8
+fragments, so the masking, the online softmax and the epilogue are its lines. (Its tuned blocks
+differ: 4 warps of two m16 tiles at d = 64, 4 warps of one, 64 rows, at d = 128; the ratios below
+include that.)
 - ``S = Q·Kᵀ``: D / 16 ``wgmma.m64n64k16`` per key tile, Q and K read from shared memory through
   descriptors (both K-major); no ldmatrix, and Q's fragments no longer sit in registers.
 - ``O += P·V``: 4 ``wgmma.m64nDk16`` per key tile with P in registers (wgmma's register A
-  fragment is mma.sync's, so rung 5's conversion of S to half2 is unchanged), V through a
-  descriptor, transposed by the instruction.
+  fragment is mma.sync's, so the mma.sync rung's conversion of S to half2 is unchanged), V
+  through a descriptor, transposed by the instruction.
 - shared tiles in the layout a descriptor reads: rows of 64 halves, 128 bytes, chunk c of row r
-  at c ^ (r & 7) (rung 5's swizzle at d = 64; a d = 128 tile is two such column blocks), 1 KB
-  aligned; each thread fences (``fence.proxy.async``) between its cp.async copies landing and
-  the block barrier, since wgmma reads shared memory through the async proxy.
-Each product is waited for at once (``wgmma.wait_group 0``); K and V still come by cp.async.
-Why: at d = 64, 64 query rows take rung 5 two warps of 128 mma.sync and 32 ldmatrix.x4 each
-per key tile; a warpgroup takes 8 wgmma that read their shared operands through descriptors.
-The GEMM ladder's same step gained 1.49x (rung 17 against rung 16).
+  at c ^ (r & 7) (the mma.sync rung's swizzle at d = 64; a d = 128 tile is two such column
+  blocks), 1 KB aligned; each thread fences (``fence.proxy.async``) between its cp.async copies
+  landing and the block barrier, since wgmma reads shared memory through the async proxy. Each
+  product is waited for at once (``wgmma.wait_group 0``); K and V still come by cp.async.
+Why: at d = 64, 64 query rows take the mma.sync rung two warps of 128 mma.sync and 32 ldmatrix.x4
+each per key tile; a warpgroup takes 8 wgmma that read their shared operands through descriptors.
+The GEMM ladder's same step gained 1.49x (`gemm/wgmma-descriptors` against `gemm/tma`).
 Prediction: less than the GEMM's 1.49x: the exponentials (64 per row and key tile, 32 per lane
-here) and the rescaling do not change, and nothing yet overlaps them with the products within
-a warpgroup (only across warpgroups and blocks). About 1.1-1.3x rung 5.
-Measured: on an NVIDIA H100 by ``ladder run``, rung 5 and SDPA's cuDNN and FlashAttention-2
-backends in the same run, [B, H, HKV, N] = [4, 16, 16, 4096], float16: d = 64, 0.702 ms
-(391.59 TFLOP/s; rung 5 0.900 ms, cuDNN 0.602 ms,
-lab/attention/2026-11-27-wgmma-flash/nvidia-h100-80gb-hbm3-attention-64-wgmma-flash.json); d = 128,
-1.421 ms (rung 5 1.844 ms, cuDNN 1.034 ms, lab/attention/2026-11-27-wgmma-flash/nvidia-h100-80gb-
-hbm3-attention-128-wgmma-flash.json); causal d = 64, 0.412 ms (rung 5 0.514 ms, cuDNN 0.553 ms,
-FlashAttention-2 0.546 ms, lab/attention/2026-11-27-wgmma-flash/nvidia-h100-80gb-hbm3-attention-
-causal-64-wgmma-flash.json); causal d = 128, 0.801 ms (rung 5 0.989 ms, cuDNN 0.667 ms,
-lab/attention/2026-11-27-wgmma-flash/nvidia-h100-80gb-hbm3-attention-causal-128-wgmma-flash.json).
-ptxas: 101 registers at d = 64, 149 at d = 128, no spills. Nsight Compute at the GQA shape: 701.0
-us, 57.4% SM busy against 913.0 us and 46.4% for rung 6, the profiler's rung below (packed, not rung
-5) (lab/attention/2026-11-27-wgmma-flash/nvidia-h100-80gb-hbm3-profile-attention-wgmma-flash.json).
-Verdict: held: 1.28x and 1.30x rung 5 (causal 1.25x and 1.23x). Against the fastest SDPA
-backend: 0.86x at d = 64, 0.73x at d = 128, 0.83x causal at d = 128; causal d = 64 1.32x is
-not a win (both backends ran slow in that run). At N = 16384 0.68x to 0.90x, causal d = 64
-0.81x (lab/attention/2026-11-27-wgmma-flash/nvidia-h100-80gb-hbm3-attention-causal-16384-64-wgmma-
+here) and the rescaling do not change, and nothing yet overlaps them with the products within a
+warpgroup (only across warpgroups and blocks). About 1.1-1.3x `tensor-core-flash`.
+Measured: on an NVIDIA H100 by ``ladder run``, `tensor-core-flash` (below, "mma.sync") and SDPA's
+cuDNN and FlashAttention-2 backends in the same run, [B, H, HKV, N] = [4, 16, 16, 4096], float16:
+d = 64, 0.702 ms (391.59 TFLOP/s; mma.sync 0.900 ms, cuDNN 0.602 ms, lab/attention/2026-11-27-
+wgmma-flash/nvidia-h100-80gb-hbm3-attention-64-wgmma-flash.json); d = 128, 1.421 ms (mma.sync
+1.844 ms, cuDNN 1.034 ms, lab/attention/2026-11-27-wgmma-flash/nvidia-h100-80gb-hbm3-attention-128-
+wgmma-flash.json); causal d = 64, 0.412 ms (mma.sync 0.514 ms, cuDNN 0.553 ms, FlashAttention-2
+0.546 ms, lab/attention/2026-11-27-wgmma-flash/nvidia-h100-80gb-hbm3-attention-causal-64-wgmma-
+flash.json); causal d = 128, 0.801 ms (mma.sync 0.989 ms, cuDNN 0.667 ms, lab/attention/2026-11-27-
+wgmma-flash/nvidia-h100-80gb-hbm3-attention-causal-128-wgmma-flash.json). ptxas: 101 registers
+at d = 64, 149 at d = 128, no spills. Nsight Compute at the GQA shape: 701.0 us, 57.4% SM busy
+against 913.0 us and 46.4% for `gqa-packed`, the profiler's rung below (packed, not mma.sync)
+(lab/attention/2026-11-27-wgmma-flash/nvidia-h100-80gb-hbm3-profile-attention-wgmma-flash.json).
+Verdict: held: 1.28x and 1.30x `tensor-core-flash` (causal 1.25x and 1.23x). Against the fastest
+SDPA backend: 0.86x at d = 64, 0.73x at d = 128, 0.83x causal at d = 128; causal d = 64 1.32x is
+not a win (both backends ran slow in that run). At N = 16384 0.68x to 0.90x, causal d = 64 0.81x
+(lab/attention/2026-11-27-wgmma-flash/nvidia-h100-80gb-hbm3-attention-causal-16384-64-wgmma-
 flash.json and the other -16384- files). What is left is FlashAttention-3's: copies by TMA and a
 producer warpgroup, and the softmax of one warpgroup under the other's products.
 
 Lab notes: docs/notes/attention.md
 """
 
-from __future__ import annotations
-
 from typing import Any
 
 from ladder.attention import tensor_core
-from ladder.attention.problem import Masks, attention_rung, operands
+from ladder.attention.problem import attention_rung
 from ladder.core import cuda_cpp
-from ladder.core.fastcall import Operand, PlanCache
 
 SOURCE = cuda_cpp.source(__file__, "r07_wgmma_flash.cu", archs=("sm_90a",), arch_specific=True)
 BQ, BKV, THREADS = 128, 64, 256  # query rows a block (two warpgroups), keys a tile
@@ -60,17 +58,6 @@ BQ, BKV, THREADS = 128, 64, 256  # query rows a block (two warpgroups), keys a t
 def shared_bytes(d: int) -> int:
     """Dynamic shared memory: the q tile, two stages each of k and v, 1 KB of alignment slack."""
     return (BQ + 4 * BKV) * d * 2 + 1024
-
-
-def plan(q: Operand, k: Operand, v: Operand, out: Operand) -> Masks:
-    """The kernel for this head dimension and its launch without and with the causal mask:
-    built once per signature of q, k, v and out (``PLANS``)."""
-    kd = tensor_core.kernel_d(q.shape[3], "rung 7")
-    kernel = SOURCE.kernel(tensor_core.kernel_name("wgmma_flash", kd, q.dtype))
-    return tensor_core.plan(q, k, v, out, kernel, shared_bytes(kd), BQ, THREADS, False, "rung 7")
-
-
-PLANS = PlanCache(plan)
 
 
 @attention_rung(
@@ -84,8 +71,9 @@ PLANS = PlanCache(plan)
     max_cc=(9, 0),
     cc_needs="wgmma, an sm_90a-only instruction",
 )
-def launch(q: Any, k: Any, v: Any, out: Any = None, causal: bool = False) -> Any:
-    q, k, v, out, _ = operands(q, k, v, out, ("float16", "bfloat16"))
-    if 0 not in out.shape:
-        PLANS(q, k, v, out)[bool(causal)](q, k, v, out)
-    return out.obj
+def geometry(q: Any, k: Any, v: Any, out: Any) -> Any:
+    """The kernel for this head dimension and dtype, a block of THREADS per BQ query rows and
+    head."""
+    kd = tensor_core.kernel_d(q.shape[3], "rung 7")
+    kernel = SOURCE.kernel(tensor_core.kernel_name("wgmma_flash", kd, q.dtype))
+    return tensor_core.plan(q, k, v, out, kernel, shared_bytes(kd), BQ, THREADS, False, "rung 7")

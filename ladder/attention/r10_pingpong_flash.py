@@ -1,66 +1,55 @@
-"""Rung 10, ping-pong: rung 9's consumer warpgroups take turns at the tensor cores.
+"""Ping-pong: `producer-flash`'s consumer warpgroups take turns at the tensor cores.
 
 What changes: the order in which the consumers issue their products (``r10_pingpong_flash.cu``;
-``diff`` against ``r09_producer_flash.cu`` is the lesson). In rung 9 every consumer issues its
-products as soon as its data is there, and the warpgroups may drift into step (they wait on
-the same "full" barriers): all multiply at once, then all exponentiate at once. Here a token
-passes round the consumers through named barriers (``bar.sync`` to wait for it,
-``bar.arrive`` to pass it without waiting): a warpgroup issues S_j and P_{j-1}·V_{j-1} only
-after the warpgroup before it has issued its own, then passes the token and does its softmax
-while the next warpgroup's products run (FlashAttention-3's ping-pong, round 2 warpgroups at
-d = 128 and 4 at d = 64).
-Why: a tile's products and its softmax take comparable time (the exponentials alone are
-about a tile's multiply at d = 64, half of it at d = 128: rung 8's docstring), so warpgroups
-out of step can keep the tensor cores busy while each does its softmax.
+``diff`` against ``r09_producer_flash.cu`` is the lesson). In `producer-flash` every consumer
+issues its products as soon as its data is there, and the warpgroups may drift into step (they wait
+on the same "full" barriers): all multiply at once, then all exponentiate at once. Here a token
+passes round the consumers through named barriers (``bar.sync`` to wait for it, ``bar.arrive`` to
+pass it without waiting): a warpgroup issues S_j and P_{j-1}·V_{j-1} only after the warpgroup
+before it has issued its own, then passes the token and does its softmax while the next warpgroup's
+products run (FlashAttention-3's ping-pong, round 2 warpgroups at d = 128 and 4 at d = 64).
+Why: a tile's products and its softmax take comparable time (the exponentials alone are about a
+tile's multiply at d = 64, half of it at d = 128: `overlap-flash`'s docstring), so warpgroups out
+of step can keep the tensor cores busy while each does its softmax.
 Prediction: FlashAttention-3's paper credits ping-pong with about 570 to 620-640 TFLOP/s at
-d = 128 (its section 3.1, as recalled here, not re-read): 1.09-1.12x. With rung 8's overlap
-already in place, about 1.05-1.10x rung 9 at d = 128, less at d = 64 (four warpgroups).
-Measured: on an NVIDIA H100 by ``ladder run``, rung 9 and SDPA (default call, cuDNN and
+d = 128 (its section 3.1, as recalled here, not re-read): 1.09-1.12x. With `overlap-flash`'s overlap
+already in place, about 1.05-1.10x `producer-flash` at d = 128, less at d = 64 (four warpgroups).
+Measured: on an NVIDIA H100 by ``ladder run``, `producer-flash` and SDPA (default call, cuDNN and
 FlashAttention-2 pinned) in the same run, [B, H, HKV, N] = [4, 16, 16, 4096], float16: d = 64,
-0.626 ms (rung 9 0.624 ms, fastest SDPA 0.604 ms,
-lab/attention/2026-11-27-pingpong-flash/nvidia-h100-80gb-hbm3-attention-64-pingpong-flash.json); d =
-128, 1.034 ms (rung 9 1.028 ms, SDPA 0.952 ms, lab/attention/2026-11-27-pingpong-flash/nvidia-h100-
-80gb-hbm3-attention-128-pingpong-flash.json); causal d = 128 0.591 ms (rung 9 0.588 ms,
-lab/attention/2026-11-27-pingpong-flash/nvidia-h100-80gb-hbm3-attention-causal-128-pingpong-
-flash.json); N = 16384, d = 128, 16.848 ms (rung 9 16.726 ms, lab/attention/2026-11-27-pingpong-
-flash/nvidia-h100-80gb-hbm3-attention-16384-128-pingpong-flash.json). The causal d = 64, bfloat16
-and other N = 16384 files beside them: 0.98-1.00x rung 9 in each of the 12 cases. compute-sanitizer
-(synccheck for the barriers among its four tools) found nothing at two small sizes
+0.626 ms (`producer-flash` 0.624 ms, fastest SDPA 0.604 ms,
+lab/attention/2026-11-27-pingpong-flash/nvidia-h100-80gb-hbm3-attention-64-pingpong-flash.json); d
+= 128, 1.034 ms (`producer-flash` 1.028 ms, SDPA 0.952 ms,
+lab/attention/2026-11-27-pingpong-flash/nvidia-h100-80gb-hbm3-attention-128-pingpong-flash.json);
+causal d = 128 0.591 ms (`producer-flash` 0.588 ms,
+lab/attention/2026-11-27-pingpong-flash/nvidia-h100-80gb-hbm3-attention-causal-128-pingpong-flash.json);
+N = 16384, d = 128, 16.848 ms (`producer-flash` 16.726 ms,
+lab/attention/2026-11-27-pingpong-flash/nvidia-h100-80gb-hbm3-attention-16384-128-pingpong-flash.json).
+The causal d = 64, bfloat16 and other N = 16384 files beside them: 0.98-1.00x `producer-flash` in
+each of the 12 cases. compute-sanitizer (synccheck for the barriers among its four tools) found
+nothing at two small sizes
 (lab/tools/2026-11-27-sanitize/nvidia-h100-80gb-hbm3-sanitize-attention-pingpong-flash.json).
-Verdict: missed: no faster than rung 9 anywhere (0.98-1.00x). Nsight Compute then saw the
-tensor pipe busy 57.5% of the cycles here against rung 9's 57.8% at d = 128 (47.4% against
-48.0% at d = 64; lab/attention/2026-11-27-tensor-pipe/nvidia-h100-80gb-hbm3-profile-attention-
-tensor-pipe-128.json): the turns did not fill the idle 42% (52% at d = 64). A hypothesis: rung 8's
-overlap already keeps one product in flight through most of each softmax, and rung 9's warpgroups
-already run out of step; what idles the pipe is per-tile work every warpgroup does, not when it does
-it. Rung 11 pays that work half as often (128 keys a tile): 1.20x rung 9 at d = 128.
+Verdict: missed: no faster than `producer-flash` anywhere (0.98-1.00x). Nsight Compute then saw the
+tensor pipe busy 57.5% of the cycles here against `producer-flash`'s 57.8% at d = 128 (47.4%
+against 48.0% at d = 64;
+lab/attention/2026-11-27-tensor-pipe/nvidia-h100-80gb-hbm3-profile-attention-tensor-pipe-128.json):
+the turns did not fill the idle 42% (52% at d = 64). A hypothesis: `overlap-flash`'s overlap
+already keeps one product in flight through most of each softmax, and `producer-flash`'s warpgroups
+already run out of step; what idles the pipe is per-tile work every warpgroup does, not when it
+does it. `wide-keys-flash` pays that work half as often (128 keys a tile): 1.20x `producer-flash`
+at d = 128.
 
 Lab notes: docs/notes/attention.md
 """
-
-from __future__ import annotations
 
 from typing import Any
 
 from ladder.attention import r09_producer_flash as r09
 from ladder.attention import tensor_core, warp_specialized
-from ladder.attention.problem import Masks, attention_rung, operands
+from ladder.attention.problem import attention_rung
 from ladder.core import cuda_cpp
-from ladder.core.fastcall import Operand, PlanCache
 
 SOURCE = cuda_cpp.source(__file__, "r10_pingpong_flash.cu", archs=("sm_90a",), arch_specific=True)
 BKV, CONSUMERS = r09.BKV, r09.CONSUMERS  # rung 9's tiles and warpgroups
-
-
-def plan(q: Operand, k: Operand, v: Operand, out: Operand) -> Masks:
-    """The kernel for this head dimension and its launch without and with the causal mask:
-    built once per signature of q, k, v and out (``PLANS``); rung 9's launch."""
-    kd = tensor_core.kernel_d(q.shape[3], "rung 10")
-    kernel = SOURCE.kernel(tensor_core.kernel_name("pingpong_flash", kd, q.dtype))
-    return warp_specialized.plan(q, k, v, out, kernel, CONSUMERS[kd], BKV, "rung 10")
-
-
-PLANS = PlanCache(plan)
 
 
 @attention_rung(
@@ -74,8 +63,8 @@ PLANS = PlanCache(plan)
     max_cc=(9, 0),
     cc_needs="wgmma and setmaxnreg, sm_90a-only instructions",
 )
-def launch(q: Any, k: Any, v: Any, out: Any = None, causal: bool = False) -> Any:
-    q, k, v, out, _ = operands(q, k, v, out, ("float16", "bfloat16"))
-    if 0 not in out.shape:
-        PLANS(q, k, v, out)[bool(causal)](q, k, v, out)
-    return out.obj
+def geometry(q: Any, k: Any, v: Any, out: Any) -> Any:
+    """The kernel for this head dimension and dtype on `producer-flash`'s launch."""
+    kd = tensor_core.kernel_d(q.shape[3], "rung 10")
+    kernel = SOURCE.kernel(tensor_core.kernel_name("pingpong_flash", kd, q.dtype))
+    return warp_specialized.plan(q, k, v, out, kernel, CONSUMERS[kd], BKV, "rung 10")

@@ -48,7 +48,7 @@ import warnings
 from collections.abc import Iterator
 from typing import Any
 
-from ladder.attention.problem import attention_rung, check_arrays
+from ladder.attention.problem import attention_library, check_arrays
 from ladder.core import compiled
 from ladder.core.rung import NotApplicable, tensor_cores_below_fp32
 from ladder.core.torch_views import fp32_means_fp32, tensors
@@ -141,7 +141,7 @@ def _describe_default(args: tuple[Any, ...], out: Any, *, causal: bool) -> str:
     return f"default picks {backend_name(int(index))}"
 
 
-@attention_rung(
+@attention_library(
     name="sdpa",
     dtypes=DTYPES,
     title="PyTorch scaled_dot_product_attention",
@@ -212,7 +212,7 @@ PINNED = (
 )
 
 for _name, _backend, _dtypes in PINNED:
-    attention_rung(
+    attention_library(
         name=_name,
         title=f"PyTorch SDPA pinned to {BACKEND_NAMES[_backend]} (sdpa_kernel)",
         dtypes=_dtypes,
@@ -222,7 +222,7 @@ for _name, _backend, _dtypes in PINNED:
     )(pinned(_backend, _dtypes))
 
 
-@attention_rung(
+@attention_library(
     name="torch-materialized",
     dtypes=DTYPES,
     title="PyTorch matmul, softmax, matmul (N x N materialized)",
@@ -276,7 +276,7 @@ def _attention_causal(q: Any, k: Any, v: Any, out: Any) -> None:
     out.copy_(torch.softmax(scores, dim=-1) @ v)
 
 
-@attention_rung(
+@attention_library(
     name="torch-compile",
     dtypes=DTYPES,
     title="torch.compile (Inductor) of softmax(QKᵀ·scale)·V",

@@ -51,7 +51,7 @@ import functools
 import math
 from typing import Any
 
-from ladder.attention.problem import LOG2E, attention_rung, check_arrays
+from ladder.attention.problem import LOG2E, attention_library, check_arrays
 from ladder.core import triton_kernels
 from ladder.core.rung import tensor_cores_below_fp32
 from ladder.core.torch_views import tensors
@@ -210,7 +210,7 @@ def _describe(args: tuple[Any, ...], out: Any, causal: bool = False) -> str:
     return _kernels()[out.dtype == "float32"].chosen()
 
 
-@attention_rung(
+@attention_library(
     name="triton",
     title="Triton: flash attention, tl.dot tiles, autotuned",
     dtypes=DTYPES,

@@ -1,4 +1,4 @@
-"""What the backward's Numba rungs share: ``D = rowsum(dO ∘ O)`` and their float32 workspaces.
+"""What the backward's Numba rungs share: ``D = rowsum(dO ∘ O)``.
 
 D_i = Σ_c dO_ic·O_ic is the term every dS = P ∘ (dP − D) subtracts; it needs no key, so one
 small kernel computes it for every query row before the kernels that walk the keys.
@@ -6,11 +6,7 @@ small kernel computes it for every query row before the kernels that walk the ke
 
 from __future__ import annotations
 
-import numpy as np
 from numba import cuda, float32
-
-from ladder.attention import memory
-from ladder.core.fastcall import NumbaLaunch, Operand, intake
 
 ROW_THREADS = 128  # delta_kernel: one thread per query row
 
@@ -27,13 +23,8 @@ def delta_kernel(o, do, delta):
         delta[b, h, i] = acc
 
 
-def delta_launch(batch: int, heads: int, n: int) -> NumbaLaunch:
-    """``delta_kernel`` over B·H·N rows: ``launch(o, do, delta)``."""
+def delta_grid(batch: int, heads: int, n: int) -> tuple[int, int]:
+    """``delta_kernel``'s grid and block over B·H·N rows: the step ``(delta_kernel,
+    *delta_grid(...), (o, do, delta))``."""
     rows = batch * heads * n
-    return NumbaLaunch(delta_kernel, (rows + ROW_THREADS - 1) // ROW_THREADS, ROW_THREADS)
-
-
-def workspace(shape: tuple[int, ...], name: str, what: str) -> Operand:
-    """A float32 device array that a plan owns, as an ``Operand`` called ``name``; ``what``
-    names it in the error raised when it cannot fit (``memory.empty``)."""
-    return intake(memory.empty(shape, np.float32, what), name)
+    return (rows + ROW_THREADS - 1) // ROW_THREADS, ROW_THREADS

@@ -34,6 +34,7 @@ measured in the same run, at head dimensions 64 and 128.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
@@ -43,13 +44,15 @@ from ladder.attention.problem import (
     REFERENCE_CHUNK,
     TEST_SIZES,
     AttentionProblem,
+    Geometry,
+    masked_rung,
     same_dtype_4d,
     shape_of,
 )
 from ladder.core import device
 from ladder.core.dtypes import resolve
-from ladder.core.fastcall import Operand, intake, output
-from ladder.core.rung import register_problem, rung_per_problem
+from ladder.core.fastcall import PLANS_PER_CACHE, Operand, PlanCache, intake, output
+from ladder.core.rung import Launcher, register_problem, rung_per_problem
 
 # B·H·N² past which the float64 reference runs on the GPU through PyTorch where it can
 GPU_REFERENCE_FROM = 1 << 26
@@ -225,12 +228,40 @@ def get_problem_for(causal: bool) -> BackwardProblem:
     return BACKWARD_CAUSAL if causal else BACKWARD
 
 
-def backward_rung(**options: Any) -> Any:
-    """Register ``launch(q, k, v, o, do, lse, out=None, causal=False)`` as a rung of both
-    problems (``ladder.attention.problem.attention_rung``, for the backward)."""
+def backward_library(**options: Any) -> Any:
+    """Register a library's ``launch(q, k, v, o, do, lse, out=None, causal=False)`` for both
+    problems (``ladder.attention.problem.attention_library``, for the backward)."""
     options.setdefault("dtypes", ("float32", "float16"))
     variants = [(p.name, "_causal" if p.causal else "", {"causal": p.causal}) for p in PROBLEMS]
     return rung_per_problem(variants, **options)
+
+
+def _launcher(plans: PlanCache, dtypes: tuple[str, ...], masked: bool) -> Launcher:
+    def launch(
+        q: Any, k: Any, v: Any, o: Any, do: Any, lse: Any, out: Any = None, causal: bool = masked
+    ) -> Any:
+        q, k, v, o, do, lse, out, _ = operands(q, k, v, o, do, lse, out, dtypes)
+        if 0 not in out.shape:
+            plans(q, k, v, o, do, lse, out)[bool(causal)](q, k, v, o, do, lse, out)
+        return out.obj
+
+    return launch
+
+
+def backward_rung(
+    *,
+    dtypes: Sequence[str] = ("float32", "float16"),
+    plans_kept: int = PLANS_PER_CACHE,
+    describe: Callable[..., str] | None = None,
+    **options: Any,
+) -> Callable[[Geometry], Geometry]:
+    """Register a backward rung, from its launch geometry, as a rung of both problems
+    (``ladder.attention.problem.attention_rung``, for the backward): ``geometry(q, k, v, o,
+    do, lse, out)``, once per signature of them, returns a list of steps (``IS_CAUSAL`` in the
+    arguments of those that take the mask) or a ``Masks`` (``tensor_core.plan``). Each
+    problem's launcher, ``launch(q, k, v, o, do, lse, out=None, causal=<the problem's>)``,
+    validates (``operands``), finds the plan and runs its launch without or with the mask."""
+    return masked_rung(PROBLEMS, _launcher, dtypes, plans_kept, describe, options)
 
 
 def operands(

@@ -1,4 +1,4 @@
-"""Rung 1, materialized: P and then dS held in an N x N buffer in global memory, six kernels.
+"""Materialized: P and then dS held in an N x N buffer in global memory, six kernels.
 
 What changes: nothing yet; the backward ladder starts here. The chain rule of ``problem``'s
 docstring, one kernel per step, each the obvious loop with one thread per output element:
@@ -13,14 +13,14 @@ docstring, one kernel per step, each the obvious loop with one thread per output
 5. ``dq_kernel``: thread (i, c) sums ``dS_ij·k_jc`` over the N keys, times 1/√d;
 6. ``key_grad_kernel`` again, for dK: dS in place of P, q in place of dO, times 1/√d.
 
-Memory: one float32 buffer for every head of every batch, B·H·N²·4 bytes as in the forward's
-rung 1 (4.3 GB at B = 4, H = 16, N = 4096), asked for first (``memory.empty``) so that a
-buffer that cannot fit raises ``AttentionMemoryError``; the plan owns it and D (B·H·N floats).
+Memory: one float32 buffer for every head of every batch, B·H·N²·4 bytes as in `attention/naive`
+(4.3 GB at B = 4, H = 16, N = 4096), asked for first (``memory.empty``) so that a buffer that
+cannot fit raises ``AttentionMemoryError``; the plan owns it and D (B·H·N floats).
 Why: the baseline. The buffer is written twice and read four times, six passes over B·H·N²
 floats; kernels 2 and 4 read two length-d rows per element (2·d loads for d multiply-adds)
 and kernels 3, 5 and 6 walk N rows per output element, none reusing a value from registers or
-shared memory: the forward's rung 1, with five N x N x d products where it had two.
-Prediction: bound by load instructions like the forward's rung 1, so about its rate in
+shared memory: `attention/naive`, with five N x N x d products where it had two.
+Prediction: bound by load instructions like `attention/naive`, so about its rate in
 TFLOP/s (the problem credits two and a half times the forward's work), hence about two and a
 half times its time: several hundred milliseconds at the SDPA shape. Causal: only kernel 2
 skips the masked half, so the causal call takes most of the plain call's time and its
@@ -31,14 +31,12 @@ HKV, N, d): 716.254 ms and 0.96 TFLOP/s (SDPA's backward: 1.572 ms), causal 643.
 64.json and lab/attention/2026-11-27-backward/nvidia-h100-80gb-hbm3-attention-backward-causal-4096-
 64.json); d = 128: 1429.092 ms (lab/attention/2026-11-27-backward/nvidia-h100-80gb-hbm3-attention-
 backward-4096-128.json).
-Verdict: held: the forward's rung 1 rate (0.9 TFLOP/s on an H200) and about two and a half
+Verdict: held: `attention/naive` rate (0.9 TFLOP/s on an H200) and about two and a half
 times its time; causal takes 0.90 of the plain call and its TFLOP/s nearly halve. d = 128
 doubles every product, and the time (2.00x) with it.
 
 Lab notes: docs/notes/attention.md
 """
-
-from __future__ import annotations
 
 import math
 from typing import Any
@@ -46,11 +44,10 @@ from typing import Any
 import numpy as np
 from numba import cuda, float32
 
-from ladder.attention.backward.common import delta_launch, workspace
-from ladder.attention.backward.problem import backward_rung, operands
-from ladder.attention.problem import Masks
+from ladder.attention.backward.common import delta_grid, delta_kernel
+from ladder.attention.backward.problem import backward_rung
+from ladder.attention.problem import IS_CAUSAL, workspace
 from ladder.core.dtypes import resolve
-from ladder.core.fastcall import NumbaLaunch, Operand, PlanCache, Steps
 
 TILE = 16  # 16 x 16 threads per block, one per output element
 
@@ -134,6 +131,7 @@ KERNEL_ARGS = {
     "ds_kernel": lambda q, k, v, o, do, lse, out: (do, v, lse, _nxn(q)),
     "dq_kernel": lambda q, k, v, o, do, lse, out: (_nxn(q), k, out, ONE),
     "key_grad_kernel": lambda q, k, v, o, do, lse, out: (_nxn(q), do, out, 0, ONE),
+    "delta_kernel": lambda q, k, v, o, do, lse, out: (o, do, lse),
 }
 
 
@@ -144,12 +142,16 @@ def _bytes_moved(size: tuple[int, ...], dtype: str) -> float:
     return float(io + rows + 6 * batch * heads * n * n * 4)  # P, dS: written 2x, read 4x
 
 
-def plan(
-    q: Operand, k: Operand, v: Operand, o: Operand, do: Operand, lse: Operand, out: Operand
-) -> Masks:
-    """The six launches, their grids, the N x N buffer and D, without and with the causal
-    mask: built once per signature of the operands (``PLANS``, which keeps one plan only, so
-    that no more than one N x N buffer is held)."""
+@backward_rung(
+    name="materialized",
+    parent=None,
+    title="Six kernels: D, P, dV, dS, dQ, dK (P and dS N x N in global memory)",
+    bytes_moved=_bytes_moved,
+    plans_kept=1,  # each plan holds a B x H x N x N buffer: keep one
+)
+def geometry(q: Any, k: Any, v: Any, o: Any, do: Any, lse: Any, out: Any) -> list:
+    """D, P, dV, dS (over P, in place), dQ and dK in order, a thread per output element; the N x
+    N buffer and D are the plan's (one plan kept: no more than one N x N buffer is held)."""
     batch, heads, n, d = q.shape
     kv_heads = k.shape[1]
     tiles, tiles_c = (n + TILE - 1) // TILE, (d + TILE - 1) // TILE
@@ -157,47 +159,13 @@ def plan(
     what = f"rung 1's P and dS matrix ({batch} x {heads} x {n} x {n} float32)"
     probs = workspace((batch, heads, n, n), "probs", what)
     delta = workspace((batch, heads, n), "delta", "rung 1's D (one float32 per query row)")
-    block = (TILE, TILE)
-    deltas = delta_launch(batch, heads, n)
-    ds = NumbaLaunch(ds_kernel, (tiles * tiles, heads, batch), block)
-    dq = NumbaLaunch(dq_kernel, (tiles * tiles_c, heads, batch), block, scalars=(scale,))
+    block, by_query = (TILE, TILE), (tiles * tiles, heads, batch)
     by_key = (tiles * tiles_c, kv_heads, batch)
-    dv = NumbaLaunch(key_grad_kernel, by_key, block, scalars=(heads + kv_heads, np.float32(1)))
-    dk = NumbaLaunch(key_grad_kernel, by_key, block, scalars=(heads, scale))
-
-    def steps(causal: bool) -> Steps:
-        grid = (tiles * tiles, heads, batch)
-        probs_of = NumbaLaunch(probs_kernel, grid, block, scalars=(scale, causal))
-
-        def run(
-            q: Operand, k: Operand, v: Operand, o: Operand, do: Operand, lse: Operand,
-            out: Operand,
-        ) -> None:  # fmt: skip
-            deltas(o, do, delta)
-            probs_of(q, k, lse, probs)
-            dv(probs, do, out)
-            ds(do, v, delta, probs)
-            dq(probs, k, out)
-            dk(probs, q, out)
-
-        return Steps(run, deltas, probs_of, dv, ds, dq, dk)
-
-    return Masks(steps(False), steps(True))
-
-
-PLANS = PlanCache(plan, size=1)  # each plan holds a B x H x N x N buffer: keep one
-
-
-@backward_rung(
-    name="materialized",
-    parent=None,
-    title="Six kernels: D, P, dV, dS, dQ, dK (P and dS N x N in global memory)",
-    bytes_moved=_bytes_moved,
-)
-def launch(
-    q: Any, k: Any, v: Any, o: Any, do: Any, lse: Any, out: Any = None, causal: bool = False
-) -> Any:
-    q, k, v, o, do, lse, out, _ = operands(q, k, v, o, do, lse, out, ("float32", "float16"))
-    if 0 not in out.shape:
-        PLANS(q, k, v, o, do, lse, out)[bool(causal)](q, k, v, o, do, lse, out)
-    return out.obj
+    return [
+        (delta_kernel, *delta_grid(batch, heads, n), (o, do, delta)),
+        (probs_kernel, by_query, block, (q, k, lse, probs, scale, IS_CAUSAL)),
+        (key_grad_kernel, by_key, block, (probs, do, out, heads + kv_heads, np.float32(1))),
+        (ds_kernel, by_query, block, (do, v, delta, probs)),
+        (dq_kernel, (tiles * tiles_c, heads, batch), block, (probs, k, out, scale)),
+        (key_grad_kernel, by_key, block, (probs, q, out, heads, scale)),
+    ]

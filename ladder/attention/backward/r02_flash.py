@@ -1,8 +1,8 @@
-"""Rung 2, flash: no N x N buffer; P and dS recomputed tile by tile in shared memory.
+"""Flash: no N x N buffer; P and dS recomputed tile by tile in shared memory.
 
-What changes: rung 1 wrote P and dS for every (query, key) pair to global memory and read them
-back four times. FlashAttention-2's backward (Dao, 2023) keeps them on chip, tile by tile; here
-in two kernels without atomics, as Triton's fused-attention tutorial does (FlashAttention-2
+What changes: `materialized` wrote P and dS for every (query, key) pair to global memory and read
+them back four times. FlashAttention-2's backward (Dao, 2023) keeps them on chip, tile by tile;
+here in two kernels without atomics, as Triton's fused-attention tutorial does (FlashAttention-2
 itself adds dQ with atomics from one kernel), after ``delta_kernel``:
 
 1. ``dkdv_kernel``: a block of 256 threads (16 x 16) owns a tile of keys of one key/value head
@@ -23,29 +23,27 @@ credits 10. Scores are prescaled by ``log2(e) / √d`` and L by ``log2(e)``, so 
 shared rows are padded by one word against bank conflicts; edges are zeros and P = 0. Memory
 beyond the inputs: D only. Shared memory per block (``ladder check``): 42.0 KB (dkdv) and
 37.8 KB (dq) at d <= 64, 35.3 and 34.2 KB at d <= 128 (hence d <= 128).
-Why: P and dS never leave the chip (rung 1 moved six B·H·N² float32 passes for them), and
+Why: P and dS never leave the chip (`materialized` moved six B·H·N² float32 passes for them), and
 each k, v, q or dO value staged in shared memory serves a tile's worth of multiply-adds
 instead of one.
 Prediction: like the forward's flash rung, capped by FP32 arithmetic on the CUDA cores, at a
-lower rate for the 1.4 times the credited work it does: several times rung 1, well over ten
+lower rate for the 1.4 times the credited work it does: several times `materialized`, well over ten
 times at N = 4096, and far below the library's tensor-core backward.
 Measured: on an NVIDIA H100 80GB HBM3 (``ladder run``), float16, [4, 16, 16, 4096, 64] (B, H,
-HKV, N, d): 98.806 ms and 6.95 TFLOP/s credited, 7.25x rung 1; causal 50.244 ms, 12.80x; d =
-128: 367.525 ms and 3.74 TFLOP/s, 3.89x; causal 186.856 ms, 6.86x (the files of rung 3:
+HKV, N, d): 98.806 ms and 6.95 TFLOP/s credited, 7.25x `materialized`; causal 50.244 ms, 12.80x; d =
+128: 367.525 ms and 3.74 TFLOP/s, 3.89x; causal 186.856 ms, 6.86x (the files of `tensor-core`:
 lab/attention/2026-11-27-backward/nvidia-h100-80gb-hbm3-attention-backward-4096-64.json,
 lab/attention/2026-11-27-backward/nvidia-h100-80gb-hbm3-attention-backward-causal-4096-64.json,
 lab/attention/2026-11-27-backward/nvidia-h100-80gb-hbm3-attention-backward-4096-128.json,
 lab/attention/2026-11-27-backward/nvidia-h100-80gb-hbm3-attention-backward-causal-4096-128.json).
-Verdict: missed "well over ten times" except causal d = 64. At d = 64 the credited rate, 1.4x
-lower for the recomputation, matches the forward flash rung's (9.6 TFLOP/s on an H200) divided
-by 1.4; at d = 128 the tiles shrink to 16 x 16, so each staged value serves half as many
-multiply-adds, and the rate halves. The ratio to rung 1 is their rates' ratio (rung 1 runs
-at 0.96 TFLOP/s): ten times would need about 10 TFLOP/s, above the forward flash rung's rate.
+Verdict: missed "well over ten times" except causal d = 64. At d = 64 the credited rate, 1.4x lower
+for the recomputation, matches the forward flash rung's (9.6 TFLOP/s on an H200) divided by 1.4; at
+d = 128 the tiles shrink to 16 x 16, so each staged value serves half as many multiply-adds, and
+the rate halves. The ratio to `materialized` is their rates' ratio (`materialized` runs at 0.96
+TFLOP/s): ten times would need about 10 TFLOP/s, above the forward flash rung's rate.
 
 Lab notes: docs/notes/attention.md
 """
-
-from __future__ import annotations
 
 import math
 from typing import Any
@@ -53,11 +51,10 @@ from typing import Any
 import numpy as np
 from numba import cuda, float32
 
-from ladder.attention.backward.common import delta_kernel, delta_launch, workspace
-from ladder.attention.backward.problem import backward_rung, operands
-from ladder.attention.problem import LOG2E, Masks
+from ladder.attention.backward.common import delta_grid, delta_kernel
+from ladder.attention.backward.problem import backward_rung
+from ladder.attention.problem import IS_CAUSAL, LOG2E, workspace
 from ladder.attention.r03_flash import check_d, padded
-from ladder.core.fastcall import NumbaLaunch, Operand, PlanCache, Steps
 from ladder.core.intrinsics import syncwarp
 
 SIDE = 16  # threads per block: SIDE x SIDE, a row of a P tile per half-warp of SIDE lanes
@@ -298,52 +295,26 @@ KERNEL_ARGS = {name: _tiled_args for name in KERNELS}
 KERNEL_ARGS["delta_kernel"] = lambda q, k, v, o, do, lse, out: (o, do, lse)
 
 
-def plan(
-    q: Operand, k: Operand, v: Operand, o: Operand, do: Operand, lse: Operand, out: Operand
-) -> Masks:
-    """D's launch and both tiled kernels, their grids and D, without and with the causal mask:
-    built once per signature of the operands (``PLANS``)."""
-    batch, heads, n, d = q.shape
-    kv_heads = k.shape[1]
-    dkdv_kernel, dq_kernel = kernels_for(d)
-    bk, bq = tile_shape(padded(d))
-    scale = 1.0 / math.sqrt(d)
-    scalars = (np.float32(scale * LOG2E), np.float32(scale))
-    delta = workspace((batch, heads, n), "delta", "rung 2's D (one float32 per query row)")
-    deltas = delta_launch(batch, heads, n)
-    key_grid = ((n + bk - 1) // bk, kv_heads, batch)
-    query_grid = ((n + bq - 1) // bq, heads, batch)
-
-    def steps(causal: bool) -> Steps:
-        dkdv = NumbaLaunch(dkdv_kernel, key_grid, THREADS, scalars=(*scalars, causal))
-        dq = NumbaLaunch(dq_kernel, query_grid, THREADS, scalars=(*scalars, causal))
-
-        def run(
-            q: Operand, k: Operand, v: Operand, o: Operand, do: Operand, lse: Operand,
-            out: Operand,
-        ) -> None:  # fmt: skip
-            deltas(o, do, delta)
-            dkdv(q, k, v, do, lse, delta, out)
-            dq(q, k, v, do, lse, delta, out)
-
-        return Steps(run, deltas, dkdv, dq)
-
-    return Masks(steps(False), steps(True))
-
-
-PLANS = PlanCache(plan)
-
-
 @backward_rung(
     name="flash",
     parent="materialized",
     title="Flash backward: dK/dV per key tile, dQ per query tile, P and dS in shared memory",
 )
-def launch(
-    q: Any, k: Any, v: Any, o: Any, do: Any, lse: Any, out: Any = None, causal: bool = False
-) -> Any:
-    q, k, v, o, do, lse, out, shape = operands(q, k, v, o, do, lse, out, ("float32", "float16"))
-    check_d(shape.d, "rung 2")
-    if 0 not in out.shape:
-        PLANS(q, k, v, o, do, lse, out)[bool(causal)](q, k, v, o, do, lse, out)
-    return out.obj
+def geometry(q: Any, k: Any, v: Any, o: Any, do: Any, lse: Any, out: Any) -> list:
+    """D, then the key kernel (a block per key tile and K/V head) and the query kernel (a block
+    per query tile and head), for head dimensions up to `attention/flash`'s MAX_D; D the plan's."""
+    batch, heads, n, d = q.shape
+    check_d(d, "rung 2")
+    kv_heads = k.shape[1]
+    dkdv_kernel, dq_kernel = kernels_for(d)
+    bk, bq = tile_shape(padded(d))
+    scale = 1.0 / math.sqrt(d)
+    scalars = (np.float32(scale * LOG2E), np.float32(scale), IS_CAUSAL)
+    delta = workspace((batch, heads, n), "delta", "rung 2's D (one float32 per query row)")
+    key_grid = ((n + bk - 1) // bk, kv_heads, batch)
+    query_grid = ((n + bq - 1) // bq, heads, batch)
+    return [
+        (delta_kernel, *delta_grid(batch, heads, n), (o, do, delta)),
+        (dkdv_kernel, key_grid, THREADS, (q, k, v, do, lse, delta, out, *scalars)),
+        (dq_kernel, query_grid, THREADS, (q, k, v, do, lse, delta, out, *scalars)),
+    ]

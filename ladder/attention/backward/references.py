@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ladder.attention.backward.problem import BACKWARD, backward_rung, operands, split
+from ladder.attention.backward.problem import BACKWARD, backward_library, operands, split
 from ladder.attention.references import (
     BACKEND_NAMES,
     PINNED,
@@ -112,7 +112,7 @@ def _describe(args: tuple[Any, ...], out: Any, *, causal: bool) -> str:
     return _describe_default(args[:3], out, causal=causal)
 
 
-backward_rung(
+backward_library(
     name="sdpa",
     title="PyTorch SDPA backward (autograd of scaled_dot_product_attention)",
     dtypes=BACKWARD.dtypes,
@@ -125,7 +125,7 @@ backward_rung(
 
 for _name, _backend, _forward_dtypes in PINNED:
     _dtypes = tuple(x for x in _forward_dtypes if x in BACKWARD.dtypes)
-    backward_rung(
+    backward_library(
         name=_name,
         title=f"PyTorch SDPA backward pinned to {BACKEND_NAMES[_backend]} (sdpa_kernel)",
         dtypes=_dtypes,

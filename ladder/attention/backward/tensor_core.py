@@ -16,8 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from ladder.attention.backward.common import workspace
-from ladder.attention.problem import Masks
+from ladder.attention.problem import Masks, workspace
 from ladder.attention.tensor_core import ALIGN, kernel_d, kernel_name, padded_workspace
 from ladder.core import cuda_cpp
 from ladder.core.fastcall import POINTER, Operand, Steps, bits_view, cupy_launch
