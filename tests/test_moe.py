@@ -217,14 +217,13 @@ def test_bad_shapes_are_refused_by_name(change, message):
 
 
 def test_bad_dtype_and_k_are_refused():
-    from ladder.moe import r03_grouped
-
+    launch = get_rung("moe-top2", "grouped").launch  # k defaults to the problem's, 2
     x, logits, w1, w2 = _inputs()
     with pytest.raises(ValueError, match="k must be"):
-        r03_grouped.launch(x, logits, w1, w2, k=5)
+        launch(x, logits, w1, w2, k=5)
     half = _inputs(dtype="float16")
     with pytest.raises(TypeError, match="logits must be float32"):
-        r03_grouped.launch(x, half[1], w1, w2)
+        launch(x, half[1], w1, w2)
 
 
 def test_grouped_gemm_checks_its_offsets():

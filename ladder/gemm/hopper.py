@@ -124,13 +124,13 @@ def tensor_launch(
     pointers: int = 1,
 ) -> Any:
     """A ``TensorMapLaunch`` of ``kernel(map A, map B, pointers..., sizes...)`` on a 1-D grid of
-    ``blocks``, the sizes as int32 and the kernel opted in to ``smem_bytes`` of dynamic shared
-    memory (above the default 48 KB)."""
+    ``blocks``, the sizes as int32 (NumPy scalars as they are) and the kernel opted in to
+    ``smem_bytes`` of dynamic shared memory (above the default 48 KB)."""
     from ladder.gemm.tensor_core import TensorMapLaunch
 
     if kernel.max_dynamic_shared_size_bytes < smem_bytes:
         kernel.max_dynamic_shared_size_bytes = smem_bytes
-    scalars = tuple(np.int32(v) for v in sizes)
+    scalars = tuple(v if isinstance(v, np.generic) else np.int32(v) for v in sizes)
     return TensorMapLaunch(kernel, (blocks,), (threads,), smem_bytes, maps, scalars, pointers)
 
 

@@ -356,11 +356,6 @@ def max_tiles(rows: int, experts: int, tile_rows: int) -> int:
     return -(-rows // tile_rows) + min(experts, rows)
 
 
-def stream_of(handle: int) -> Any:
-    """The stream for ``kernel[grid, block, stream]``: 0 (the default) or an external one."""
-    return cuda.external_stream(handle) if handle else 0
-
-
 class Routing:
     """The device buffers and kernels that route T tokens to E experts, k each (rung 2's
     pipeline; rungs 3 to 5 reuse it): ``run(logits, stream)`` launches ``top_k_softmax``,

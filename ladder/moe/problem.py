@@ -9,7 +9,8 @@ GEMM of the model, as in vLLM's ``fused_moe``, which also takes the logits: rout
 Two problems share this definition, ``moe-top2`` (Mixtral: E = 8, k = 2) and ``moe-top8``
 (fine-grained experts, OLMoE: E = 64, k = 8). They are two problems rather than an argument
 because the harness hands a launcher its arrays and nothing else; every rung registers a
-launcher for each (``moe_rung``) and takes ``k=`` when called directly.
+launcher for each from one layer function (``moe_rung``), whose ``k=`` defaults to the
+problem's; a library row registers one launcher that takes ``k=`` (``moe_library``).
 
 A size is (T, d, f, E, hot): tokens, model width, expert width, experts, and the routing: hot
 = 0 routes every token to k experts drawn uniformly (balanced on average), hot = p routes p% of
@@ -31,14 +32,24 @@ kernels are compared with it there. Its size is (M, K, N, E, hot), hot as above 
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any, NamedTuple
 
 import numpy as np
+from numba import cuda
 
 from ladder.core.dtypes import resolve
-from ladder.core.fastcall import Operand, intake, output
-from ladder.core.rung import Launcher, Problem, register_problem, rung_per_problem
+from ladder.core.fastcall import (
+    PLANS_PER_CACHE,
+    Operand,
+    PlanCache,
+    current_stream,
+    intake,
+    output,
+    refuse_capture,
+    rung_launcher,
+)
+from ladder.core.rung import Launcher, Problem, register_problem, rung, rung_per_problem
 
 MIXTRAL = (8192, 4096, 14336, 8)  # T, d, f, E of the benchmark, k = 2 (moe-top2)
 OLMOE = (8192, 2048, 1024, 64)  # T, d, f, E of the fine-grained benchmark, k = 8 (moe-top8)
@@ -307,12 +318,124 @@ GROUPED = register_problem(GroupedGemmProblem())
 MOE_PROBLEMS = (TOP2, TOP8)
 
 
-def moe_rung(**options: Any) -> Callable[[Launcher], Launcher]:
-    """Register ``launch(x, logits, w1, w2, out=None, k=2)`` as a rung of both mixture-of-experts
-    problems, ``k`` bound to each problem's, with ``rung``'s options (dtypes float32 and
-    float16 unless given; its number is its file's)."""
+def moe_library(**options: Any) -> Callable[[Launcher], Launcher]:
+    """Register a library's ``launch(x, logits, w1, w2, out=None, k=2)`` for both
+    mixture-of-experts problems, ``k`` bound to each problem's, with ``rung``'s options (dtypes
+    float32 and float16 unless given)."""
     options.setdefault("dtypes", ("float32", "float16"))
     return rung_per_problem([(p.name, f"_top{p.k}", {"k": p.k}) for p in MOE_PROBLEMS], **options)
+
+
+Layer = Callable[..., None]
+
+
+def stream_of(handle: int) -> Any:
+    """The stream for ``kernel[grid, block, stream]``: 0 (the default) or an external one."""
+    return cuda.external_stream(handle) if handle else 0
+
+
+def _no_plan(*operands: Any) -> None:
+    return None
+
+
+def _layer_launcher(
+    layer: Layer, plans: Any, dtypes: tuple[str, ...], top: int, refusal: str | None
+) -> Launcher:
+    """One problem's launcher of a layer: validate, refuse capture where the layer reads the
+    GPU's results on the host, find the plan, run the layer on the current stream."""
+    if refusal is None:
+
+        def launch(x: Any, logits: Any, w1: Any, w2: Any, out: Any = None, k: int = top) -> Any:
+            xs, lg, w1s, w2s, y, shape = operands(x, logits, w1, w2, out, k, dtypes)
+            if 0 in y.shape:
+                return y.obj
+            stream = stream_of(current_stream())
+            layer(plans(xs, w1s, w2s, k), xs, lg, w1s, w2s, y, shape, stream)
+            return y.obj
+
+    else:
+
+        def launch(x: Any, logits: Any, w1: Any, w2: Any, out: Any = None, k: int = top) -> Any:
+            xs, lg, w1s, w2s, y, shape = operands(x, logits, w1, w2, out, k, dtypes)
+            if 0 in y.shape:
+                return y.obj
+            refuse_capture(refusal)
+            stream = stream_of(current_stream())
+            layer(plans(xs, w1s, w2s, k), xs, lg, w1s, w2s, y, shape, stream)
+            return y.obj
+
+    return launch
+
+
+def moe_rung(
+    *,
+    dtypes: Sequence[str] = ("float32", "float16"),
+    plan: Callable[..., Any] | None = None,
+    not_in_a_graph: str | None = None,
+    plans_kept: int = PLANS_PER_CACHE,
+    **options: Any,
+) -> Callable[[Layer], Layer]:
+    """Register a mixture-of-experts rung of both problems from its layer, with ``rung``'s
+    options (name, parent, title, needs, units, min_cc, ...); return the layer as it is.
+
+    ``layer(p, x, logits, w1, w2, y, shape, stream)`` launches the layer's kernels on the
+    validated operands: ``p`` is ``plan(x, w1, w2, k)``, what the rung keeps per signature of
+    them (its buffers and launches), None without ``plan``; ``shape`` the problem's ``Shape``;
+    ``stream`` the Numba stream to launch on (the current one, ``fastcall.current_stream``).
+    ``not_in_a_graph``: why a call cannot be captured into a CUDA graph (it reads the GPU's
+    results on the host), for a layer that cannot. Each problem's launcher,
+    ``launch(x, logits, w1, w2, out=None, k=<the problem's>)``, validates (``operands``), finds
+    the plan (``launch.plans``) and runs the layer."""
+    dtypes = tuple(dtypes)
+
+    def decorate(layer: Layer) -> Layer:
+        plans = _no_plan if plan is None else PlanCache(plan, size=plans_kept)
+        for problem in MOE_PROBLEMS:
+            launch = _layer_launcher(layer, plans, dtypes, problem.k, not_in_a_graph)
+            launch.__name__ = launch.__qualname__ = f"launch_top{problem.k}"
+            registered = rung_launcher(launch, layer, plans)
+            rung(problem=problem.name, dtypes=dtypes, **options)(registered)
+        return layer
+
+    return decorate
+
+
+GroupedGemm = Callable[..., None]
+
+
+def grouped_rung(
+    *,
+    plan: Callable[..., Any],
+    offsets_check: Any,
+    dtypes: Sequence[str] = ("float32", "float16"),
+    **options: Any,
+) -> Callable[[GroupedGemm], GroupedGemm]:
+    """Register a rung of ``grouped-gemm`` from its ``gemm(p, a, w, offsets, out, stream)``,
+    which launches the grouped GEMM on the validated operands (``p``: ``plan(a, w, offsets,
+    out)``, kept per signature); return the function as it is. The launcher registered,
+    ``launch(a, w, offsets, out=None)``, first raises what ``offsets_check`` (a
+    ``common.OffsetsCheck``, whose status the gemm's check kernel writes) has found of an
+    earlier call, then validates (``grouped_operands``), finds the plan and runs the gemm on
+    the current stream."""
+    dtypes = tuple(dtypes)
+
+    def decorate(gemm: GroupedGemm) -> GroupedGemm:
+        plans = PlanCache(plan)
+
+        def launch(a: Any, w: Any, offsets: Any, out: Any = None) -> Any:
+            offsets_check.raise_if_bad()
+            a, w, offs, c = grouped_operands(a, w, offsets, out, dtypes)
+            if 0 in c.shape:
+                return c.obj
+            gemm(plans(a, w, offs, c), a, w, offs, c, stream_of(current_stream()))
+            return c.obj
+
+        launch.__name__ = launch.__qualname__ = "launch_grouped_gemm"
+        registered = rung_launcher(launch, gemm, plans)
+        rung(problem="grouped-gemm", dtypes=dtypes, **options)(registered)
+        return gemm
+
+    return decorate
 
 
 def _checked(found: tuple[Operand, ...], names: tuple[str, ...], dims: tuple[int, ...],

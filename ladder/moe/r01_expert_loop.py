@@ -1,11 +1,11 @@
-"""Rung 1, the expert loop: route on the GPU, then one expert at a time from the host.
+"""The expert loop: route on the GPU, then one expert at a time from the host.
 
 What changes: this is the layer as a user first writes it, the baseline of the ladder. One
 kernel routes (``common.top_k_softmax``: a thread per token keeps its k largest logits in
 registers and writes their experts and softmax gates). The expert ids come back to the host,
 and NumPy finds each expert's tokens. Then, for each expert that has tokens: copy their rows of
 x together (a gather), ``h = silu(rows @ w1[e])`` and ``rows @ w2[e]`` with the shared-memory
-tiled GEMM of the GEMM ladder's rung 3 (16 × 16 tiles, ``common.tile_dot``), and add the
+tiled GEMM of `gemm/shared-tiling` (16 × 16 tiles, ``common.tile_dot``), and add the
 gate-weighted result into a float32 y (zeroed on the host and uploaded on each call: part of
 this rung's host cost) at those tokens. Each expert sees a token at most once, so the adds of
 one expert never collide. Every token is computed: nothing is dropped.
@@ -13,27 +13,25 @@ Why: it is the shape of the PyTorch loop (``torch.where`` per expert, index, two
 ``index_add_``), so its costs are the ones to remove: the host waits for the GPU once per call
 (the ids), each expert launches four kernels and allocates its buffers, and a small expert's
 GEMM fills only a few of the GPU's 132 SMs while the others idle.
-Prediction: the GEMMs at about the GEMM ladder's shared-tiling rate (GEMM rung 3: 7.86 TFLOP/s
-in float32 at 4096³ on an H200, results/nvidia-h200.json): about 490 ms at the Mixtral-like size
-(3.85 TFLOP) and 70 ms at OLMoE's (0.55 TFLOP), and at E = 64 the host's loop on top.
+Prediction: the GEMMs at about the GEMM ladder's shared-tiling rate (`gemm/shared-tiling`: 7.86
+TFLOP/s in float32 at 4096³ on an H200, results/nvidia-h200.json): about 490 ms at the Mixtral-like
+size (3.85 TFLOP) and 70 ms at OLMoE's (0.55 TFLOP), and at E = 64 the host's loop on top.
 Measured: on an NVIDIA H100 (lab/moe/2026-11-26-bench/nvidia-h100-80gb-hbm3-moe.json, ``ladder
 bench``), float16: 557.052 ms at the Mixtral-like size (T = 8192, d = 4096, f = 14336, E = 8, k =
 2), 6.91 TFLOP/s; 135.547 ms at OLMoE's (T = 8192, d = 2048, f = 1024, E = 64, k = 8), 4.06 TFLOP/s.
 PyTorch's loop takes 7.498 and 10.654 ms on the tensor cores.
-Verdict: held: at E = 8 the time is the GEMMs' (16 × 16 tiles, a little slower than rung 3's
+Verdict: held: at E = 8 the time is the GEMMs' (16 × 16 tiles, a little slower than `grouped`'s
 32 × 32); at E = 64 the host's loop and the small experts' launches add about 65 ms to them.
 
 Lab notes: docs/notes/moe.md
 """
-
-from __future__ import annotations
 
 from typing import Any
 
 import numpy as np
 from numba import cuda
 
-from ladder.core.fastcall import current_stream, numba_array, refuse_capture
+from ladder.core.fastcall import numba_array
 from ladder.moe.common import (
     ELEMENTWISE,
     TILE,
@@ -42,10 +40,9 @@ from ladder.moe.common import (
     matmul,
     matmul_grid,
     matmul_silu,
-    stream_of,
     top_k_softmax,
 )
-from ladder.moe.problem import moe_rung, operands
+from ladder.moe.problem import moe_rung
 
 ROUTE_THREADS = 128  # tokens per block of the routing kernel
 
@@ -82,15 +79,18 @@ def route(logits: Any, k: int, stream: Any) -> tuple[Any, Any]:
     return ids, gates
 
 
-@moe_rung(name="expert-loop", parent=None, title="A loop over experts from the host (the baseline)")
-def launch(x: Any, logits: Any, w1: Any, w2: Any, out: Any = None, k: int = 2) -> Any:
-    xs, lg, w1s, w2s, y, shape = operands(x, logits, w1, w2, out, k, ("float32", "float16"))
-    if 0 in y.shape:
-        return y.obj
-    refuse_capture("cannot be captured: moe rung 1 reads the experts' ids on the host")
-    stream = stream_of(current_stream())
-    nx, nw1, nw2, ny = (numba_array(a) for a in (xs, w1s, w2s, y))
-    ids, gates = route(numba_array(lg), k, stream)
+@moe_rung(
+    name="expert-loop",
+    parent=None,
+    title="A loop over experts from the host (the baseline)",
+    not_in_a_graph="cannot be captured: moe rung 1 reads the experts' ids on the host",
+)
+def layer(p: Any, x: Any, logits: Any, w1: Any, w2: Any, y: Any, shape: Any, stream: Any) -> None:
+    """Route on the GPU, read the ids on the host, then per expert: gather its tokens' rows, the
+    two GEMMs, add the weighted rows into a float32 y; cast y at the end."""
+    k = shape.k
+    nx, nw1, nw2, ny = (numba_array(a) for a in (x, w1, w2, y))
+    ids, gates = route(numba_array(logits), k, stream)
     host_ids = ids.copy_to_host(stream=stream)
     host_gates = gates.copy_to_host(stream=stream)
     if stream:
@@ -111,7 +111,6 @@ def launch(x: Any, logits: Any, w1: Any, w2: Any, out: Any = None, k: int = 2) -
         matmul[matmul_grid(n, shape.d), (TILE, TILE), stream](h, nw2[e], expert_out)
         scatter_add[grid_for(n, shape.d), ELEMENTWISE, stream](expert_out, d_tokens, d_weights, y32)
     cast_into[grid_for(*y.shape), ELEMENTWISE, stream](y32, ny)
-    return y.obj
 
 
 # what ``ladder check`` compiles for this rung: the kernels it introduces

@@ -1,37 +1,36 @@
-"""Rung 2, sorted tokens: count, scan and permute on the GPU, so each expert's rows are contiguous.
+"""Sorted tokens: count, scan and permute on the GPU, so each expert's rows are contiguous.
 
 What changes: the host no longer reads every token's experts. Four small kernels route
-(``common.Routing``): ``top_k_softmax`` as in rung 1; ``count_experts`` adds one per (token,
+(``common.Routing``): ``top_k_softmax`` as in `expert-loop`; ``count_experts`` adds one per (token,
 expert) pair to its expert's counter (atomics); ``scan_offsets`` turns the counts into each
-expert's first row (an exclusive prefix sum: E is small, so one thread does it); ``permute``
-gives each pair a row of its expert by an atomic take from that expert's cursor, and records
-both directions (row → pair, pair → row). ``common.gather_rows`` copies x's rows into that order
-once for all experts, so expert e's rows are one contiguous slice, offsets[e] .. offsets[e+1].
-The host reads only those E + 1 offsets (one wait instead of rung 1's T·k ids) and loops over
-the experts with slices, no per-expert index arrays or allocations; ``common.combine`` sums
-each token's k rows back, gate-weighted, in slot order (the same sum on every call). The
-experts' outputs are stored in the input dtype (rung 1 kept them in float32): one more rounding.
-Why: rung 1's host work grows with T·k (NumPy over every id, an upload per expert); sorting on
-the GPU makes it O(E), and the slices make each expert's GEMM read contiguous rows.
-Prediction: the same GEMMs as rung 1 (about 490 and 70 ms), and most of rung 1's time above
-them gone: a few percent at the Mixtral-like size, most of the 65 ms at OLMoE's.
+expert's first row (an exclusive prefix sum: E is small, so one thread does it); ``permute`` gives
+each pair a row of its expert by an atomic take from that expert's cursor, and records both
+directions (row → pair, pair → row). ``common.gather_rows`` copies x's rows into that order once
+for all experts, so expert e's rows are one contiguous slice, offsets[e] .. offsets[e+1]. The host
+reads only those E + 1 offsets (one wait instead of `expert-loop`'s T·k ids) and loops over the
+experts with slices, no per-expert index arrays or allocations; ``common.combine`` sums each
+token's k rows back, gate-weighted, in slot order (the same sum on every call). The experts'
+outputs are stored in the input dtype (`expert-loop` kept them in float32): one more rounding.
+Why: `expert-loop`'s host work grows with T·k (NumPy over every id, an upload per expert); sorting
+on the GPU makes it O(E), and the slices make each expert's GEMM read contiguous rows.
+Prediction: the same GEMMs as `expert-loop` (about 490 and 70 ms), and most of `expert-loop`'s time
+above them gone: a few percent at the Mixtral-like size, most of the 65 ms at OLMoE's.
 Measured: on an NVIDIA H100 (lab/moe/2026-11-26-bench/nvidia-h100-80gb-hbm3-moe.json), float16:
-536.201 ms at the Mixtral-like size (rung 1: 557.052 ms), 77.195 ms at OLMoE's (rung 1: 135.547 ms);
-the host's time per call fell from 558,833 to 4,823 µs and from 137,247 to 26,785 µs.
-Verdict: held: 1.04x rung 1 with 8 big experts, 1.76x with 64 small ones. The host still waits
-for the offsets and then queues 2·E GEMMs; at E = 64 that queue is most of its time.
+536.201 ms at the Mixtral-like size (`expert-loop`: 557.052 ms), 77.195 ms at OLMoE's
+(`expert-loop`: 135.547 ms); the host's time per call fell from 558,833 to 4,823 µs and from
+137,247 to 26,785 µs.
+Verdict: held: 1.04x `expert-loop` with 8 big experts, 1.76x with 64 small ones. The host still
+waits for the offsets and then queues 2·E GEMMs; at E = 64 that queue is most of its time.
 
 Lab notes: docs/notes/moe.md
 """
-
-from __future__ import annotations
 
 from typing import Any
 
 import numpy as np
 from numba import cuda
 
-from ladder.core.fastcall import Operand, PlanCache, current_stream, numba_array, refuse_capture
+from ladder.core.fastcall import numba_array
 from ladder.moe.common import (
     ELEMENTWISE,
     TILE,
@@ -46,16 +45,15 @@ from ladder.moe.common import (
     matmul_silu,
     permute,
     scan_offsets,
-    stream_of,
 )
-from ladder.moe.problem import moe_rung, operands
+from ladder.moe.problem import moe_rung
 
 
 class Buffers:
     """A call's device buffers for one signature of the operands: the routing's, and x's
     rows in expert order, h and the experts' outputs (T·k rows each, in the input's dtype)."""
 
-    def __init__(self, x: Operand, w1: Operand, k: int) -> None:
+    def __init__(self, x: Any, w1: Any, w2: Any, k: int) -> None:
         tokens, d = x.shape
         experts, _, f = w1.shape
         dtype = np.dtype(x.dtype)
@@ -65,27 +63,23 @@ class Buffers:
         self.expert_out = cuda.device_array((tokens * k, d), dtype)
 
 
-PLANS = PlanCache(Buffers)
-
-
 @moe_rung(
     name="sorted-tokens",
     parent="expert-loop",
     title="Count, scan and permute on the GPU; contiguous experts",
+    plan=Buffers,
+    not_in_a_graph="cannot be captured: moe rung 2 reads the offsets on the host",
 )
-def launch(x: Any, logits: Any, w1: Any, w2: Any, out: Any = None, k: int = 2) -> Any:
-    xs, lg, w1s, w2s, y, shape = operands(x, logits, w1, w2, out, k, ("float32", "float16"))
-    if 0 in y.shape:
-        return y.obj
-    refuse_capture("cannot be captured: moe rung 2 reads the offsets on the host")
-    stream = stream_of(current_stream())
-    b = PLANS(xs, w1s, k)
-    nw1, nw2 = numba_array(w1s), numba_array(w2s)
+def layer(b: Any, x: Any, logits: Any, w1: Any, w2: Any, y: Any, shape: Any, stream: Any) -> None:
+    """Route (count, scan, permute) into the plan's buffers, gather the rows in expert order,
+    read the E + 1 offsets on the host, the two GEMMs per expert, combine."""
+    k = shape.k
+    nw1, nw2 = numba_array(w1), numba_array(w2)
     route = b.routing
-    route.run(numba_array(lg), stream)
+    route.run(numba_array(logits), stream)
     rows = shape.slots
     gather_rows[grid_for(rows, shape.d), ELEMENTWISE, stream](
-        numba_array(xs), route.perm_slot, k, b.rows
+        numba_array(x), route.perm_slot, k, b.rows
     )
     offsets = route.offsets.copy_to_host(stream=stream)
     if stream:
@@ -103,7 +97,6 @@ def launch(x: Any, logits: Any, w1: Any, w2: Any, out: Any = None, k: int = 2) -
     combine[grid_for(*y.shape), ELEMENTWISE, stream](
         b.expert_out, route.slot_row, route.gates, numba_array(y)
     )
-    return y.obj
 
 
 # what ``ladder check`` compiles for this rung: the kernels it introduces

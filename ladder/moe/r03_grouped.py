@@ -1,43 +1,42 @@
-"""Rung 3, grouped: one launch per GEMM for all experts, scheduled by tiles on the GPU.
+"""Grouped: one launch per GEMM for all experts, scheduled by tiles on the GPU.
 
-What changes: rung 2's loop over experts becomes one launch per weight matrix. ``scan_offsets``
-already counts each expert's tiles of 16 rows (tile_starts, its second prefix sum), so block
-row b of the grid works for the expert e with tile_starts[e] <= b < tile_starts[e + 1]
-(``common.tile_expert``; experts with no rows have no tiles), on rows offsets[e] + 16·(b -
-tile_starts[e]) onward, and multiplies by w1[e] (or w2[e]). The host cannot know how many
-tiles there are without waiting for the GPU, so the grid has as many block rows as there can
-ever be, T·k / 16 + E rounded up, and the blocks past the last tile return at once. Nothing
-comes back to the host: the whole layer is eight kernels queued in a row (four route, then the
-gather, the two GEMMs and the combine), and can be captured in
-a CUDA graph. The block's loop is rung 2's GEMM (``common.tile_dot``); only the scheduling is
-new. The same kernel is this rung of ``grouped-gemm``, the expert GEMM alone, whose offsets
-come from the caller: the one-thread kernel that makes their schedule checks them too (no
-copy, no wait), and bad ones get no tiles and a ValueError later (``launch_grouped_gemm``).
-Why: rung 2 waits for the offsets, then launches 2·E GEMMs from the host one after the other;
-where the experts' GEMMs are short, the host's launches set the pace (at OLMoE's size rung 2
-spends 26,785 µs of host time per call). One grid per GEMM, whatever E, and no wait.
-Prediction: within a few percent of rung 2 at both benchmark sizes, where the GPU's 536 and
+What changes: `sorted-tokens`'s loop over experts becomes one launch per weight matrix.
+``scan_offsets`` already counts each expert's tiles of 16 rows (tile_starts, its second prefix
+sum), so block row b of the grid works for the expert e with tile_starts[e] <= b < tile_starts[e +
+1] (``common.tile_expert``; experts with no rows have no tiles), on rows offsets[e] + 16·(b -
+tile_starts[e]) onward, and multiplies by w1[e] (or w2[e]). The host cannot know how many tiles
+there are without waiting for the GPU, so the grid has as many block rows as there can ever be, T·k
+/ 16 + E rounded up, and the blocks past the last tile return at once. Nothing comes back to the
+host: the whole layer is eight kernels queued in a row (four route, then the gather, the two GEMMs
+and the combine), and can be captured in a CUDA graph. The block's loop is `sorted-tokens`'s GEMM
+(``common.tile_dot``); only the scheduling is new. The same kernel is this rung of
+``grouped-gemm``, the expert GEMM alone, whose offsets come from the caller: the one-thread kernel
+that makes their schedule checks them too (no copy, no wait), and bad ones get no tiles and a
+ValueError later (``launch_grouped_gemm``).
+Why: `sorted-tokens` waits for the offsets, then launches 2·E GEMMs from the host one after the
+other; where the experts' GEMMs are short, the host's launches set the pace (at OLMoE's size
+`sorted-tokens` spends 26,785 µs of host time per call). One grid per GEMM, whatever E, and no
+wait.
+Prediction: within a few percent of `sorted-tokens` at both benchmark sizes, where the GPU's 536 and
 77 ms of GEMMs hide the host's launches; many times faster where the experts are small enough
 that the launches are the time (float32 at a quarter of OLMoE's widths).
 Measured: on an NVIDIA H100 (lab/moe/2026-11-26-bench/nvidia-h100-80gb-hbm3-moe.json), float16:
-536.623 ms at the Mixtral-like size (rung 2: 536.201 ms), 73.920 ms at OLMoE's (rung 2: 77.195 ms);
-host time per call 765 and 845 µs. Float32 at a quarter of OLMoE's widths (T = 2048, d = 512, f =
-256): 1.516 ms against rung 2's 26.828 ms, and a CUDA graph replays it.
-Verdict: held: 1.00x and 1.04x at the benchmark sizes; 17.7x at the quarter size, where rung
-2's host time per call (26,527 µs) was nearly all of its 26.828 ms.
+536.623 ms at the Mixtral-like size (`sorted-tokens`: 536.201 ms), 73.920 ms at OLMoE's
+(`sorted-tokens`: 77.195 ms); host time per call 765 and 845 µs. Float32 at a quarter of OLMoE's
+widths (T = 2048, d = 512, f = 256): 1.516 ms against `sorted-tokens`'s 26.828 ms, and a CUDA graph
+replays it.
+Verdict: held: 1.00x and 1.04x at the benchmark sizes; 17.7x at the quarter size, where
+`sorted-tokens`'s host time per call (26,527 µs) was nearly all of its 26.828 ms.
 
 Lab notes: docs/notes/moe.md
 """
-
-from __future__ import annotations
 
 from typing import Any
 
 import numpy as np
 from numba import cuda, float32
 
-from ladder.core.fastcall import PlanCache, current_stream, numba_array
-from ladder.core.rung import rung
+from ladder.core.fastcall import numba_array
 from ladder.moe.common import (
     ELEMENTWISE,
     TILE,
@@ -48,12 +47,11 @@ from ladder.moe.common import (
     kernel_args,
     max_tiles,
     silu,
-    stream_of,
     tile_dot,
     tile_expert,
     tile_starts_of,
 )
-from ladder.moe.problem import grouped_operands, moe_rung, operands
+from ladder.moe.problem import grouped_rung, moe_rung
 from ladder.moe.r02_sorted_tokens import Buffers
 
 
@@ -94,50 +92,49 @@ def grouped_grid(rows: int, cols: int, experts: int) -> tuple[int, int]:
     return (max(1, -(-cols // TILE)), max(1, max_tiles(rows, experts, TILE)))
 
 
-PLANS = PlanCache(Buffers)
-
-
 @moe_rung(
     name="grouped",
     parent="sorted-tokens",
     title="One grouped launch per GEMM, tiles scheduled on the GPU",
+    plan=Buffers,
 )
-def launch(x: Any, logits: Any, w1: Any, w2: Any, out: Any = None, k: int = 2) -> Any:
-    xs, lg, w1s, w2s, y, shape = operands(x, logits, w1, w2, out, k, ("float32", "float16"))
-    if 0 in y.shape:
-        return y.obj
-    stream = stream_of(current_stream())
-    b = PLANS(xs, w1s, k)
+def layer(b: Any, x: Any, logits: Any, w1: Any, w2: Any, y: Any, shape: Any, stream: Any) -> None:
+    """Route, gather, one grouped launch per GEMM over every expert's tiles (the grid sized for
+    the most tiles there can be), combine: nothing comes back to the host."""
+    k = shape.k
     route = b.routing
-    route.run(numba_array(lg), stream)
+    route.run(numba_array(logits), stream)
     rows, block = shape.slots, (TILE, TILE)
     gather_rows[grid_for(rows, shape.d), ELEMENTWISE, stream](
-        numba_array(xs), route.perm_slot, k, b.rows
+        numba_array(x), route.perm_slot, k, b.rows
     )
     grouped_matmul_silu[grouped_grid(rows, shape.f, shape.experts), block, stream](
-        b.rows, numba_array(w1s), route.offsets, route.tile_starts, b.h
+        b.rows, numba_array(w1), route.offsets, route.tile_starts, b.h
     )
     grouped_matmul[grouped_grid(rows, shape.d, shape.experts), block, stream](
-        b.h, numba_array(w2s), route.offsets, route.tile_starts, b.expert_out
+        b.h, numba_array(w2), route.offsets, route.tile_starts, b.expert_out
     )
     combine[grid_for(*y.shape), ELEMENTWISE, stream](
         b.expert_out, route.slot_row, route.gates, numba_array(y)
     )
-    return y.obj
 
 
-TILE_STARTS = PlanCache(lambda offsets: cuda.device_array(offsets.shape, np.int32))
+def tile_starts_for(a: Any, w: Any, offsets: Any, out: Any) -> Any:
+    """The grouped GEMM's plan: a device array for each expert's first tile."""
+    return cuda.device_array(offsets.shape, np.int32)
+
+
 OFFSETS = OffsetsCheck("grouped-gemm/grouped")
 
 
-@rung(
-    problem="grouped-gemm",
+@grouped_rung(
     name="grouped",
     parent=None,
     title="One grouped launch, tiles scheduled on the GPU",
-    dtypes=("float32", "float16"),
+    plan=tile_starts_for,
+    offsets_check=OFFSETS,
 )
-def launch_grouped_gemm(a: Any, w: Any, offsets: Any, out: Any = None) -> Any:
+def grouped_gemm(tile_starts: Any, a: Any, w: Any, offsets: Any, out: Any, stream: Any) -> None:
     """out[rows of e] = a[rows of e] @ w[e], expert e owning rows offsets[e] to offsets[e + 1]
     (int32, E + 1 of them, on the device): they must start at 0, never decrease and end at M.
     The call checks them on the GPU, in ``tile_starts_of``, and neither copies them to the host
@@ -146,18 +143,11 @@ def launch_grouped_gemm(a: Any, w: Any, offsets: Any, out: Any = None) -> Any:
     comes at the next call of this launcher, before it launches anything, or from
     ``check_offsets()``, which waits for the GPU: call it after the last call, and after
     replaying a graph (a replay runs no Python)."""
-    OFFSETS.raise_if_bad()
-    a, w, offs, c = grouped_operands(a, w, offsets, out, ("float32", "float16"))
-    if 0 in c.shape:
-        return c.obj
-    stream = stream_of(current_stream())
-    tile_starts = TILE_STARTS(offs)
-    noffs = numba_array(offs)
+    noffs = numba_array(offsets)
     tile_starts_of[1, 1, stream](noffs, a.shape[0], TILE, tile_starts, OFFSETS.status)
-    grouped_matmul[grouped_grid(a.shape[0], c.shape[1], w.shape[0]), (TILE, TILE), stream](
-        numba_array(a), numba_array(w), noffs, tile_starts, numba_array(c)
+    grouped_matmul[grouped_grid(a.shape[0], out.shape[1], w.shape[0]), (TILE, TILE), stream](
+        numba_array(a), numba_array(w), noffs, tile_starts, numba_array(out)
     )
-    return c.obj
 
 
 def check_offsets() -> None:

@@ -1,40 +1,40 @@
-"""Rung 4, fused gather and scatter: the first GEMM reads x's rows where they are, the second
+"""Fused gather and scatter: the first GEMM reads x's rows where they are, the second
 writes each result, gate-weighted, to its token's slot.
 
-What changes: two copies leave. Rung 3 copies x's rows into expert order (``gather_rows``)
+What changes: two copies leave. `grouped` copies x's rows into expert order (``gather_rows``)
 before the first GEMM, and the combine reads each expert output through slot_row and
 multiplies by its gate. Here the first GEMM's loads go through the permutation: row r of
 expert e loads x[perm_slot[r] / k] straight into the shared tile (``common.tile_dot`` takes any
 row per thread), so the permuted copy of x is never written. The second GEMM's epilogue
 multiplies by the row's gate and stores to the row's (token, slot) place, perm_slot[r], so its
 output is already in token order, T × k rows; ``combine_slots`` adds each token's k
-consecutive rows. The diff from rung 3: the two kernels' addressing and epilogue, that new
+consecutive rows. The diff from `grouped`: the two kernels' addressing and epilogue, that new
 combine, and buffers without the gathered copy; each expert output is now gate-weighted and
 rounded to the input dtype before the sum.
 Why: the gathered copy of x is T·k·d elements written and read again (at the Mixtral-like size
 268 MB of traffic for float16), and the combine's indirect, gate-weighted reads become
 contiguous ones.
-Prediction: within 1% of rung 3. The gather it saves takes 0.334 ms at the Mixtral-like size
-and 0.666 ms at OLMoE's (rung 5's copy of it, lab/moe/2026-11-26-split/nvidia-h100-80gb-hbm3-moe-
-split.json), under 1% of rung 3's 536 and 74 ms; the gathered loads are not coalesced across a
-tile's rows (each comes from anywhere in x), but each row's 16 elements still are.
+Prediction: within 1% of `grouped`. The gather it saves takes 0.334 ms at the Mixtral-like size and
+0.666 ms at OLMoE's (`wgmma-grouped`'s copy of it,
+lab/moe/2026-11-26-split/nvidia-h100-80gb-hbm3-moe-split.json), under 1% of `grouped`'s 536 and 74
+ms; the gathered loads are not coalesced across a tile's rows (each comes from anywhere in x), but
+each row's 16 elements still are.
 Measured: on an NVIDIA H100 (lab/moe/2026-11-26-bench/nvidia-h100-80gb-hbm3-moe.json), float16:
-538.382 ms at the Mixtral-like size (rung 3: 536.623 ms), 74.504 ms at OLMoE's (rung 3: 73.920 ms).
+538.382 ms at the Mixtral-like size (`grouped`: 536.623 ms), 74.504 ms at OLMoE's (`grouped`:
+73.920 ms).
 Verdict: held, as a wash: 0.99x. Saving two memory-bound copies cannot show under CUDA-core
 GEMMs over 100 times longer; the gathered rows cost the first GEMM about as much. The fused epilogue
-stays (rung 5 keeps it); the fused gather cannot follow the GEMMs onto TMA.
+stays (`wgmma-grouped` keeps it); the fused gather cannot follow the GEMMs onto TMA.
 
 Lab notes: docs/notes/moe.md
 """
-
-from __future__ import annotations
 
 from typing import Any
 
 import numpy as np
 from numba import cuda, float32
 
-from ladder.core.fastcall import Operand, PlanCache, current_stream, numba_array
+from ladder.core.fastcall import numba_array
 from ladder.moe.common import (
     ELEMENTWISE,
     TILE,
@@ -42,11 +42,10 @@ from ladder.moe.common import (
     grid_for,
     kernel_args,
     silu,
-    stream_of,
     tile_dot,
     tile_expert,
 )
-from ladder.moe.problem import moe_rung, operands
+from ladder.moe.problem import moe_rung
 from ladder.moe.r03_grouped import grouped_grid
 
 
@@ -99,7 +98,7 @@ def combine_slots(slots, k, y):
 class Buffers:
     """Rung 3's buffers without the gathered copy of x: the routing's, h, and the slots."""
 
-    def __init__(self, x: Operand, w1: Operand, k: int) -> None:
+    def __init__(self, x: Any, w1: Any, w2: Any, k: int) -> None:
         tokens, d = x.shape
         experts, _, f = w1.shape
         self.routing = Routing(tokens, experts, k, TILE)
@@ -107,32 +106,27 @@ class Buffers:
         self.slots = cuda.device_array((tokens * k, d), np.dtype(x.dtype))
 
 
-PLANS = PlanCache(Buffers)
-
-
 @moe_rung(
     name="fused-gather-scatter",
     parent="grouped",
     title="Gather fused into the loads, scatter into the epilogue",
+    plan=Buffers,
 )
-def launch(x: Any, logits: Any, w1: Any, w2: Any, out: Any = None, k: int = 2) -> Any:
-    xs, lg, w1s, w2s, y, shape = operands(x, logits, w1, w2, out, k, ("float32", "float16"))
-    if 0 in y.shape:
-        return y.obj
-    stream = stream_of(current_stream())
-    b = PLANS(xs, w1s, k)
+def layer(b: Any, x: Any, logits: Any, w1: Any, w2: Any, y: Any, shape: Any, stream: Any) -> None:
+    """Route, the first grouped GEMM reading x's rows where they are, the second writing each
+    row gate-weighted into its token's slot, then the slots summed per token."""
+    k = shape.k
     route = b.routing
-    route.run(numba_array(lg), stream)
+    route.run(numba_array(logits), stream)
     rows, block = shape.slots, (TILE, TILE)
     gathered_matmul_silu[grouped_grid(rows, shape.f, shape.experts), block, stream](
-        numba_array(xs), route.perm_slot, k, numba_array(w1s), route.offsets, route.tile_starts, b.h
+        numba_array(x), route.perm_slot, k, numba_array(w1), route.offsets, route.tile_starts, b.h
     )
     scattered_matmul[grouped_grid(rows, shape.d, shape.experts), block, stream](
-        b.h, numba_array(w2s), route.offsets, route.tile_starts, route.perm_slot, route.gates,
+        b.h, numba_array(w2), route.offsets, route.tile_starts, route.perm_slot, route.gates,
         b.slots,
     )  # fmt: skip
     combine_slots[grid_for(*y.shape), ELEMENTWISE, stream](b.slots, k, numba_array(y))
-    return y.obj
 
 
 # what ``ladder check`` compiles for this rung: the kernels it introduces

@@ -1,24 +1,24 @@
-"""Rung 5, tensor cores: the grouped GEMMs on wgmma fed by TMA, SiLU and the gate in the epilogues.
+"""Tensor cores: the grouped GEMMs on wgmma fed by TMA, SiLU and the gate in the epilogues.
 
-What changes: the expert GEMMs move from rung 4's CUDA-core tiles to GEMM rung 18's Hopper
-kernel (``r05_wgmma_grouped.cu``, the primitives from ``gemm/hopper.cuh``): one warpgroup
-copies 128 × 64 tiles of the rows and 64 × 256 tiles of the expert's weights by TMA into a
-4-stage ring, two warpgroups multiply with ``wgmma`` into 128 × 256 FP32 accumulators. Three
-changes make it grouped: each block finds its expert and rows from rung 3's tile schedule (at
-128 rows a tile now), the weights are one 3-D tensor map over E × K × N with the expert as a
-coordinate, and the epilogue masks the rows past the expert's last. The first GEMM applies SiLU
-before storing h; the second multiplies by the gate and stores to the token's slot, as rung 4.
-The gather does not fuse: TMA copies boxes of consecutive rows, and Hopper's TMA has no row
-gather, so the rows are copied into expert order first (rung 3's ``gather_rows``). Widths that
-are no multiple of 8 (TMA's 16-byte rows) or misaligned weights go through zero-padded copies
-(all the weights, on every call, for such shapes only). bfloat16 runs the same way: the Numba
-kernels read it as bits (``common.bf16_to_float32``; ``combine_slots_bf16`` rounds the sum).
-The grouped GEMM alone checks the caller's offsets on the GPU as rung 3 does (``run_grouped``).
-Why: rung 4's GEMM is GEMM rung 3's loop on 16 × 16 tiles, 7.15 TFLOP/s, a ninth of the FP32
-peak. This rung changes two things at once, on purpose: the tiles become GEMM rung 18's pipeline
-(the GEMM ladder's rungs 4 to 16, climbed in notebooks 01 and 02) and the products move to the
-tensor cores. GEMM rung 18 reaches 665.89 and 684.51 TFLOP/s at 4096³ and 8192³, 0.886x and
-0.973x cuBLAS (results/nvidia-h200.json, an H200).
+What changes: the expert GEMMs move from `fused-gather-scatter`'s CUDA-core tiles to `gemm/wgmma`'s
+Hopper kernel (``r05_wgmma_grouped.cu``, the primitives from ``ladder/core/cuda``): one warpgroup
+copies 128 × 64 tiles of the rows and 64 × 256 tiles of the expert's weights by TMA into a 4-stage
+ring, two warpgroups multiply with ``wgmma`` into 128 × 256 FP32 accumulators. Three changes make
+it grouped: each block finds its expert and rows from `grouped`'s tile schedule (at 128 rows a tile
+now), the weights are one 3-D tensor map over E × K × N with the expert as a coordinate, and the
+epilogue masks the rows past the expert's last. The first GEMM applies SiLU before storing h; the
+second multiplies by the gate and stores to the token's slot, as `fused-gather-scatter`. The gather
+does not fuse: TMA copies boxes of consecutive rows, and Hopper's TMA has no row gather, so the
+rows are copied into expert order first (`grouped`'s ``gather_rows``). Widths that are no multiple
+of 8 (TMA's 16-byte rows) or misaligned weights go through zero-padded copies (all the weights, on
+every call, for such shapes only). bfloat16 runs the same way: the Numba kernels read it as bits
+(``common.bf16_to_float32``; ``combine_slots_bf16`` rounds the sum). The grouped GEMM alone checks
+the caller's offsets on the GPU as `grouped` does (``grouped_gemm``).
+Why: `fused-gather-scatter`'s GEMM is `gemm/shared-tiling`'s loop on 16 × 16 tiles, 7.15 TFLOP/s, a
+ninth of the FP32 peak. This rung changes two things at once, on purpose: the tiles become
+`gemm/wgmma`'s pipeline (the GEMM ladder's rungs `gemm/thread-tiling-1d` to `gemm/tma`, climbed in
+notebooks 01 and 02) and the products move to the tensor cores. `gemm/wgmma` reaches 665.89 and
+684.51 TFLOP/s at 4096³ and 8192³, 0.886x and 0.973x cuBLAS (results/nvidia-h200.json, an H200).
 Prediction: the GEMMs near 650 TFLOP/s: 5.9 ms at the Mixtral-like size, 0.85 ms at OLMoE's;
 plus the copies (the gather and the combine move about 0.47 and 0.84 GB: 0.16 and 0.28 ms at
 the 3.01 TB/s copy bandwidth ``ladder info`` measured) and tens of µs of routing: about 6.1
@@ -41,8 +41,6 @@ each a host wait (``torch.where``) and about eight launches, do not.
 Lab notes: docs/notes/moe.md
 """
 
-from __future__ import annotations
-
 from collections.abc import Callable
 from typing import Any
 
@@ -50,10 +48,8 @@ import numpy as np
 from numba import cuda, float32
 
 from ladder.core import cuda_cpp
-from ladder.core.fastcall import Operand, PlanCache, current_stream, numba_array, numba_bits
-from ladder.core.rung import rung
-from ladder.gemm.hopper import tensor_map
-from ladder.gemm.tensor_core import TensorMapLaunch
+from ladder.core.fastcall import numba_array, numba_bits
+from ladder.gemm.hopper import tensor_launch, tensor_map
 from ladder.moe.common import (
     ELEMENTWISE,
     OffsetsCheck,
@@ -63,10 +59,9 @@ from ladder.moe.common import (
     gather_rows,
     grid_for,
     max_tiles,
-    stream_of,
     tile_starts_of,
 )
-from ladder.moe.problem import grouped_operands, moe_rung, operands
+from ladder.moe.problem import grouped_rung, moe_rung
 from ladder.moe.r04_fused_gather_scatter import combine_slots
 
 SOURCE = cuda_cpp.source(__file__, "r05_wgmma_grouped.cu", archs=("sm_90a",), arch_specific=True)
@@ -86,14 +81,12 @@ def padded(n: int) -> int:
 
 def grouped_launch(
     epilogue: str, dtype: str, rows: int, n: int, k: int, experts: int, extra: tuple[int, ...]
-) -> TensorMapLaunch:
+) -> Any:
     """The grouped kernel with ``epilogue`` ("store", "silu" or "gate_scatter") for A (rows ×
     k) and B (experts × k × n): ``launch(a, b, out)`` with device pointers; ``extra`` the
     device pointers of offsets, tile_starts, perm_slot and gates (0 where unused), fixed per
     plan. A block for every tile there can be, in groups of GROUP_M row tiles."""
     kernel = SOURCE.kernel(f"grouped_{epilogue}" + ("_bf16" if dtype == "bfloat16" else ""))
-    if kernel.max_dynamic_shared_size_bytes < SMEM_BYTES:
-        kernel.max_dynamic_shared_size_bytes = SMEM_BYTES
 
     def maps(a: int, b: int) -> tuple[np.ndarray, np.ndarray]:
         return (
@@ -103,8 +96,8 @@ def grouped_launch(
 
     groups = -(-max_tiles(rows, experts, BM) // GROUP_M)
     blocks = max(1, groups * GROUP_M * -(-n // BN))
-    scalars = (*(np.uint64(p) for p in extra), *(np.int32(v) for v in (experts, rows, n, k)))
-    return TensorMapLaunch(kernel, (blocks,), (THREADS,), SMEM_BYTES, maps, scalars)
+    scalars = (*(np.uint64(p) for p in extra), experts, rows, n, k)
+    return tensor_launch(kernel, blocks, THREADS, SMEM_BYTES, maps, scalars)
 
 
 def _ptr(arr: Any) -> int:
@@ -125,7 +118,7 @@ class Plan:
     (zero columns), and the two grouped launches. bfloat16 buffers hold bits (uint16): only the
     tensor-core kernels and ``combine_slots_bf16`` read them as numbers."""
 
-    def __init__(self, x: Operand, w1: Operand, w2: Operand, k: int) -> None:
+    def __init__(self, x: Any, w1: Any, w2: Any, k: int) -> None:
         tokens, d = x.shape
         experts, _, f = w1.shape
         dp, fp = padded(d), padded(f)
@@ -144,7 +137,7 @@ class Plan:
         self.first = grouped_launch("silu", x.dtype, slots, fp, dp, experts, schedule)
         self.second = grouped_launch("gate_scatter", x.dtype, slots, dp, fp, experts, schedule)
 
-    def weights(self, w1: Operand, w2: Operand) -> tuple[int, int]:
+    def weights(self, w1: Any, w2: Any) -> tuple[int, int]:
         """Device pointers of the weights the kernels read: the caller's, or padded copies."""
         if not self.copy:
             return w1.ptr, w2.ptr
@@ -155,7 +148,7 @@ class Plan:
             cupy.asarray(dst)[:, :rows, :cols] = cupy.asarray(numba_bits(src))
         return _ptr(self.w1), _ptr(self.w2)
 
-    def combine(self, k: int, y: Operand, stream: Any) -> None:
+    def combine(self, k: int, y: Any, stream: Any) -> None:
         """y[t] = the sum of token t's k slots: rung 4's ``combine_slots``, or for bfloat16 the
         same sum on bits (``combine_slots_bf16``)."""
         grid = grid_for(*y.shape)
@@ -177,7 +170,15 @@ def combine_slots_bf16(slots, k, y):
         y[t, c] = float32_to_bf16(acc)
 
 
-PLANS = PlanCache(Plan)
+def gather_scalar(x: Any, p: Plan, k: int, stream: Any) -> None:
+    """x's rows into expert order, one 16-bit element per thread (`grouped`'s ``gather_rows``,
+    on the bits: float16 and bfloat16 alike)."""
+    gather_rows[grid_for(p.rows.shape[0], x.shape[1]), ELEMENTWISE, stream](
+        numba_bits(x), p.routing.perm_slot, k, p.rows
+    )
+
+
+Gather = Callable[[Any, Plan, int, Any], None]
 
 
 @moe_rung(
@@ -187,49 +188,29 @@ PLANS = PlanCache(Plan)
     dtypes=DTYPES,
     needs=("cupy",),
     units="tensor",
+    plan=Plan,
     **CC,
 )
-def launch(x: Any, logits: Any, w1: Any, w2: Any, out: Any = None, k: int = 2) -> Any:
-    return run_layer(PLANS, x, logits, w1, w2, out, k)
-
-
-def gather_scalar(x: Operand, p: Plan, k: int, stream: Any) -> None:
-    """x's rows into expert order, one 16-bit element per thread (rung 3's ``gather_rows``,
-    on the bits: float16 and bfloat16 alike)."""
-    gather_rows[grid_for(p.rows.shape[0], x.shape[1]), ELEMENTWISE, stream](
-        numba_bits(x), p.routing.perm_slot, k, p.rows
-    )
-
-
-Gather = Callable[[Operand, Plan, int, Any], None]
-
-
-def run_layer(
-    plans: PlanCache, x: Any, logits: Any, w1: Any, w2: Any, out: Any, k: int,
+def layer(
+    p: Plan, x: Any, logits: Any, w1: Any, w2: Any, y: Any, shape: Any, stream: Any,
     gather: Gather = gather_scalar,
-) -> Any:  # fmt: skip
-    """The layer through ``plans``: route, ``gather`` the rows (rung 6 brings its own), the two
-    grouped GEMMs, add each token's slots."""
-    xs, lg, w1s, w2s, y, _ = operands(x, logits, w1, w2, out, k, DTYPES)
-    if 0 in y.shape:
-        return y.obj
-    handle = current_stream()
-    stream = stream_of(handle)
-    p = plans(xs, w1s, w2s, k)
-    p.routing.run(numba_bits(lg) if p.bf16 else numba_array(lg), stream)
-    gather(xs, p, k, stream)
-    a1, a2 = p.weights(w1s, w2s)
-    p.first(_ptr(p.rows), a1, _ptr(p.h), stream=handle)
-    p.second(_ptr(p.h), a2, _ptr(p.slots), stream=handle)
+) -> None:  # fmt: skip
+    """Route (128-row tiles), ``gather`` the rows (`wide-gather` brings its own), the two
+    grouped GEMMs on the current stream, add each token's slots."""
+    k = shape.k
+    p.routing.run(numba_bits(logits) if p.bf16 else numba_array(logits), stream)
+    gather(x, p, k, stream)
+    a1, a2 = p.weights(w1, w2)
+    p.first(_ptr(p.rows), a1, _ptr(p.h))
+    p.second(_ptr(p.h), a2, _ptr(p.slots))
     p.combine(k, y, stream)
-    return y.obj
 
 
 class GroupedPlan:
     """The grouped GEMM alone: tile_starts from the given offsets, the plain launch, and, when
     K or N is no multiple of 8 or an operand is misaligned, zero-padded copies to run it on."""
 
-    def __init__(self, a: Operand, w: Operand, offsets: Operand, out: Operand) -> None:
+    def __init__(self, a: Any, w: Any, offsets: Any, out: Any) -> None:
         from numba import cuda
 
         # the plan's own copy of the offsets: a plan serves every call with these shapes, and
@@ -248,59 +229,47 @@ class GroupedPlan:
         extra = (_ptr(self.offsets), _ptr(self.tile_starts), 0, 0)
         self.launch = grouped_launch("store", a.dtype, rows, np_, kp, experts, extra)
 
-    def __call__(self, a: Operand, w: Operand, out: Operand, stream: int) -> None:
+    def __call__(self, a: Any, w: Any, out: Any) -> None:
         if not self.copy:
-            self.launch(a.ptr, w.ptr, out.ptr, stream=stream)
+            self.launch(a.ptr, w.ptr, out.ptr)
             return
         import cupy
 
-        def bits(op: Operand) -> Any:  # the 16-bit patterns: copies need no arithmetic
+        def bits(op: Any) -> Any:  # the 16-bit patterns: copies need no arithmetic
             return cupy.asarray(numba_bits(op))
 
         pa, pw, pout = (cupy.asarray(x) for x in (self.a, self.w, self.out))
         pa[:, : a.shape[1]] = bits(a)
         pw[:, : w.shape[1], : w.shape[2]] = bits(w)
-        self.launch(_ptr(self.a), _ptr(self.w), _ptr(self.out), stream=stream)
+        self.launch(_ptr(self.a), _ptr(self.w), _ptr(self.out))
         bits(out)[...] = pout[:, : out.shape[1]]
 
 
-GROUPED_PLANS = PlanCache(GroupedPlan)
 OFFSETS = OffsetsCheck("grouped-gemm/wgmma-grouped")
 
 
-@rung(
-    problem="grouped-gemm",
+@grouped_rung(
     name="wgmma-grouped",
     parent="grouped",
     title="Tensor cores: grouped wgmma + TMA",
     dtypes=DTYPES,
     needs=("cupy",),
     units="tensor",
+    plan=GroupedPlan,
+    offsets_check=OFFSETS,
     **CC,
 )
-def launch_grouped_gemm(a: Any, w: Any, offsets: Any, out: Any = None) -> Any:
-    return run_grouped(GROUPED_PLANS, a, w, offsets, out)
-
-
-def run_grouped(plans: PlanCache, a: Any, w: Any, offsets: Any, out: Any) -> Any:
-    """The grouped GEMM alone through ``plans``. The offsets (expert e owns rows offsets[e] to
-    offsets[e + 1]; they must start at 0, never decrease and end at M) are copied on the device
-    into the plan and checked there by ``tile_starts_of``: no copy to the host, no wait, no
-    offset trusted, only the report deferred. Bad ones get no tiles, so the kernel reads and
-    writes no row (out is undefined), and the ValueError naming offsets comes at the next call,
-    before it launches anything, or from ``check_offsets()``, which waits for the GPU (call it
-    after the last call, and after replaying a graph)."""
-    OFFSETS.raise_if_bad()
-    a, w, offs, c = grouped_operands(a, w, offsets, out, DTYPES)
-    if 0 in c.shape:
-        return c.obj
-    handle = current_stream()
-    p = plans(a, w, offs, c)
-    stream = stream_of(handle)
-    p.offsets.copy_to_device(numba_array(offs), stream=stream)
+def grouped_gemm(p: GroupedPlan, a: Any, w: Any, offsets: Any, out: Any, stream: Any) -> None:
+    """The grouped GEMM alone. The offsets (expert e owns rows offsets[e] to offsets[e + 1];
+    they must start at 0, never decrease and end at M) are copied on the device into the plan
+    and checked there by ``tile_starts_of``: no copy to the host, no wait, no offset trusted,
+    only the report deferred. Bad ones get no tiles, so the kernel reads and writes no row (out
+    is undefined), and the ValueError naming offsets comes at the next call, before it launches
+    anything, or from ``check_offsets()``, which waits for the GPU (call it after the last call,
+    and after replaying a graph)."""
+    p.offsets.copy_to_device(numba_array(offsets), stream=stream)
     tile_starts_of[1, 1, stream](p.offsets, a.shape[0], BM, p.tile_starts, OFFSETS.status)
-    p(a, w, c, handle)
-    return c.obj
+    p(a, w, out)
 
 
 def check_offsets() -> None:

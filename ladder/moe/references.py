@@ -18,7 +18,7 @@ from typing import Any
 
 from ladder.core.rung import Holder, NotApplicable, Prepared, rung, tensor_cores_below_fp32
 from ladder.core.torch_views import fp32_means_fp32, read_back, tensors
-from ladder.moe.problem import grouped_operands, moe_rung, operands
+from ladder.moe.problem import grouped_operands, moe_library, operands
 
 DTYPES = ("float32", "float16", "bfloat16")
 
@@ -84,7 +84,7 @@ def _moe_reference(name: str, title: str, layer: Any, dtypes: tuple[str, ...]) -
         return y.obj
 
     launch.__name__ = launch.__qualname__ = name.replace("-", "_")
-    moe_rung(
+    moe_library(
         name=name, title=title, dtypes=dtypes, needs=("torch",), reference=True,
         units=tensor_cores_below_fp32,
     )(launch)  # fmt: skip

@@ -22,8 +22,9 @@ import numpy as np
 
 from ladder.core import device, report, timing
 from ladder.core.dtypes import to_device
-from ladder.core.rung import get_problem
-from ladder.moe.common import ELEMENTWISE, gather_rows, grid_for, stream_of
+from ladder.core.rung import get_problem, get_rung
+from ladder.moe.common import ELEMENTWISE, gather_rows, grid_for
+from ladder.moe.problem import stream_of
 from ladder.moe.r04_fused_gather_scatter import combine_slots
 
 STAGES = ("routing", "gather", "first GEMM", "second GEMM", "combine")  # rung 5's layer
@@ -38,11 +39,12 @@ def split(problem_name: str, size: tuple[int, ...], dtype: str = "float16") -> d
 
     problem = get_problem(problem_name)
     k = problem.k
+    launch = get_rung(problem_name, "wgmma-grouped").launch  # its registration's launcher
     x, logits, w1, w2 = (to_device(a) for a in problem.make_inputs(size, dtype, seed=0))
     out = to_device(np.empty(problem.output_shape(size), np.float16))
-    r05.launch(x, logits, w1, w2, out, k=k)  # builds the plan
+    launch(x, logits, w1, w2, out)  # builds the plan
     xs, lg, w1s, w2s = (intake(a, n) for a, n in zip((x, logits, w1, w2), "xlab", strict=True))
-    p = r05.PLANS(xs, w1s, w2s, k)
+    p = launch.plans(xs, w1s, w2s, k)
     tokens, d = xs.shape
     stream = stream_of(0)
     nx, nl, ny = numba_array(xs), numba_array(lg), numba_array(intake(out, "out"))
@@ -62,7 +64,7 @@ def split(problem_name: str, size: tuple[int, ...], dtype: str = "float16") -> d
         "combine": lambda: combine_slots[grid_for(tokens, d), ELEMENTWISE, stream](p.slots, k, ny),
     }
     medians = {name: float(np.median(timing.time_ms(run))) for name, run in stages.items()}
-    whole = float(np.median(timing.time_ms(lambda: r05.launch(x, logits, w1, w2, out, k=k))))
+    whole = float(np.median(timing.time_ms(lambda: launch(x, logits, w1, w2, out))))
     counts = np.diff(p.routing.offsets.copy_to_host()).tolist()
     return {
         "problem": problem_name, "shape": list(size), "dtype": dtype, "rung": "wgmma-grouped",
