@@ -1,7 +1,7 @@
 """Tensor cores: the convolution as one fused implicit GEMM on mma.sync (FP32 sums).
 
 What changes: the multiply-adds move to the tensor cores (``r08_tensor_core.cu``, mma.m16n8k16
-in ``ladder/conv/tc/ptx.cuh``). Read as a GEMM, pixels are the A side (an m16 tile: 8 output
+in ``ladder/core/cuda/mma_sync.cuh``). Read as a GEMM, pixels are the A side (an m16 tile: 8 output
 columns x 2 rows) and the filters the B side (n8 tiles of 8 filters); the im2col operand exists
 only in registers. Words used from here on (docs/glossary.md): a *pair word* is the 32 bits of
 two neighbouring input columns of one row; a *quad* is four pair words, rows 2k, 2k + 1,
