@@ -15,7 +15,7 @@ from conftest import ON_GPU, gpu_only
 from numba import cuda
 
 from ladder.attention.problem import PROBLEMS, attention_numpy
-from ladder.core import device, fastcall
+from ladder.core import device, fastcall, geometry, numba_internals
 from ladder.core.dtypes import resolve, to_device, to_host
 from ladder.core.fastcall import PlanCache, intake
 from ladder.core.rung import get_problem, get_rung, rungs
@@ -258,10 +258,83 @@ def test_numba_launch_stays_on_the_dispatcher_in_the_simulator():
     (x,) = problem.make_inputs((1, 5), "float32", seed=1)
     dx = intake(to_device(x), "x")
     out = intake(to_device(np.zeros((1, 5), np.float32)), "out")
-    launch = fastcall.plan_of(softmax5.geometry(dx, out), (dx, out))
+    launch = geometry.plan_of(softmax5.geometry(dx, out), (dx, out))
     assert launch.mode == "new"
     launch(dx, out)
     assert launch.mode == "dispatcher: the CUDA simulator"
+
+
+def test_numba_cudas_private_names_are_where_the_raw_launch_reads_them():
+    """Every private name of numba-cuda that the raw launch reads (``numba_internals.PRIVATE``)
+    is in the installed numba-cuda's sources, with the parameters the code passes: checked from
+    the sources, so it runs without a GPU (where the simulator replaces numba.cuda.dispatcher).
+    A failure names each missing or changed name, its file and the numba-cuda version."""
+    found = numba_internals.missing()
+    assert not found, "the raw launch would fall back to the dispatcher:\n" + "\n".join(found)
+
+
+def test_the_private_name_check_says_what_changed(monkeypatch):
+    """The check bites: a changed signature, a member gone, a class gone and a file gone are
+    each reported with the version and the file."""
+    monkeypatch.setattr(
+        numba_internals,
+        "PRIVATE",
+        (
+            ("dispatcher.py", "_Kernel", "_prepare_args", "method ty, val, stream"),
+            ("dispatcher.py", "_Kernel", "_gone_by_now", "attribute"),
+            ("dispatcher.py", "_NoSuchClass", "x", "attribute"),
+            ("no_such_file.py", "C", "m", "attribute"),
+            ("dispatcher.py", "_Kernel", "_prepare_args", "attribute"),  # now a method
+        ),
+    )
+    found = numba_internals.missing()
+    version = numba_internals.version()
+    assert len(found) == 5 and all(f"numba-cuda {version}, numba/cuda/" in f for f in found)
+    assert "_Kernel._prepare_args is 'method ty, val, stream, retr, kernelargs'" in found[0]
+    assert "_Kernel._gone_by_now is gone" in found[1]
+    assert "no class _NoSuchClass" in found[2] and "no_such_file.py: no class C" in found[3]
+    assert "_Kernel._prepare_args is now a method" in found[4]
+
+
+def test_numba_launch_falls_back_when_a_private_name_is_missing(monkeypatch):
+    """A numba-cuda without one of the internals (here a compiled kernel's ``_codelibrary``):
+    the launch stays on the dispatcher, every call, and ``mode`` names the error and the
+    numba-cuda version."""
+
+    class NoLibrary(_FakeKernel):
+        def __init__(self, argument_types):
+            super().__init__(argument_types)
+            del self._codelibrary
+
+    monkeypatch.setattr(sys.modules[__name__], "_FakeKernel", NoLibrary)
+    intake(FakeArray((1, 1)), "x")  # intake learns FakeArray while the simulator is the backend
+    monkeypatch.setattr(fastcall.device, "simulator", lambda: False)
+    monkeypatch.setattr(fastcall, "driver", lambda: _FakeDriver(count=0))
+    monkeypatch.setattr(fastcall, "_bindings", lambda: None)
+    monkeypatch.setattr(fastcall, "numba_array", lambda op: type("A", (), {"op": op})())
+    dispatcher = _FakeDispatcher()
+    launch = fastcall.NumbaLaunch(dispatcher, 1, 32)
+    x = intake(FakeArray((2, 2)), "x")
+    launch(x)
+    launch(x)
+    version = numba_internals.version()
+    assert launch.mode.startswith(f"dispatcher: AttributeError: numba-cuda {version}: ")
+    assert "_codelibrary" in launch.mode and len(dispatcher.calls) == 2
+
+
+@gpu_only
+def test_a_known_kernel_takes_the_raw_path():
+    """On a GPU, softmax's rows-in-registers kernel, launched through its registered launcher,
+    takes the raw path from its second call: when it does not, the message says why, with the
+    numba-cuda version and what the check of its sources finds."""
+    x = cuda.to_device(np.random.default_rng(0).random((4, 64), dtype=np.float32))
+    out = cuda.device_array_like(x)
+    SOFTMAX5(x, out)
+    SOFTMAX5(x, out)
+    launch = SOFTMAX5.plans(intake(x, "x"), intake(out, "out"))
+    assert launch.mode == "raw", (
+        f"numba-cuda {numba_internals.version()}: {launch.mode}; {numba_internals.missing()}"
+    )
 
 
 @gpu_only

@@ -46,9 +46,8 @@ from ladder.core.fastcall import (
     intake,
     numba_array,
     output,
-    rung_launcher,
-    steps,
 )
+from ladder.core.geometry import rung_launcher, steps
 from ladder.core.rung import Launcher, Problem, register_problem, rung, rung_per_problem
 
 LOG2E = math.log2(math.e)
@@ -306,7 +305,7 @@ def _fill(args: Sequence[Any], causal: bool) -> tuple[Any, ...]:
 def masks(found: Any, operands: Sequence[Operand]) -> Masks:
     """The plan an attention geometry describes for ``operands``, without and with the mask:
     ``(kernel, grid, block, shared_mem, scalars)`` is one launch of the kernel on the operands
-    then the scalars, ``IS_CAUSAL`` among them the flag; a list of steps (``fastcall.steps``)
+    then the scalars, ``IS_CAUSAL`` among them the flag; a list of steps (``geometry.steps``)
     runs them in order, a step that takes ``IS_CAUSAL`` built twice, the others shared; a
     ``Masks`` (``tensor_core.plan``) is the plan already."""
     if isinstance(found, Masks):
@@ -384,7 +383,7 @@ def attention_rung(
     ``geometry(q, k, v, out)`` takes the validated operands, once per signature of them (q
     empty: never), and returns ``(kernel, grid, block, shared_mem, scalars)`` (the kernel on
     q, k, v, out, then the scalars, ``IS_CAUSAL`` the mask's flag), a list of steps
-    (``fastcall.steps``; ``IS_CAUSAL`` in the arguments of those that take the mask), or a
+    (``geometry.steps``; ``IS_CAUSAL`` in the arguments of those that take the mask), or a
     ``Masks`` (the tensor-core rungs' ``tensor_core.plan``); it may raise ValueError (or
     ``AttentionMemoryError``) for sizes the rung does not take. ``plans_kept``: how many
     signatures' plans to keep (1 where a plan holds an N x N buffer). Each problem's launcher,

@@ -43,11 +43,9 @@ from ladder.core.fastcall import (
     launch_stream,
     numba_array,
     output,
-    plan_of,
     refuse_capture,
-    reshaped,
-    rung_launcher,
 )
+from ladder.core.geometry import plan_of, reshaped, rung_launcher
 from ladder.core.rung import Problem, register_problem, rung
 
 GPU_REFERENCE_FLOPS = 2e9  # above this, the float64 reference is computed on the GPU
@@ -324,7 +322,7 @@ def conv_rung(
 
     ``geometry(x, w, out)`` takes the validated operands, once per signature of them, and
     returns ``(kernel, grid, block)``, a launch of ``kernel(x, w, y)``; a list of steps
-    ``(kernel, grid, block, args)`` for a rung of several kernels (``fastcall.steps``: the
+    ``(kernel, grid, block, args)`` for a rung of several kernels (``geometry.steps``: the
     arguments name x, w and out, the plan's own ``workspace`` matrices and ``as_matrix``
     views); or a plan of this module's (``by_images``, ``by_weights``) or of ``tc.plan``'s.
     ``plans_kept``: how many signatures' plans to keep (fewer where each holds large buffers).
@@ -398,7 +396,7 @@ def matrix(buffer: Any, rows: int, cols: int, name: str) -> Operand:
 
 def as_matrix(op: Operand, rows: int, cols: int) -> Operand:
     """A C-contiguous ``op`` as a rows x cols matrix (the same memory): the weights as the
-    GEMM's M x (C K²) operand (``fastcall.reshaped``: a plan's steps make it again per call)."""
+    GEMM's M x (C K²) operand (``geometry.reshaped``: a plan's steps make it again per call)."""
     return reshaped(op, (rows, cols))
 
 

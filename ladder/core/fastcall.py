@@ -1,8 +1,10 @@
 """Fast calls: a launcher's host time per call, from hundreds of µs down to a few.
 
-A launch through Numba's dispatcher costs about 24 µs of host time before the driver sees it,
-and turning each argument into a Numba device array (``cuda.as_cuda_array``) several µs more.
-A launcher that runs the same kernel on same-shaped arrays again and again needs neither. Three
+The harness's, not the rungs': a rung declares its launch geometry, and its problem's
+registration (``ladder.core.geometry``) builds the launcher from the pieces here. A launch
+through Numba's dispatcher costs about 24 µs of host time before the driver sees it, and
+turning each argument into a Numba device array (``cuda.as_cuda_array``) several µs more. A
+launcher that runs the same kernel on same-shaped arrays again and again needs neither. Three
 pieces make the repeated call cheap, and keep the first call (and the simulator) on the ordinary
 path:
 
@@ -10,7 +12,8 @@ path:
   strides in elements, dtype name, read-only flag and stream, plus the caller's object. PyTorch
   tensors, CuPy and Numba arrays are read through their own attributes (a few hundred ns);
   anything else through ``__cuda_array_interface__``, or ``__dlpack__`` through CuPy. It refuses
-  what ``ladder.core.device.device_array`` refuses, with the same messages.
+  what ``ladder.core.device.device_array`` refuses, with the same messages. ``output`` reads or
+  allocates a launcher's output the same way.
 - ``PlanCache`` keeps what a launcher decides for one signature of its operands (shapes,
   strides, dtypes and pointer alignment up to ``ALIGN_CAP`` bytes: ``Operand.key``): the
   kernel, the grid and the packed arguments. A call whose operands differ in any of these gets
@@ -18,20 +21,22 @@ path:
 - ``PackedLaunch`` calls the driver's ``cuLaunchKernel`` (through ``cuda.bindings``, or ctypes)
   with a parameter buffer built once; a call only writes the new pointers into it.
   ``NumbaLaunch`` builds one for a Numba ``@cuda.jit`` kernel after its first ordinary launch
-  (which compiles it), from the arguments Numba itself packs for that launch
-  (``_Kernel._prepare_args``), and ``cupy_launch`` for a CUDA C++ kernel loaded by CuPy.
+  (which compiles it), from the arguments Numba itself packs for that launch, and
+  ``cupy_launch`` for a CUDA C++ kernel loaded by CuPy.
 
-``NumbaLaunch`` leans on numba-cuda internals, each checked when a launch is built; where a
-check fails, the launch stays on the dispatcher and ``NumbaLaunch.mode`` says why:
-``dispatcher.overloads`` keyed by the argument types, ``_Kernel._codelibrary.get_cufunc()``
-(its ``handle`` a CUkernel or CUfunction), ``_Kernel._prepare_args`` and its array layout
-(meminfo, parent, nitems, itemsize, data, shape..., strides... in bytes: the data pointer is the
-fifth value), and Python ints passed as 8-byte values (cuda.core's rule).
+Numba offers no public way to the packed arguments or the loaded kernel: every private name of
+numba-cuda that ``NumbaLaunch`` reads is in ``ladder.core.numba_internals``, which says why each
+is read. Where one is missing or changed, building the raw launch fails and the launch stays on
+the dispatcher, the public path; ``NumbaLaunch.mode`` says which path calls take and why (with
+the numba-cuda version), and ``numba_internals.missing()`` checks the installed sources.
 
 Every launch goes to ``current_stream()``, the default stream unless ``on_stream(stream)``
 names another (per thread), unless its caller names a stream. In the CUDA simulator every launch
 goes through the dispatcher (there is no driver); so does everything inside
-``dispatcher_launches()``, for comparing the two paths.
+``dispatcher_launches()``, for comparing the two paths. A launcher whose calls a CUDA graph
+cannot hold calls ``refuse_capture`` (``graphs.capture`` records inside ``capturing()``).
+
+The public surface is ``__all__``; the rest is private to this module and its tests.
 """
 
 from __future__ import annotations
@@ -48,6 +53,33 @@ import numpy as np
 
 from ladder.core import device, numba_internals
 from ladder.core.dtypes import name_of
+
+__all__ = [
+    "ALIGN_CAP",
+    "PLANS_PER_CACHE",
+    "POINTER",
+    "CaptureRefused",
+    "NumbaLaunch",
+    "Operand",
+    "PackedLaunch",
+    "PlanCache",
+    "Steps",
+    "bits_view",
+    "c_contiguous",
+    "capturing",
+    "cupy_launch",
+    "current_stream",
+    "dispatcher_launches",
+    "intake",
+    "launch_stream",
+    "numba_array",
+    "numba_bits",
+    "on_stream",
+    "output",
+    "raw_launches",
+    "refuse_capture",
+    "stream_handle",
+]
 
 ALIGN_CAP = 16  # bytes: the widest access any rung makes (float4, cp.async, TMA's addresses)
 PLANS_PER_CACHE = 64  # distinct operand signatures a launcher keeps plans for
@@ -829,141 +861,6 @@ class NumbaLaunch:
         return PackedLaunch(
             function, grid, block, smem, values, packed.pointer_slots, packed.kernel
         )
-
-
-class _Reshaped:
-    """The memory of a C-contiguous device array seen in another shape, for Numba's
-    dispatcher (which ``numba_array`` reads it through); keeps the array alive."""
-
-    def __init__(self, op: Operand, shape: tuple[int, ...]) -> None:
-        self.op, self.shape = op, shape
-
-    @property
-    def __cuda_array_interface__(self) -> dict[str, Any]:
-        from ladder.core.dtypes import resolve
-
-        op = self.op
-        return {
-            "shape": self.shape,
-            "strides": None,
-            "typestr": resolve(op.dtype).str,
-            "data": (op.ptr, op.readonly),
-            "version": 3,
-        }
-
-
-class _View(Operand):
-    """An ``Operand`` that is another one's memory in another shape (``reshaped``), with
-    ``source``, the operand it views: ``steps`` makes it again from each call's operand."""
-
-    __slots__ = ("source",)
-
-
-def reshaped(op: Operand, shape: tuple[int, ...]) -> Operand:
-    """A C-contiguous ``op`` in ``shape`` (as many elements, the same memory): a tensor as
-    the 1-D array of its elements, or as a matrix. Only a launch through Numba's dispatcher (a
-    plan's first, or any in the simulator) makes a Numba array of it."""
-    shape = tuple(shape)
-    base = numba_array(op).reshape(shape) if device.simulator() else _Reshaped(op, shape)
-    view = _View(
-        op.name, op.obj, base, op.ptr, shape, _c_strides(shape), op.dtype, op.itemsize,
-        op.readonly, op.stream, True,
-    )  # fmt: skip
-    view.source = op
-    return view
-
-
-Part = tuple[Any, ...]  # (kernel, grid, block, args) or (kernel, grid, block, args, shared_mem)
-
-
-def _place(arg: Any, operands: Sequence[Operand]) -> int | None:
-    """Where ``arg`` is among a plan's operands (by identity), or None."""
-    return next((i for i, op in enumerate(operands) if op is arg), None)
-
-
-def steps(
-    parts: Sequence[Part],
-    operands: Sequence[Operand],
-    *,
-    streamed: bool = False,
-    launches: dict[Any, NumbaLaunch] | None = None,
-) -> Steps:
-    """The plan of a rung that runs several Numba kernels, from the launches it declares.
-
-    Each part is ``(kernel, grid, block, args)`` or ``(..., args, shared_mem)``; ``args`` are
-    the kernel's arguments, arrays first: one of ``operands`` (the arrays the plan is built
-    for) stands for the same operand of every call, ``reshaped`` of one for that view of it;
-    any other array (a workspace the plan owns) and the scalars after the arrays are fixed.
-    The plan runs the parts in order; its ``run`` is written out for these parts (as a
-    hand-written one would be), so a call costs what it would. ``streamed``: ``run`` takes the
-    stream after the operands and passes it to each launch (conv's plans). ``launches``: a
-    dict through which two plans of the same parts share each part's launch where its kernel,
-    grid, block, shared memory and scalars are the same (attention's plans with and without
-    the mask: only the scores kernel takes the mask)."""
-    made = {} if launches is None else launches
-    names: dict[str, Any] = {"reshaped": reshaped}
-    lines, order = [], []
-    for n, part in enumerate(parts):
-        kernel, grid, block, args, *rest = part
-        arrays = [a for a in args if isinstance(a, Operand)]
-        scalars = tuple(args[len(arrays) :])
-        if any(isinstance(a, Operand) for a in scalars):
-            raise ValueError(f"step {n}: the arrays come first, then the scalars")
-        smem = int(rest[0]) if rest else 0
-        key = (n, kernel, _dim3(grid), _dim3(block), smem, scalars)
-        launch = made.get(key)
-        if launch is None:
-            launch = made[key] = NumbaLaunch(kernel, grid, block, smem, scalars)
-        if launch not in order:
-            order.append(launch)
-        words = []
-        for j, arr in enumerate(arrays):
-            i = _place(arr, operands)
-            source = _place(arr.source, operands) if isinstance(arr, _View) else None
-            if i is not None:
-                words.append(f"o{i}")
-            elif source is not None:
-                names[f"s{n}_{j}"] = arr.shape
-                words.append(f"reshaped(o{source}, s{n}_{j})")
-            else:
-                names[f"f{n}_{j}"] = arr
-                words.append(f"f{n}_{j}")
-        names[f"l{n}"] = launch
-        lines.append(f"    l{n}({', '.join(words)}{', stream=stream' if streamed else ''})")
-    params = [f"o{i}" for i in range(len(operands))] + (["stream"] if streamed else [])
-    exec(f"def run({', '.join(params)}):\n" + "\n".join(lines or ["    pass"]), names)
-    return Steps(names["run"], *order)
-
-
-def plan_of(found: Any, operands: Sequence[Operand], streamed: bool = False) -> Any:
-    """The plan a rung's geometry describes for ``operands``: ``(kernel, grid, block)``, with
-    ``shared_mem`` and a tuple of scalars after it where the kernel takes them, is one launch of
-    the kernel on the operands in order (then the scalars); a list is ``steps``; anything else
-    is a plan already (a library's: ``Steps``, attention's ``Masks``, a tensor-core launch)."""
-    if isinstance(found, tuple):
-        kernel, grid, block, *rest = found
-        smem = rest[0] if rest else 0
-        scalars = tuple(rest[1]) if len(rest) > 1 else ()
-        if streamed:
-            return steps(
-                [(kernel, grid, block, (*operands, *scalars), smem)], operands, streamed=True
-            )
-        return NumbaLaunch(kernel, grid, block, smem, scalars)
-    if isinstance(found, list):
-        return steps(found, operands, streamed=streamed)
-    return found
-
-
-def rung_launcher(launch: Callable[..., Any], geometry: Callable[..., Any], plans: Any) -> Any:
-    """``launch``, the launcher a problem's registration builds around a rung's ``geometry``,
-    named and documented as the rung module's own (``ladder.core.rung.rung`` reads the module
-    from it), with ``plans`` (its ``PlanCache``) and ``geometry`` kept on it for tests and
-    reports: ``get_rung(...).launch.plans``."""
-    launch.__module__ = geometry.__module__
-    launch.__doc__ = geometry.__doc__
-    launch.plans = plans  # type: ignore[attr-defined]
-    launch.geometry = geometry  # type: ignore[attr-defined]
-    return launch
 
 
 _SCALAR_TYPES = {

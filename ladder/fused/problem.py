@@ -23,17 +23,8 @@ from typing import Any
 import numpy as np
 
 from ladder.core.dtypes import resolve
-from ladder.core.fastcall import (
-    PLANS_PER_CACHE,
-    Operand,
-    PlanCache,
-    intake,
-    numba_array,
-    output,
-    plan_of,
-    reshaped,
-    rung_launcher,
-)
+from ladder.core.fastcall import PLANS_PER_CACHE, Operand, PlanCache, intake, numba_array, output
+from ladder.core.geometry import plan_of, reshaped, rung_launcher
 from ladder.core.rung import Problem, register_problem, rung
 
 LAYERNORM_EPS = 1e-5
@@ -286,7 +277,7 @@ def workspace(shape: tuple[int, ...], dtype: str, name: str) -> Operand:
 
 def flat(op: Operand) -> Operand:
     """A C-contiguous ``op`` as the 1-D array of its elements (the same memory), for kernels
-    over flattened elements (``fastcall.reshaped``: a plan's steps make it again per call)."""
+    over flattened elements (``geometry.reshaped``: a plan's steps make it again per call)."""
     return reshaped(op, (math.prod(op.shape),))
 
 
@@ -366,7 +357,7 @@ def fused_rung(
     (x, a, b, out), (x, gamma, beta, out) or (A, B, C, bias), once per signature of them, and
     returns ``(kernel, grid, block)`` (a launch of the kernel on them, in that order), or a
     list of steps ``(kernel, grid, block, args)`` for a rung of several kernels
-    (``fastcall.steps``: the arguments name the operands, the plan's own ``workspace``s and
+    (``geometry.steps``: the arguments name the operands, the plan's own ``workspace``s and
     ``flat`` views). ``plans_kept``: how many signatures' plans to keep (fewer where each plan
     holds buffers the size of x). The launcher registered validates (``operands``), finds the
     plan (``launch.plans``) and runs it."""

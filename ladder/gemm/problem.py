@@ -20,15 +20,8 @@ import numpy as np
 
 from ladder.core import device
 from ladder.core.dtypes import resolve
-from ladder.core.fastcall import (
-    Operand,
-    PlanCache,
-    intake,
-    numba_array,
-    output,
-    plan_of,
-    rung_launcher,
-)
+from ladder.core.fastcall import Operand, PlanCache, intake, numba_array, output
+from ladder.core.geometry import plan_of, rung_launcher
 from ladder.core.rung import Problem, register_problem, rung
 from ladder.gemm import tensor_core
 

@@ -36,7 +36,8 @@ from typing import Any
 import numpy as np
 
 from ladder.core.dtypes import resolve
-from ladder.core.fastcall import Operand, PlanCache, c_contiguous, intake, output, rung_launcher
+from ladder.core.fastcall import Operand, PlanCache, c_contiguous, intake, output
+from ladder.core.geometry import rung_launcher
 from ladder.core.rung import Problem, register_problem, rung
 
 DTYPES = ("float8_e4m3fn", "float8_e5m2")

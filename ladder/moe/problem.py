@@ -47,8 +47,8 @@ from ladder.core.fastcall import (
     intake,
     output,
     refuse_capture,
-    rung_launcher,
 )
+from ladder.core.geometry import rung_launcher
 from ladder.core.rung import Launcher, Problem, register_problem, rung, rung_per_problem
 
 MIXTRAL = (8192, 4096, 14336, 8)  # T, d, f, E of the benchmark, k = 2 (moe-top2)
