@@ -280,22 +280,6 @@ def source(
     return src
 
 
-def cupy_stream(stream: Any) -> Any:
-    """A context that makes CuPy launch on ``stream`` (a Numba or CuPy stream, or 0)."""
-    import contextlib
-
-    import cupy
-
-    if stream is None or (isinstance(stream, int) and stream == 0):
-        return contextlib.nullcontext()
-    if isinstance(stream, cupy.cuda.Stream):
-        return stream
-    from_external = getattr(cupy.cuda.Stream, "from_external", None)  # CuPy 14 and later
-    if from_external is not None:
-        return from_external(stream)
-    return cupy.cuda.ExternalStream(int(stream.__cuda_stream__()[1]))
-
-
 def blocks_per_sm(kernel: Any, smem: int, device: Any, threads: int) -> int:
     """Resident blocks per SM for a CuPy kernel with ``smem`` bytes of dynamic shared memory
     and ``threads`` per block (the driver's answer, or the register and shared-memory

@@ -58,11 +58,6 @@ def saved(fig: Figure, path: str | Path | None) -> Figure:
     return fig
 
 
-def bank_of(byte_address: int) -> int:
-    """The shared-memory bank serving a byte address."""
-    return byte_address // BANK_BYTES % BANKS
-
-
 def wavefronts(byte_addresses: Iterable[int]) -> list[list[int]]:
     """The 4-byte words of one warp-wide access, grouped into the passes (wavefronts) the
     hardware needs: lanes reading the same word share it (broadcast), different words in one

@@ -100,11 +100,6 @@ def measure_copies_tbps() -> dict[str, float]:
     return {name: 2 * COPY_BYTES / (ms * 1e-3) / 1e12 for name, ms in found.items()}
 
 
-def measure_copy_tbps() -> float:
-    """The fastest device-to-device copy measured here (see ``measure_copies_tbps``)."""
-    return max(measure_copies_tbps().values())
-
-
 def measure_cublas_tflops(dtype: str) -> float:
     import cupy
 

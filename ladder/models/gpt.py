@@ -26,10 +26,6 @@ class Width:
     channels: int
     heads: int
 
-    @property
-    def head_dim(self) -> int:
-        return self.channels // self.heads
-
 
 GPT2_SMALL = Width(channels=768, heads=12)
 
