@@ -28,9 +28,9 @@ Verdict: missed: no step. Nsight Compute
 instructions against `wide-loads`'s 2.99 billion (10% fewer), yet the time grew: issue-slot use
 fell from 67.9% to 65.3% and occupancy from 24.3% to 18.1%. The kernel is no longer bound by
 issuing; its warps wait, with fewer of them resident to cover the waits. The prediction's own
-caveat fits: each K tile's global loads are exposed between two barriers, and rung 9, which changes
-only that, is 1.18x faster. The stall reasons that would name the wait are not in the file: not yet
-measured.
+caveat fits: each K tile's global loads are exposed between two barriers, and `double-buffered`,
+which changes only that, is 1.18x faster. The stall reasons that would name the wait are not in the
+file: not yet measured.
 
 Lab notes: docs/notes/gemm.md#rung-8-warp-tiling
 """
