@@ -48,13 +48,17 @@ class _View(Operand):
     __slots__ = ("source",)
 
 
-def reshaped(op: Operand, shape: tuple[int, ...]) -> Operand:
+def reshaped(
+    op: Operand, shape: tuple[int, ...], strides: tuple[int, ...] | None = None
+) -> Operand:
     """A C-contiguous ``op`` in ``shape`` (as many elements, the same memory): a tensor as
-    the 1-D array of its elements, or as a matrix. Only a launch through Numba's dispatcher (a
-    plan's first, or any in the simulator) makes a Numba array of it."""
-    shape = tuple(shape)
+    the 1-D array of its elements, or as a matrix. ``strides``, in elements, are C order's
+    (``steps`` works them out once per plan, not per call). Only a launch through Numba's
+    dispatcher (a plan's first, or any in the simulator) makes a Numba array of it."""
+    if strides is None:
+        shape = tuple(shape)
+        strides = tuple(math.prod(shape[i + 1 :]) for i in range(len(shape)))
     base = numba_array(op).reshape(shape) if device.simulator() else _Reshaped(op, shape)
-    strides = tuple(math.prod(shape[i + 1 :]) for i in range(len(shape)))  # C order
     view = _View(
         op.name, op.obj, base, op.ptr, shape, strides, op.dtype, op.itemsize, op.readonly,
         op.stream, True,
@@ -117,8 +121,8 @@ def steps(
             if i is not None:
                 words.append(f"o{i}")
             elif source is not None:
-                names[f"s{n}_{j}"] = arr.shape
-                words.append(f"reshaped(o{source}, s{n}_{j})")
+                names[f"s{n}_{j}"], names[f"t{n}_{j}"] = arr.shape, arr.strides
+                words.append(f"reshaped(o{source}, s{n}_{j}, t{n}_{j})")
             else:
                 names[f"f{n}_{j}"] = arr
                 words.append(f"f{n}_{j}")
