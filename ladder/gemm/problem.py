@@ -184,20 +184,31 @@ def gemm_rung(
     geometry ``(M, N, K, dtype, layout)`` of its entry that reads Aᵀ or Bᵀ in place
     (``Rung.transposed``, ``tensor_core.transposed_launcher``).
 
-    The launcher registered, ``launch(A, B, C=None)``, validates (``operands``), finds the plan
-    for the operands' signature (a ``PlanCache``, ``launch.plans``) and launches it: what every
-    rung's own launcher did before, written once."""
+    The launcher registered, ``launch(A, B, C=None)``, validates (``operands``: A's dtype one of
+    ``dtypes``), finds the plan for the operands' signature (a ``PlanCache``, ``launch.plans``)
+    and launches it: what every rung's own launcher did before, written once."""
     dtype = dtypes[0]
 
     def decorate(geometry: Geometry) -> Geometry:
         if tiles is None:
             plans = PlanCache(functools.partial(_numba_plan, geometry))
 
-            def launch(A: Any, B: Any, C: Any = None) -> Any:
-                a, b, c, m, n, _ = operands(A, B, C, dtype)
-                if m and n:
-                    plans(a, b, c)(a, b, c)
-                return c.obj
+            if len(dtypes) == 1:
+
+                def launch(A: Any, B: Any, C: Any = None) -> Any:
+                    a, b, c, m, n, _ = operands(A, B, C, dtype)
+                    if m and n:
+                        plans(a, b, c)(a, b, c)
+                    return c.obj
+
+            else:
+
+                def launch(A: Any, B: Any, C: Any = None) -> Any:
+                    a = intake(A, "A")  # read once: operands takes the Operand as it is
+                    a, b, c, m, n, _ = operands(a, B, C, tensor_core.operand_dtype(a, dtypes))
+                    if m and n:
+                        plans(a, b, c)(a, b, c)
+                    return c.obj
 
         else:
             plans = tensor_core.TiledLauncher(tiles, geometry).plans
