@@ -382,7 +382,7 @@ def test_producer_rungs_register_split_is_the_launchs():
         for d, consumers, regs in entries:
             assert int(consumers) == module.CONSUMERS[int(d)], (stem, d)
             assert int(regs) == ws.consumer_registers(int(consumers)), (stem, d)
-        assert f"setmaxnreg.dec.sync.aligned.u32 {ws.PRODUCER_REGS};" in text
+        assert f"setmaxnreg_dec<{ws.PRODUCER_REGS}>();" in text
         assert f"constexpr int BKV = {module.BKV};" in text, stem
     split = {d: ws.consumer_registers(r09.CONSUMERS[d]) for d in (64, 128)}
     assert split == {64: 112, 128: 240}
@@ -430,4 +430,4 @@ def test_the_wgmma_rungs_take_s_as_wide_as_the_key_tile():
     for stem in ("r07_wgmma_flash", "r08_overlap_flash", "r09_producer_flash",
                  "r10_pingpong_flash", "r11_wide_keys_flash"):  # fmt: skip
         text = (folder / f"{stem}.cu").read_text()
-        assert "wgmma_ss<BKV, T>" in text and "wgmma_ss<64" not in text, stem
+        assert "wgmma_ss<BKV, T," in text and "wgmma_ss<64" not in text, stem
