@@ -246,7 +246,8 @@ def test_chunks_bands_and_a_misaligned_output_on_the_gpu(number):
 
 
 def fast_div(n: np.ndarray, magic: int, shift: int) -> np.ndarray:
-    """The kernel's fast_div (tc/ptx.cuh) in NumPy: (umulhi(n, magic) + n) >> shift."""
+    """The kernel's fast_div (ladder/core/cuda/fastdiv.cuh) in NumPy: (umulhi(n, magic) + n)
+    >> shift."""
     n = n.astype(np.uint64)
     return ((((n * np.uint64(magic)) >> np.uint64(32)) + n) >> np.uint64(shift)).astype(np.int64)
 
