@@ -465,7 +465,9 @@ def cmd_check(args: argparse.Namespace) -> int:
     selected = _select(args.problem, args.rungs) if args.problem else rungs()
     compiled = [r for r in selected if not (r.on_cpu or r.reference)]  # what check() compiles
     with _Progress(len(compiled)) as progress:
-        reports = check(compiled, tuple(args.archs), lambda r: progress.step(f"compiling {r.key}"))
+        reports = check(
+            compiled, tuple(args.archs), lambda r: progress.step(f"compiling {r.key}"), args.jobs
+        )
     table = report.check_table(reports)
     console.print(table)
     failed = [r for r in reports if r.error]
@@ -722,6 +724,9 @@ def build_parser() -> argparse.ArgumentParser:
         help="the architectures to compile for (default: "
         + " ".join(g.arch for g in GENERATIONS)
         + "; sm_90 builds the Hopper-only rungs as sm_90a); only those the compilers here build",
+    )
+    p.add_argument(
+        "--jobs", type=_positive, help="compiling processes (default: one per CPU, at most 8)"
     )
     p.add_argument("--json", help="also write the reports to this file")
     p.set_defaults(func=cmd_check)

@@ -126,6 +126,78 @@ def test_check_reports_an_arch_outside_a_rungs_range_as_not_for_this_gpu(tmp_pat
     assert only["skipped"] == skipped.skipped and only["error"] is None
 
 
+def test_check_groups_rungs_that_share_a_build():
+    """``ladder check`` hands groups of rungs to its processes: a kernel or a ``.cu`` two rungs
+    share is in one group (built once), every rung in exactly one, the costliest group first."""
+    compiled = [r for r in rungs() if not (r.on_cpu or r.reference)]
+    found = check.groups(compiled)
+    assert sorted(r.key for g in found for r in g) == sorted(r.key for r in compiled)
+    owner = {}
+    for i, group in enumerate(found):
+        for r in group:
+            for build in check._builds_of(r):
+                assert owner.setdefault(build, i) == i, f"{r.key} shares a build across groups"
+    keys = [{r.key for r in g} for g in found]
+    assert any({"attention/flash", "attention-causal/flash"} <= k for k in keys)
+    work = [sum(check._work(r, check.ARCHS) for r in g) for g in found]
+    assert work == sorted(work, reverse=True)
+
+
+def _check_json(tmp_path, name, *options):
+    out = tmp_path / f"{name}.json"
+    argv = ["check", "gemm", "--rungs", "r01", "r12", "--archs", "sm_80", "sm_90"]
+    assert cli.main([*argv, *options, "--json", str(out)]) == 0
+    return json.loads(out.read_text())
+
+
+def test_check_in_parallel_reports_what_one_process_does(tmp_path, monkeypatch):
+    """Two processes (a Numba rung and a CUDA C++ one, each in its own) give the reports one
+    gives, in the same order; nothing is kept (a fresh cache each) so both build."""
+    monkeypatch.setenv("LADDER_CACHE", str(tmp_path / "one"))
+    alone = _check_json(tmp_path, "one", "--jobs", "1")
+    monkeypatch.setenv("LADDER_CACHE", str(tmp_path / "two"))
+    assert _check_json(tmp_path, "two", "--jobs", "2") == alone
+    assert {r["rung"] for r in alone} == {"naive", "wmma"}
+    assert all(r["registers"] and not r["error"] for r in alone)
+
+
+def test_check_reads_the_figures_it_kept(tmp_path, monkeypatch):
+    """A second check reads each build's figures from the cache instead of building: here a
+    kept figure changed by hand shows in the report. The fingerprint covers every file of the
+    package, so an edit anywhere builds everything again."""
+    monkeypatch.setenv("LADDER_CACHE", str(tmp_path))
+    first = _check_json(tmp_path, "first")
+    (folder,) = (tmp_path / "check").iterdir()
+    docs = {path: json.loads(path.read_text()) for path in sorted(folder.glob("*.json"))}
+    builds = sorted(d["build"].split()[0] + " " + d["build"].split()[-1] for d in docs.values())
+    # one per Numba kernel and architecture, one per .cu and architecture
+    assert builds == ["cuda sm_80", "cuda sm_90", "numba sm_80", "numba sm_90"]
+    path, doc = next((p, d) for p, d in docs.items() if d["build"].startswith("numba "))
+    doc["figures"]["registers"] = 999
+    path.write_text(json.dumps(doc))
+    second = _check_json(tmp_path, "second")
+    changed = [b for a, b in zip(first, second, strict=True) if a != b]
+    assert [r["registers"] for r in changed] == [999] and changed[0]["rung"] == "naive"
+    assert check._in_package(check.PACKAGE / "core" / "check.py")
+    assert not check._in_package(tmp_path / "my_rung.py")  # a user's rung is never kept
+
+
+def test_the_fingerprint_follows_the_packages_files(tmp_path, monkeypatch):
+    package = tmp_path / "ladder"
+    (package / "gemm").mkdir(parents=True)
+    (package / "gemm" / "r01.cu").write_text("__global__ void k() {}\n")
+    (package / "notes.txt").write_text("not a source")
+    monkeypatch.setattr(check, "PACKAGE", package)
+    fingerprints = []
+    for change in (None, ("notes.txt", "still not a source"), ("gemm/r01.cu", "// edited\n")):
+        if change:
+            (package / change[0]).write_text(change[1])
+        check.fingerprint.cache_clear()
+        fingerprints.append(check.fingerprint())
+    check.fingerprint.cache_clear()
+    assert fingerprints[0] == fingerprints[1] != fingerprints[2]
+
+
 def _limited_sources() -> list[tuple[Rung, cuda_cpp.CudaSource]]:
     """One rung per CUDA C++ source whose range leaves out a generation NVRTC builds for."""
     found: dict[Path, tuple[Rung, cuda_cpp.CudaSource]] = {}

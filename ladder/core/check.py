@@ -21,7 +21,11 @@ that does not compile is reported with the compiler's message and makes the comm
 So that five architectures stay cheap, Numba lowers a kernel to LLVM IR once and only NVVM
 and ptxas run per architecture (see ``SAME_LOWERING_FROM``), and a kernel that two rungs
 share (attention and attention-causal launch the same kernels; attention rungs 5 and 6 the
-same ``.cu``) is built once per architecture.
+same ``.cu``) is built once per architecture. Groups of rungs that share no build compile in
+parallel processes (``--jobs``). The figures of each build are kept on disk (``CACHE_DIR``)
+under a fingerprint of every file of the ladder package and of the compilers' versions
+(``fingerprint``): a change to any of them builds everything again; a failed build is never
+kept. Only the package's own kernels are kept: a user's rung is built each time.
 
 Numba compiles kernels only outside its simulator, so without a GPU ``ladder check`` runs
 itself in a child process with ``NUMBA_ENABLE_CUDASIM=0``; ``compile_ptx`` needs no GPU.
@@ -29,14 +33,21 @@ itself in a child process with ``NUMBA_ENABLE_CUDASIM=0``; ``compile_ptx`` needs
 
 from __future__ import annotations
 
+import functools
+import hashlib
+import json
+import os
 import re
+import shutil
 import sys
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+import ladder
 from ladder.core import cuda_cpp
 from ladder.core.rung import GENERATIONS, Rung, arch_cc, get_problem
 
@@ -47,6 +58,13 @@ ARCHS = tuple(g.arch for g in GENERATIONS)
 # architectures at or above it share one lowering and only NVVM and ptxas run per architecture;
 # tests/test_tools.py checks that the PTX is compile_ptx's for each.
 SAME_LOWERING_FROM = (7, 5)
+
+# beside cuda_cpp's cubins: $LADDER_CACHE/check, by default ~/.cache/ladder/check
+CACHE_DIR = cuda_cpp.CACHE_DIR.parent / "check"
+KEPT_FINGERPRINTS = 4  # the cache keeps the builds of this many recent fingerprints
+PACKAGE = Path(ladder.__file__).resolve().parent
+# what a build depends on besides the package's files (and Numba's settings, NUMBA_*)
+COMPILERS = ("numpy", "numba", "numba-cuda", "llvmlite", "cuda-bindings", "cuda-python")
 
 
 @dataclass
@@ -165,12 +183,109 @@ def _numba_signature(rung: Rung, dtype: str, module: Any, kernel: str) -> tuple[
     return tuple(numba.typeof(x) for x in arguments)
 
 
+@functools.cache
+def fingerprint() -> str:
+    """A hash of what every kept build depends on besides its own name: the bytes of each
+    ``.py``, ``.cu`` and ``.cuh`` file of the ladder package; Python's version and those of
+    ``COMPILERS`` and of every installed ``nvidia-*`` and ``cuda-*`` package; NVRTC's version
+    and include directories; NVVM's and nvJitLink's versions; Numba's settings in the
+    environment (``NUMBA_*``)."""
+    from importlib import metadata
+
+    digest = hashlib.sha256()
+    for path in sorted(PACKAGE.rglob("*")):
+        if path.suffix in (".py", ".cu", ".cuh") and path.is_file():
+            digest.update(f"{path.relative_to(PACKAGE)}\0".encode() + path.read_bytes() + b"\0")
+    facts = [sys.version]
+    for dist in metadata.distributions():
+        name = (dist.metadata["Name"] or "").lower()
+        if name in COMPILERS or name.startswith(("nvidia-", "cuda-")):
+            facts.append(f"{name}=={dist.version}")
+    for fact in (
+        cuda_cpp.nvrtc_version, cuda_cpp.include_dirs, _nvvm_version, _nvjitlink_version
+    ):  # fmt: skip
+        try:
+            facts.append(repr(fact()))
+        except Exception as err:  # a compiler that is missing fails its builds, not this
+            facts.append(f"{fact.__name__}: {type(err).__name__}")
+    # (the simulator's switch aside: a check compiles outside the simulator whatever it says)
+    numba = [k for k in os.environ if k.startswith("NUMBA_") and k != "NUMBA_ENABLE_CUDASIM"]
+    facts += sorted(f"{k}={os.environ[k]}" for k in numba)
+    digest.update("\0".join(sorted(facts)).encode())
+    return digest.hexdigest()[:16]
+
+
+def _nvvm_version() -> Any:
+    from numba.cuda.cudadrv import nvvm
+
+    return nvvm.NVVM().get_version()
+
+
+def _nvjitlink_version() -> Any:
+    from cuda.bindings import nvjitlink
+
+    return nvjitlink.version()
+
+
+def _in_package(path: str | Path) -> bool:
+    """Whether a file is the ladder package's own, so that ``fingerprint`` covers it."""
+    return Path(path).resolve().is_relative_to(PACKAGE)
+
+
+class Cache:
+    """The figures of earlier builds on disk, one JSON file per build under the current
+    ``fingerprint``; reading or writing it never fails a check (a file that cannot be read
+    is built again)."""
+
+    def __init__(self, root: Path = CACHE_DIR) -> None:
+        self.folder = root / fingerprint()
+
+    def _path(self, name: str) -> Path:
+        return self.folder / f"{hashlib.sha256(name.encode()).hexdigest()[:32]}.json"
+
+    def get(self, name: str) -> Any:
+        try:
+            doc = json.loads(self._path(name).read_text())
+        except (OSError, ValueError):
+            return None
+        return doc["figures"] if doc.get("build") == name else None
+
+    def put(self, name: str, figures: Any) -> None:
+        path = self._path(name)
+        try:
+            self.folder.mkdir(parents=True, exist_ok=True)
+            tmp = path.with_suffix(f".{os.getpid()}.tmp")
+            tmp.write_text(json.dumps({"build": name, "figures": figures}))
+            tmp.replace(path)
+        except OSError:
+            pass
+
+    def prune(self, keep: int = KEPT_FINGERPRINTS) -> None:
+        """Remove the builds of all but the ``keep`` most recent fingerprints (this one
+        included)."""
+        try:
+            others = [p for p in self.folder.parent.iterdir() if p.is_dir() and p != self.folder]
+            others.sort(key=lambda p: p.stat().st_mtime, reverse=True)
+        except OSError:
+            return
+        for old in others[keep - 1 :]:
+            shutil.rmtree(old, ignore_errors=True)
+
+
+class NotKept(BaseException):
+    """A build that ``Builds(kept_only=True)`` would have to make (not an ``Exception``:
+    ``check_numba`` and ``check_cuda`` report those as the build's error)."""
+
+
 class Builds:
     """What one ``ladder check`` has built: Numba kernels lowered to LLVM IR (per kernel,
     signature and lowering) and the ptxas figures per architecture, for Numba kernels and
-    CUDA C++ sources alike, so a kernel two rungs share is built once per architecture."""
+    CUDA C++ sources alike, so a kernel two rungs share is built once per architecture; with
+    a ``cache``, the figures of the package's own kernels are kept across runs."""
 
-    def __init__(self) -> None:
+    def __init__(self, cache: Cache | None = None, kept_only: bool = False) -> None:
+        self.cache = cache
+        self.kept_only = kept_only  # raise NotKept rather than build
         self._lowered: dict[tuple[Any, ...], Any] = {}
         self._numba: dict[tuple[Any, ...], dict[str, int]] = {}
         self._cuda: dict[tuple[Any, ...], dict[str, dict[str, int]]] = {}
@@ -192,29 +307,54 @@ class Builds:
             raise RuntimeError(f"expected one PTX module, NVVM returned {len(ptx)}")
         return ptx[0]
 
-    def numba(self, kernel: Any, signature: tuple[Any, ...], arch: str) -> dict[str, int]:
+    def _kept(self, name: str | None, build: Callable[[], Any]) -> Any:
+        """``build()``, or its figures kept under ``name`` (None: not kept)."""
+        found = None if self.cache is None or name is None else self.cache.get(name)
+        if found is None:
+            if self.kept_only:
+                raise NotKept(name)
+            found = build()
+            if self.cache is not None and name is not None:
+                self.cache.put(name, found)
+        return found
+
+    def numba(
+        self, kernel: Any, signature: tuple[Any, ...], arch: str, where: str | None = None
+    ) -> dict[str, int]:
         """ptxas's figures for one Numba kernel on ``arch``, with static shared memory read
-        from the PTX."""
-        key = (kernel.py_func, signature, bool(kernel.targetoptions.get("fastmath")), arch)
-        if key not in self._numba:
+        from the PTX; ``where`` names the kernel in the package (``module:name``, the name
+        ``numba_kernels`` gives it), under which its figures are kept (None: not kept)."""
+        fastmath = bool(kernel.targetoptions.get("fastmath"))
+        key = (kernel.py_func, signature, fastmath, arch)
+
+        def build() -> dict[str, int]:
             ptx = self.numba_ptx(kernel, signature, arch)
             figures = _nvjitlink_report(ptx, arch)
             if len(figures) != 1:
                 raise RuntimeError(f"expected one kernel in the PTX, found {len(figures)}")
             (values,) = figures.values()
             values["smem_bytes"] = ptx_static_smem(ptx)
-            self._numba[key] = values
+            return values
+
+        if key not in self._numba:
+            name = where and f"numba {where} {signature!r} {fastmath} {arch}"
+            self._numba[key] = self._kept(name, build)
         return dict(self._numba[key])
 
     def cuda(self, source: cuda_cpp.CudaSource, arch: str) -> dict[str, dict[str, int]]:
         """ptxas's figures per kernel of a CUDA C++ source built by NVRTC for ``arch``."""
         key = (source.path, source.options, arch)
+        options = [*source.options, "--ptxas-options=-v"]
+
+        def build() -> dict[str, dict[str, int]]:
+            found = cuda_cpp.compile_source(source.text(), source.name, arch, options, cache=False)
+            return parse_ptxas(found.log)
+
         if key not in self._cuda:
-            build = cuda_cpp.compile_source(
-                source.text(), source.name, arch, [*source.options, "--ptxas-options=-v"],
-                cache=False,
-            )  # fmt: skip
-            self._cuda[key] = parse_ptxas(build.log)
+            name = None
+            if _in_package(source.path):
+                name = f"cuda {Path(source.path).resolve().relative_to(PACKAGE)} {options} {arch}"
+            self._cuda[key] = self._kept(name, build)
         return {kernel: dict(values) for kernel, values in self._cuda[key].items()}
 
 
@@ -231,13 +371,17 @@ def check_numba(
                 error="no @cuda.jit kernel found in the module (define one or list KERNELS)",
             )
         ]  # fmt: skip
+    # a kernel is kept under its module and name, which the package's files fix (two kernels
+    # a factory makes share one function name, but not their names in KERNELS)
+    in_package = _in_package(getattr(module, "__file__", None) or "/")
     for dtype in rung.dtypes:
         for name, kernel in kernels.items():
+            where = f"{module.__name__}:{name}" if in_package else None
             signature = _numba_signature(rung, dtype, module, name)
             for arch in archs:
                 report = KernelReport(rung.problem, rung.name, rung.number, name, dtype, arch)
                 try:
-                    for key, value in builds.numba(kernel, signature, arch).items():
+                    for key, value in builds.numba(kernel, signature, arch, where).items():
                         setattr(report, key, value)
                 except Exception as err:  # reported per kernel; the command fails at the end
                     report.error = f"{type(err).__name__}: {str(err).strip().splitlines()[-1]}"
@@ -289,29 +433,144 @@ def not_for(rung: Rung, archs: tuple[str, ...]) -> list[KernelReport]:
     ]  # fmt: skip
 
 
+def _check_rung(rung: Rung, archs: tuple[str, ...], builds: Builds) -> list[KernelReport]:
+    """One rung's reports: its kernels built for each of ``archs`` in its range, and a report
+    saying why for each outside it."""
+    module = sys.modules[rung.launch.__module__]
+    source = getattr(module, "SOURCE", None)
+    fits = tuple(a for a in archs if rung.reason_for_cc(arch_cc(a)) is None)
+    if isinstance(source, cuda_cpp.CudaSource):
+        reports = check_cuda(rung, source, fits, builds)
+    else:
+        reports = check_numba(rung, module, fits, builds)
+    return reports + not_for(rung, archs)
+
+
+def _builds_of(rung: Rung) -> set[Any]:
+    """What a rung builds, by identity: its ``.cu`` file, or its Numba kernels' functions (two
+    rungs that share one are compiled in the same process, so it is built once)."""
+    module = sys.modules[rung.launch.__module__]
+    source = getattr(module, "SOURCE", None)
+    if isinstance(source, cuda_cpp.CudaSource):
+        return {source.path}
+    return {kernel.py_func for kernel in numba_kernels(module).values()} or {rung.key}
+
+
+def _work(rung: Rung, archs: tuple[str, ...]) -> float:
+    """A rough cost of checking a rung, to hand out the largest groups first: NVRTC takes
+    about 1.5 s per architecture; a Numba kernel about 0.4 s to lower per dtype and 0.15 s
+    per architecture (a 2-core machine, 2026)."""
+    module = sys.modules[rung.launch.__module__]
+    fits = sum(rung.reason_for_cc(arch_cc(a)) is None for a in archs)
+    if isinstance(getattr(module, "SOURCE", None), cuda_cpp.CudaSource):
+        return 1.5 * fits
+    return len(numba_kernels(module)) * len(rung.dtypes) * (0.4 + 0.15 * fits)
+
+
+def groups(rungs_to_check: list[Rung], archs: tuple[str, ...] = ARCHS) -> list[list[Rung]]:
+    """The rungs in groups that share no build (attention and attention-causal share their
+    kernels, so they go together), the costliest group first, each in the given order."""
+    group_of: dict[Any, int] = {}  # a build's identity -> the group that holds it
+    members: dict[int, list[Rung]] = {}
+    for index, rung in enumerate(rungs_to_check):
+        joined = sorted({group_of[b] for b in _builds_of(rung) if b in group_of})
+        target = joined[0] if joined else index
+        members[target] = [m for g in joined for m in members.pop(g)] + [rung]
+        for member in members[target]:
+            for build in _builds_of(member):
+                group_of[build] = target
+    found = [sorted(g, key=rungs_to_check.index) for g in members.values()]
+    return sorted(found, key=lambda g: -sum(_work(r, archs) for r in g))
+
+
+def default_jobs() -> int:
+    """Processes for ``ladder check``: one per CPU this process may use, at most 8 (each
+    holds a compiler; past a few, the largest group bounds the time)."""
+    cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    return max(1, min(cpus or 1, 8))
+
+
+_WORKER_BUILDS: Builds | None = None  # a worker process's builds, kept across its groups
+
+
+def _start_worker(cache: bool) -> None:
+    from ladder.core.rung import rungs
+
+    global _WORKER_BUILDS
+    _WORKER_BUILDS = Builds(Cache() if cache else None)
+    rungs()  # imports every rung module
+
+
+def _check_group(keys: list[tuple[str, str]], archs: tuple[str, ...]) -> list[KernelReport]:
+    """A worker's part: the reports of the registered rungs ``keys`` (problem, name)."""
+    from ladder.core.rung import get_rung
+
+    builds = _WORKER_BUILDS or Builds()
+    return [r for key in keys for r in _check_rung(get_rung(*key), archs, builds)]
+
+
 def check(
     rungs_to_check: list[Rung],
     archs: tuple[str, ...] = ARCHS,
     progress: Callable[[Rung], None] | None = None,
+    jobs: int | None = 1,
+    cache: bool = True,
 ) -> list[KernelReport]:
     """Compile each rung's kernels for each of ``archs`` in its range and collect the reports,
-    with one saying why for each architecture outside it (CPU rungs and libraries skipped);
-    ``progress`` is called with each rung before its kernels are compiled."""
+    in the rungs' order, with one saying why for each architecture outside it (CPU rungs and
+    libraries skipped).
+
+    ``jobs`` processes compile (None: ``default_jobs()``), each a group of rungs that share
+    no build with another group (``groups``), so nothing is compiled twice; with one job,
+    or for rungs not in the registry, this process compiles. With ``cache``, figures kept
+    by an earlier check of the same files and compilers are read, not built again (see the
+    module's docstring). ``progress`` is called with each rung before its kernels are
+    compiled, or, with several processes, as its reports come back."""
     for arch in archs:
         arch_cc(arch)  # a misspelt architecture fails before anything is built
-    builds = Builds()
-    reports: list[KernelReport] = []
-    for rung in rungs_to_check:
-        if rung.on_cpu or rung.reference:
-            continue
-        if progress is not None:
-            progress(rung)
-        module = sys.modules[rung.launch.__module__]
-        source = getattr(module, "SOURCE", None)
-        fits = tuple(a for a in archs if rung.reason_for_cc(arch_cc(a)) is None)
-        if isinstance(source, cuda_cpp.CudaSource):
-            reports += check_cuda(rung, source, fits, builds)
-        else:
-            reports += check_numba(rung, module, fits, builds)
-        reports += not_for(rung, archs)
-    return reports
+    from ladder.core.rung import rungs
+
+    chosen = [r for r in rungs_to_check if not (r.on_cpu or r.reference)]
+    by_key: dict[str, list[KernelReport]] = {}
+    to_build = chosen
+    if cache:
+        Cache().prune()
+        kept = Builds(Cache(), kept_only=True)
+        to_build = []
+        for rung in chosen:
+            try:
+                by_key[rung.key] = _check_rung(rung, archs, kept)
+            except NotKept:
+                to_build.append(rung)
+                continue
+            if progress is not None:
+                progress(rung)
+    found = groups(to_build, archs)
+    jobs = min(default_jobs() if jobs is None else jobs, len(found))
+    registered = {id(r) for r in rungs()}
+    if jobs <= 1 or any(id(r) not in registered for r in to_build):
+        builds = Builds(Cache() if cache else None)
+        for rung in to_build:
+            if progress is not None:
+                progress(rung)
+            by_key[rung.key] = _check_rung(rung, archs, builds)
+        return [report for rung in chosen for report in by_key[rung.key]]
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor, as_completed
+
+    # spawn, not fork: a forked child would inherit this process's threads (a progress
+    # bar's) and compiler state; each worker imports the rungs afresh (about 2 s)
+    context = multiprocessing.get_context("spawn")
+    start = {"initializer": _start_worker, "initargs": (cache,)}
+    with ProcessPoolExecutor(jobs, mp_context=context, **start) as pool:
+        pending = {
+            pool.submit(_check_group, [(r.problem, r.name) for r in group], archs): group
+            for group in found
+        }
+        for done in as_completed(pending):
+            for report in done.result():
+                by_key.setdefault(f"{report.problem}/{report.rung}", []).append(report)
+            for rung in pending[done]:
+                if progress is not None:
+                    progress(rung)
+    return [report for rung in chosen for report in by_key.get(rung.key, [])]
