@@ -17,6 +17,7 @@ import pytest
 from ladder import cli
 from ladder.core import check, cuda_cpp, report, tools
 from ladder.core.rung import GENERATIONS, Rung, get_rung, rung, rungs
+from tests.conftest import quick_unless
 
 NVRTC_LOG = """\
 ptxas info    : 72 bytes gmem
@@ -210,7 +211,12 @@ def _limited_sources() -> list[tuple[Rung, cuda_cpp.CudaSource]]:
     return list(found.values())
 
 
-@pytest.mark.parametrize("case", _limited_sources(), ids=lambda c: c[0].key)
+@pytest.mark.parametrize(
+    "case",
+    # each is an NVRTC build of seconds: the fast path keeps the first
+    [pytest.param(c, marks=quick_unless(i > 0)) for i, c in enumerate(_limited_sources())],
+    ids=lambda c: c[0].key,
+)
 def test_a_cuda_rung_does_not_build_below_its_range_for_the_reason_it_gives(case):
     """The reason a rung gives is the compiler's: built for the generation below its range
     (and for sm_90 without the a, where it needs sm_90a), ptxas names its first instruction."""
