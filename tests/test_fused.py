@@ -16,7 +16,9 @@ from ladder.core.rung import get_problem, rungs
 FUSED = ["elementwise", "softmax", "layernorm", "gemm-epilogue"]
 # the simulator runs every thread of every block as a Python thread: few rows (blocks) only
 SIM_SHAPES = [(1, 1), (1, 257), (3, 1), (2, 33), (2, 1030)]
-SLOW_SHAPES = {(1, 257), (3, 1), (2, 1030)}  # left out of the fast path (-m "not slow")
+# left out of the fast path (-m "not slow"), which keeps (2, 33): two rows, each past a warp;
+# and for the GEMM epilogue 1 x 1 x 1 and 17 x 33 x 65, past every tile
+SLOW_SHAPES = {(1, 1), (1, 257), (3, 1), (2, 1030), (1, 130, 7), (20, 36, 68)}
 
 
 def _cases():
@@ -56,7 +58,8 @@ def test_fused_rung_matches_float64_reference(rung, dtype, size):
 SOFTMAX = [r for r in rungs("softmax") if r.unavailable_reason() is None]
 
 
-@pytest.mark.parametrize("dtype", ["float32", "float16"])
+# float16 on the fast path: its exp overflows first (at 11.1 against float32's 88.7)
+@pytest.mark.parametrize("dtype", [pytest.param("float32", marks=quick_unless(True)), "float16"])
 @pytest.mark.parametrize("rung", SOFTMAX, ids=lambda r: r.name)
 def test_softmax_is_stable_for_large_inputs(rung, dtype):
     problem = get_problem("softmax")

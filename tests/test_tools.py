@@ -151,24 +151,19 @@ def _check_json(tmp_path, name, *options):
     return json.loads(out.read_text())
 
 
-def test_check_in_parallel_reports_what_one_process_does(tmp_path, monkeypatch):
+def test_check_in_parallel_reports_what_one_process_does_and_keeps_it(tmp_path, monkeypatch):
     """Two processes (a Numba rung and a CUDA C++ one, each in its own) give the reports one
-    gives, in the same order; nothing is kept (a fresh cache each) so both build."""
+    gives, in the same order, each from an empty cache. A third check reads each build's
+    figures from the cache instead of building: here a kept figure changed by hand shows in
+    its report. The fingerprint covers every file of the package, so an edit anywhere
+    builds everything again."""
     monkeypatch.setenv("LADDER_CACHE", str(tmp_path / "one"))
     alone = _check_json(tmp_path, "one", "--jobs", "1")
     monkeypatch.setenv("LADDER_CACHE", str(tmp_path / "two"))
     assert _check_json(tmp_path, "two", "--jobs", "2") == alone
     assert {r["rung"] for r in alone} == {"naive", "wmma"}
     assert all(r["registers"] and not r["error"] for r in alone)
-
-
-def test_check_reads_the_figures_it_kept(tmp_path, monkeypatch):
-    """A second check reads each build's figures from the cache instead of building: here a
-    kept figure changed by hand shows in the report. The fingerprint covers every file of the
-    package, so an edit anywhere builds everything again."""
-    monkeypatch.setenv("LADDER_CACHE", str(tmp_path))
-    first = _check_json(tmp_path, "first")
-    (folder,) = (tmp_path / "check").iterdir()
+    (folder,) = (tmp_path / "two" / "check").iterdir()
     docs = {path: json.loads(path.read_text()) for path in sorted(folder.glob("*.json"))}
     builds = sorted(d["build"].split()[0] + " " + d["build"].split()[-1] for d in docs.values())
     # one per Numba kernel and architecture, one per .cu and architecture
@@ -176,8 +171,8 @@ def test_check_reads_the_figures_it_kept(tmp_path, monkeypatch):
     path, doc = next((p, d) for p, d in docs.items() if d["build"].startswith("numba "))
     doc["figures"]["registers"] = 999
     path.write_text(json.dumps(doc))
-    second = _check_json(tmp_path, "second")
-    changed = [b for a, b in zip(first, second, strict=True) if a != b]
+    kept = _check_json(tmp_path, "kept", "--jobs", "2")
+    changed = [b for a, b in zip(alone, kept, strict=True) if a != b]
     assert [r["registers"] for r in changed] == [999] and changed[0]["rung"] == "naive"
     assert check._in_package(check.PACKAGE / "core" / "check.py")
     assert not check._in_package(tmp_path / "my_rung.py")  # a user's rung is never kept
