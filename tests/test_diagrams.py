@@ -29,13 +29,13 @@ from ladder.conv import layers
 from ladder.core import diagrams as dg
 from ladder.gemm import diagrams as gemm_diagrams
 from ladder.gemm import r05_register_blocked_2d as r05
-from ladder.gemm import r06_transposed_tiles as r06
-from ladder.gemm import r08_warp_tiling as r08
-from ladder.gemm import r14_cp_async as r14
-from ladder.gemm import r15_mma_sync as r15
-from ladder.gemm import r18_wgmma as r18
-from ladder.gemm import r19_smem_epilogue as r19
-from ladder.gemm import r20_persistent as r20
+from ladder.gemm import r08_interleaved_columns as r06
+from ladder.gemm import r10_warp_tiling as r08
+from ladder.gemm import r16_cp_async as r14
+from ladder.gemm import r17_mma_sync as r15
+from ladder.gemm import r20_wgmma as r18
+from ladder.gemm import r21_smem_epilogue as r19
+from ladder.gemm import r22_persistent as r20
 
 RESULTS = Path(__file__).resolve().parent.parent / "results" / "nvidia-h200.json"
 
@@ -134,7 +134,7 @@ def test_bank_conflicts_rung_5_then_rung_6() -> None:
     assert drawn[2] == 8  # rung 6's docstring: "without the pad it is an 8-way conflict"
 
 
-# Rung 15's swizzles as r15_mma_sync.cu writes them (stated once, here): the diagram derives
+# Rung 15's swizzles as r17_mma_sync.cu writes them (stated once, here): the diagram derives
 # them from r15.BK and r15.BN and must agree.
 CU_SWIZZLE_A = lambda row, chunk: chunk ^ ((row >> 1) & 3)  # noqa: E731
 CU_SWIZZLE_B = lambda row, chunk: chunk ^ (row & 7)  # noqa: E731
@@ -470,7 +470,7 @@ from ladder.conv import r08_tensor_core as conv_r08  # noqa: E402
 from ladder.conv import r09_wgmma as conv_r09  # noqa: E402
 from ladder.conv import r13_filters_on_m as conv_r13  # noqa: E402
 from ladder.conv.tc import plan as tc_plan  # noqa: E402
-from ladder.gemm import r17_wgmma_descriptors as r17  # noqa: E402
+from ladder.gemm import r19_wgmma_descriptors as r17  # noqa: E402
 
 LADDER = Path(__file__).resolve().parent.parent / "ladder"
 TC = LADDER / "conv" / "tc"

@@ -21,8 +21,8 @@ from ladder.core.fastcall import PlanCache, intake
 from ladder.core.rung import get_problem, get_rung, rungs
 from ladder.fused import problem as fused_problem
 from ladder.fused.softmax import r05_rows_in_registers as softmax5
-from ladder.gemm import hopper, r07_wide_loads, r10_tuned, tensor_core
-from ladder.gemm import r18_wgmma as r18
+from ladder.gemm import hopper, r09_wide_loads, r12_tuned, tensor_core
+from ladder.gemm import r20_wgmma as r18
 from ladder.gemm.problem import operands
 
 
@@ -230,7 +230,7 @@ def test_tuned_gemm_plans_by_the_outputs_alignment(offset):
     out = _gemm(a, b, c)
     assert np.allclose(out, problem.reference((a, b)), rtol=1e-5, atol=1e-5)
     ops = [intake(to_device(a), "A"), intake(to_device(b), "B"), intake(c, "C")]
-    kernel = r10_tuned.wide_kernel if offset == 0 else r10_tuned.scalar_kernel
+    kernel = r12_tuned.wide_kernel if offset == 0 else r12_tuned.scalar_kernel
     assert TUNED.plans(*ops).kernel is kernel  # TUNED's, built by rung 9's make_kernel
 
 
@@ -717,7 +717,7 @@ def test_wide_loads_replans_in_the_launcher():
     shifted = flat[1:].reshape(4, 8)  # contiguous, rows not 16-byte aligned
     assert new_plans(a, b, to_device(a), shifted) == 1
     ops = [intake(to_device(a), "A"), intake(to_device(b), "B"), intake(shifted, "C")]
-    assert plans(*ops).kernel is r07_wide_loads.scalar_kernel
+    assert plans(*ops).kernel is r09_wide_loads.scalar_kernel
     row = to_device(np.pad(a[:1], ((0, 0), (0, 4))))[:, :4]  # one row of 4, 8 apart
     assert intake(row, "A").strides == (8, 1)
     assert new_plans(a[:1], b, row, poisoned(1, 8)) == 1

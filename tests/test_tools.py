@@ -62,12 +62,13 @@ def test_static_shared_memory_is_read_from_numba_ptx():
 
 def test_ladder_check_compiles_numba_and_cuda_rungs(tmp_path):
     out = tmp_path / "check.json"
-    assert cli.main(["check", "gemm", "--rungs", "r06", "r12", "--json", str(out)]) == 0
+    rungs = ["transposed-tiles", "wmma"]
+    assert cli.main(["check", "gemm", "--rungs", *rungs, "--json", str(out)]) == 0
     reports = json.loads(out.read_text())
     numba = [r for r in reports if r["rung"] == "transposed-tiles"]
     assert {r["arch"] for r in numba} == {"sm_75", "sm_80", "sm_86", "sm_89", "sm_90"}
     assert all(r["registers"] and r["spill_stores"] == 0 and not r["error"] for r in numba)
-    assert all(r["smem_bytes"] == 8 * (132 + 128) * 4 for r in numba)  # rung 6's two tiles
+    assert all(r["smem_bytes"] == 8 * (132 + 128) * 4 for r in numba)  # its two tiles
     wmma = [r for r in reports if r["rung"] == "wmma"]
     assert wmma and all(r["kernel"] == "wmma_naive" and r["registers"] for r in wmma)
 

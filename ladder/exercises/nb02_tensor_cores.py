@@ -138,8 +138,8 @@ def check_copy_instructions(answer: Any) -> str:
     issue in rung 15, 16 bytes each), tma (instructions its one copying thread issues in
     rung 16: one box per instruction, a box's rows at most 128 bytes, A as one box of 128
     rows, B as boxes of 64 k-rows)."""
-    from ladder.gemm import r15_mma_sync as r15
-    from ladder.gemm import r16_tma as r16
+    from ladder.gemm import r17_mma_sync as r15
+    from ladder.gemm import r18_tma as r16
 
     found = as_dict(answer, ("cp_async", "tma"), "check_copy_instructions")
     k = r16.BK
@@ -161,7 +161,7 @@ def check_copy_waits(answer: Any) -> str:
     arrives for tile j after its ``wait_group 1`` in iteration j + 1. Keys: rung_17, rung_18:
     for a tile t >= 4, t minus the newest tile whose multiplies must be done before t's copy
     is issued."""
-    from ladder.gemm import r18_wgmma as r18
+    from ladder.gemm import r20_wgmma as r18
 
     found = as_dict(answer, ("rung_17", "rung_18"), "check_copy_waits")
     stages = r18.STAGES
@@ -181,8 +181,8 @@ def check_fp8_stage(answer: Any) -> str:
     wgmma is m64n256k32: each of the two consumers multiplies its 64 rows by 32 of K per
     instruction. Keys: k_elements (elements of K one stage holds), wgmma (instructions one
     consumer issues per stage), ratio (multiply-adds per stage, rung 21's over rung 20's)."""
-    from ladder.gemm import r20_persistent as r20
-    from ladder.gemm import r21_fp8 as r21
+    from ladder.gemm import r22_persistent as r20
+    from ladder.gemm import r23_fp8 as r21
 
     found = as_dict(answer, ("k_elements", "wgmma", "ratio"), "check_fp8_stage")
     k_elements = r21.BK  # rung 20's 128-byte rows (r20.BK halves) of 1-byte elements

@@ -1,4 +1,4 @@
-"""The FP32 GEMM ladder: C = A @ B, from a NumPy baseline to a tuned register-blocked kernel."""
+"""The GEMM ladder: C = A @ B, from a NumPy baseline through FP32 Numba rungs to tensor cores."""
 
 from ladder.core.rung import import_rungs
 from ladder.gemm import (  # noqa: F401  (registers the problems, cuBLAS through CuPy and PyTorch, cuBLASLt FP8, and the Triton peer)
@@ -17,7 +17,9 @@ LADDER = (
     "shared-tiling",
     "thread-tiling-1d",
     "register-blocked-2d",
+    "unsigned-indices",
     "transposed-tiles",
+    "interleaved-columns",
     "wide-loads",
     "warp-tiling",
     "double-buffered",

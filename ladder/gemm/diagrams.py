@@ -29,14 +29,14 @@ from matplotlib.patches import FancyArrowPatch, Rectangle
 
 from ladder.core import diagrams as dg
 from ladder.gemm import r05_register_blocked_2d as r05
-from ladder.gemm import r06_transposed_tiles as r06
-from ladder.gemm import r08_warp_tiling as r08
-from ladder.gemm import r14_cp_async as r14
-from ladder.gemm import r15_mma_sync as r15
-from ladder.gemm import r17_wgmma_descriptors as r17
-from ladder.gemm import r18_wgmma as r18
-from ladder.gemm import r19_smem_epilogue as r19
-from ladder.gemm import r20_persistent as r20
+from ladder.gemm import r08_interleaved_columns as r06
+from ladder.gemm import r10_warp_tiling as r08
+from ladder.gemm import r16_cp_async as r14
+from ladder.gemm import r17_mma_sync as r15
+from ladder.gemm import r19_wgmma_descriptors as r17
+from ladder.gemm import r20_wgmma as r18
+from ladder.gemm import r21_smem_epilogue as r19
+from ladder.gemm import r22_persistent as r20
 
 # The shape of mma.sync.aligned.m16n8k16 (PTX ISA, "Matrix Fragments for mma.m16n8k16"): fixed
 # by the instruction, named in rung 15 but not a Python constant there.
@@ -154,7 +154,7 @@ def warp_tiling(config: r08.Config | None = None) -> Figure:
         fontsize=9,
     )
     fig.suptitle(
-        f"rung 8 (r08_warp_tiling): {c.threads} threads = {warps_m * warps_n} warps; a thread "
+        f"rung 8 (r10_warp_tiling): {c.threads} threads = {warps_m * warps_n} warps; a thread "
         f"holds {c.wmiter * c.tm} × {c.wniter * c.tn} = "
         f"{c.wmiter * c.tm * c.wniter * c.tn} accumulators",
         fontsize=10,
@@ -222,7 +222,7 @@ def r15_swizzle(row_bytes: int) -> Callable[[int, int], int]:
     follows: within each 128-byte line (8 chunks, one per bank group), the chunk index is
     XORed with the line's index mod the chunks it spans. For A (rows of BK halves = 64 bytes,
     two rows a line) that is ``chunk ^ ((row >> 1) & 3)``; for B (rows of BN halves) it is
-    ``chunk ^ (row & 7)``, as in ``r15_mma_sync.cu``."""
+    ``chunk ^ (row & 7)``, as in ``r17_mma_sync.cu``."""
     line = dg.BANK_GROUPS * dg.CHUNK_BYTES
     rows_per_line = max(1, line // row_bytes)
     span = min(dg.BANK_GROUPS, row_bytes // dg.CHUNK_BYTES)
@@ -295,7 +295,7 @@ def swizzle() -> Figure:
                 fontsize=8,
             )
     fig.suptitle(
-        f"rung 15 (r15_mma_sync) tiles, one ldmatrix 8 × 8 matrix = rows 0–7 at chunk 0: "
+        f"rung 15 (r17_mma_sync) tiles, one ldmatrix 8 × 8 matrix = rows 0–7 at chunk 0: "
         f"padding costs {extra['padded']:,} B of a {stage:,} B stage "
         f"({100 * extra['padded'] / stage:.0f} %), the swizzle none",
         fontsize=9,
@@ -356,7 +356,7 @@ def mma_fragments() -> Figure:
         ax.set_ylabel("k" if key == "B" else "m", fontsize=8)
         ax.set_title(shapes[key], fontsize=9)
     fig.suptitle(
-        f"mma.sync.m{MMA_M}n{MMA_N}k{MMA_K} fragments (rung 15, r15_mma_sync): lane = 4g + t; "
+        f"mma.sync.m{MMA_M}n{MMA_N}k{MMA_K} fragments (rung 15, r17_mma_sync): lane = 4g + t; "
         "a0 = A[g][2t..2t+1], a1 = A[g+8][2t..], a2 = A[g][2t+8..], a3 = A[g+8][2t+8..];\n"
         "b0 = B[2t..2t+1][g], b1 = B[2t+8..][g]; d0, d1 = D[g][2t..], d2, d3 = D[g+8][2t..]. "
         "Each cell: lane, then register; colour: t = lane % 4",
@@ -440,7 +440,7 @@ def wgmma_ring(k_tiles: int | None = None) -> Figure:
     ax.plot([], [], color="white", label="hatched: stage being filled; solid: tile resident")
     fig.legend(loc="outside lower center", ncols=3, fontsize=7, frameon=False)
     ax.set_title(
-        f"rung 18 (r18_wgmma): a ring of STAGES = {stages} shared-memory stages of "
+        f"rung 18 (r20_wgmma): a ring of STAGES = {stages} shared-memory stages of "
         f"A {r18.BM} × {r18.BK} + B {r18.BK} × {r18.BN} halves;\nK tile kt uses stage "
         f"kt mod {stages}; a stage is released one tile late (after wgmma.wait_group 1)",
         fontsize=9,
@@ -544,7 +544,7 @@ def epilogue_stores(j: int = 3, row: int = 5) -> Figure:
     for ax in (direct, write, read):
         ax.set_yticks([])
         ax.tick_params(labelsize=6, length=0)
-    fig.suptitle("rung 18's epilogue against rung 19's (r19_smem_epilogue): the same values, "
+    fig.suptitle("rung 18's epilogue against rung 19's (r21_smem_epilogue): the same values, "
                  "staged through shared memory", fontsize=9)  # fmt: skip
     return fig
 
@@ -615,9 +615,9 @@ def persistent_timeline(tiles: int = 2, k_tiles: int = 6) -> Figure:
             _bar(ax, e["start"], e["end"], 1, color, "epilogue", gid="epilogue", hatch=True)
         ends[persistent] = run["epilogues"][-1]["end"]
         name = (
-            "rung 20 (r20_persistent): one block stays"
+            "rung 20 (r22_persistent): one block stays"
             if persistent
-            else ("rung 19 (r19_smem_epilogue): a block per tile")
+            else ("rung 19 (r21_smem_epilogue): a block per tile")
         )
         ax.set_title(f"{name}: {tiles} tiles end at {ends[persistent]:.1f}", fontsize=9)
         ax.set_ylim(2, 0)
@@ -633,7 +633,7 @@ def persistent_timeline(tiles: int = 2, k_tiles: int = 6) -> Figure:
 
 # ---- 7. rung 17: the shared-memory descriptor and the core matrix ----
 
-# Rung 17's stage (r17_wgmma_descriptors.cu): A's BM x BK tile, then B's BK x BN in chunks of
+# Rung 17's stage (r19_wgmma_descriptors.cu): A's BM x BK tile, then B's BK x BN in chunks of
 # 64 columns, both written by TMA with the 128-byte swizzle into 1024-byte-aligned tiles.
 # tests/test_diagrams.py evaluates the .cu's own expressions and compares them with these.
 A_ROW_BYTES = r17.BK * HALF_BYTES  # a row of A's tile: 128 bytes, one row of the swizzle
@@ -837,7 +837,7 @@ def draw_wgmma_descriptor(
         fontsize=7,
     )
     fig.suptitle(
-        f"rung 17 (r17_wgmma_descriptors), BM × BN × BK = {r17.BM} × {r17.BN} × {r17.BK}: one "
+        f"rung 17 (r19_wgmma_descriptors), BM × BN × BK = {r17.BM} × {r17.BN} × {r17.BK}: one "
         f"wgmma m64n{r17.BN}k16 per k16 step reads A and B through these descriptors\n(rungs "
         "18 to 20 build the same ones); the tiles are written by TMA with the 128-byte swizzle, "
         "which wgmma undoes from the address bits",

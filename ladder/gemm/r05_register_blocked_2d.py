@@ -19,8 +19,8 @@ make 256 blocks); that count is the likely cause, but no profile at 1024³ is in
 conflicts come from the layout: shared memory has 32 banks of 4-byte words, and a warp's reads of
 different words in one bank are served one after another. Here the warp's two groups of 16 threads
 read A 8 rows (64 words) apart, the same bank, and its 16 B addresses, 8 words apart, fall in 4
-banks (4-way). This is the kernel written the way Numba code is usually written; `transposed-tiles`
-fixes the layout and Numba's index overhead.
+banks (4-way). This is the kernel written the way Numba code is usually written; `unsigned-indices`
+removes Numba's index overhead, `transposed-tiles` and `interleaved-columns` the conflicts.
 
 Lab notes: docs/notes/gemm.md#rung-5-2d-register-blocking
 """

@@ -15,7 +15,7 @@ configurations per dtype family (``FP32_CONFIGS``, ``HALF_CONFIGS``) at the firs
 (``INTERPRETED``), so the simulator's sizes cross every tile edge.
 
 What Triton did that the Numba ladder did by hand, all from ``tl.dot`` and the tile sizes:
-- FP32, against rungs 3 to 10 (``r10_tuned.py``): staging A and B tiles through shared memory
+- FP32, against rungs 3 to 10 (``r12_tuned.py``): staging A and B tiles through shared memory
   (rung 3), register blocking of each thread's outputs (rungs 4 and 5), conflict-free shared
   layouts (rung 6), 16-byte loads (rung 7), warp tiling (rung 8) and the next tile's loads in
   flight during the math (rung 9; Triton pipelines ``num_stages`` tiles with ``cp.async``);

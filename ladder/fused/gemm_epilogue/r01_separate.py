@@ -27,8 +27,8 @@ from numba import cuda, float32, uint32
 
 from ladder.fused.problem import GEMM_EPILOGUE, fused_rung
 from ladder.gemm.problem import aligned_for_float4, grid_2d
-from ladder.gemm.r08_warp_tiling import DEFAULT
-from ladder.gemm.r09_double_buffered import make_kernel
+from ladder.gemm.r10_warp_tiling import DEFAULT
+from ladder.gemm.r11_double_buffered import make_kernel
 
 INV_SQRT2 = np.float32(1.0 / math.sqrt(2.0))
 THREADS = 256

@@ -2,7 +2,7 @@
 
 What changes: `gemm-then-epilogue` wrote C, then read it back to add the bias and apply GELU.
 Here the main loop is `gemm/double-buffered`'s, unchanged (``make_mainloop`` of
-``ladder.gemm.r09_double_buffered``, the very device function its kernel calls), and only the
+``ladder.gemm.r11_double_buffered``, the very device function its kernel calls), and only the
 store differs, in two steps:
 
 1. `gemm/warp-tiling`'s store of ``acc + bias`` (additions only, so everything unrolls and the 128
@@ -44,8 +44,8 @@ from ladder.core.intrinsics import store4
 from ladder.fused.gemm_epilogue.r01_separate import gelu
 from ladder.fused.problem import GEMM_EPILOGUE, fused_launcher, fused_rung
 from ladder.gemm.problem import aligned_for_float4, grid_2d
-from ladder.gemm.r08_warp_tiling import DEFAULT, Config
-from ladder.gemm.r09_double_buffered import make_mainloop
+from ladder.gemm.r10_warp_tiling import DEFAULT, Config
+from ladder.gemm.r11_double_buffered import make_mainloop
 
 
 @functools.cache
@@ -58,7 +58,7 @@ def make_fused_kernel(config: Config, wide_global: bool, activation: Any) -> Any
 
     @cuda.jit(device=True, inline="always")
     def store_epilogue(C, bias, row, col, acc):
-        # 1. rung 8's store (r08_warp_tiling.make_parts.store_c) of acc + bias: additions only,
+        # 1. rung 8's store (r10_warp_tiling.make_parts.store_c) of acc + bias: additions only,
         #    so the loops unroll and acc stays in registers. The thread's n_n bias values are
         #    loaded once, not once per row.
         M, N = uint32(C.shape[0]), uint32(C.shape[1])

@@ -38,8 +38,8 @@ from ladder.gemm.problem import (
     gemm_rung,
     grid_2d,
 )
-from ladder.gemm.r08_warp_tiling import DEFAULT, Config
-from ladder.gemm.r09_double_buffered import make_kernel
+from ladder.gemm.r10_warp_tiling import DEFAULT, Config
+from ladder.gemm.r11_double_buffered import make_kernel
 
 CONFIGS = [
     DEFAULT,  # 128 x 128 x 16, 4 warps of 64 x 64, 8 x 4 per lane: rungs 8 and 9

@@ -1,7 +1,7 @@
 """mma.sync: the warp-level tensor-core instruction in PTX, fed by ldmatrix.
 
 What changes: the WMMA API is dropped for the instructions underneath it, as inline PTX
-(``r15_mma_sync.cu``):
+(``r17_mma_sync.cu``):
 - ``mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32`` multiplies a 16 x 16 tile of A by a
   16 x 8 tile of B into 16 x 8 FP32 accumulators. Its fragment layout is documented (PTX ISA,
   "Matrix Fragments for mma.m16n8k16"): with g = lane / 4 and t = lane % 4, a lane holds A rows
@@ -43,7 +43,7 @@ Lab notes: docs/notes/gemm.md#rung-15-mma-sync
 from ladder.core import cuda_cpp
 from ladder.gemm.problem import gemm_rung
 
-SOURCE = cuda_cpp.source(__file__, "r15_mma_sync.cu", archs=("sm_80", "sm_90"))
+SOURCE = cuda_cpp.source(__file__, "r17_mma_sync.cu", archs=("sm_80", "sm_90"))
 BM, BN, BK = 128, 256, 32  # a block's tile of C, and the K step (as in the .cu file)
 STAGES = 4  # depth of the cp.async ring
 THREADS = 256  # 8 warps, each a 64 x 64 tile of C

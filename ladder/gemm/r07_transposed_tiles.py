@@ -1,33 +1,22 @@
-"""Numba's tax removed and conflict-free tiles: unsigned indices, A stored transposed.
+"""Transposed tiles: A's tile stored transposed and padded, a thread's 8 values of A adjacent.
 
-What changes: the same 128 x 128 x 8 tiling and 8 x 8 outputs per thread as `register-blocked-2d`,
-with three changes, each found by reading `register-blocked-2d`'s PTX:
-1. Unsigned indices. Every index starts from ``uint32`` values (thread and block indices,
-   shapes, and the tile constants as ``np.uint32``), which removes Numba's wrap-around code
-   for negative indices before every array access. One trap: Numba types ``uint64 op int64``
-   as float64, so a single signed constant or ``range(n)`` over a signed ``n`` turns a compare
-   into float64 (``cvt.rn.f64``, ``setp.f64``); every constant and loop bound is unsigned.
-2. A's tile transposed in shared memory, ``As[k, m]``, each row padded by 4 floats. A thread
-   reads its 8 values of A from consecutive addresses, and the stores of one k row spread over
-   all 32 banks (row length 132 floats: 132 mod 32 = 4 shifts each row by four banks).
-3. Each thread's 8 columns are interleaved 16 apart (``col = tcol + 16 j``) instead of 8
-   adjacent ones: a half-warp's 16 threads read 16 consecutive words of B's tile (no bank
-   conflicts) and write 16 consecutive floats of C.
-Why: `register-blocked-2d`'s profile shows 1.07 billion shared-load bank conflicts, and its PTX
-carries index code that does no arithmetic of the product.
-Prediction: fewer instructions per multiply-add and no shared-memory replays; a clear step
-over `register-blocked-2d`, still with scalar loads everywhere.
-Measured: on an NVIDIA H200 by ``ladder bench`` (results/nvidia-h200.json): 0.219 ms at 1024³
-(1.56x `register-blocked-2d`) and 4.815 ms at 4096³ (28.54 TFLOP/s, 43% of the FP32 peak, 1.69x).
-Nsight Compute at 4096³ (lab/gemm/2026-11-22-profiles/nvidia-h200-profile-float32.json):
-shared-load bank conflicts 7.7 thousand (`register-blocked-2d`: 1.07 billion), SM throughput 68.0%
-(61.6%).
-Verdict: held: the load conflicts are gone and the step is 1.7x. The profile still counts 5.0
-million shared-store conflicts (`register-blocked-2d`: 1.2 million), where the layout count above
-says A's stores have none; where they come from is not examined yet (Nsight's per-instruction
-source view would show it). `wide-loads` widens the loads.
+What changes: only where A's tile lies in shared memory. `unsigned-indices` stores it as it lies in
+A, ``As[m, k]`` (128 x 8), and a thread reads its 8 values of A down a column, 8 words apart.
+Here it is stored transposed, ``As[k, m]``, each row padded by PAD = 4 floats (AS_ROW = 132).
+Why: shared memory has 32 banks of 4-byte words, and a warp's reads of different words in one
+bank are served one after another. In `unsigned-indices` a warp's two halves read A at rows
+``out_row`` 8 apart, words 64 apart: one bank, two words, a 2-way conflict on every read of A.
+Transposed, the two halves read words 8 apart, in different banks. The store of A's tile turns
+from a row into a column: without the pad a warp's 32 stores (8 k-rows by 4 m) would fall in 4
+banks, 8-way; with rows of 132 floats each row is shifted by 4 banks (bank = 4 k + m mod 32) and
+the 32 stores hit 32 banks.
+Prediction: A's 8 reads of a k become adjacent, and ptxas merges them into two LDS.128: the
+inner loop falls from 88 to 80 instructions per 64 FMAs (ptxas of CUDA 13.0, sm_80 and sm_90),
+and A's reads from 16 bank passes per k to 2. About 1.1x to 1.2x `unsigned-indices` at 4096³.
+Measured: not yet measured (the next `ladder bench --problems gemm` measures it).
+Verdict: to be judged against the prediction once measured.
 
-Lab notes: docs/notes/gemm.md#rung-6-transposed-tiles
+Lab notes: docs/notes/gemm.md#rung-7-transposed-tiles
 """
 
 import numpy as np
@@ -60,7 +49,7 @@ def kernel(A, B, C):
     row0 = uint32(cuda.blockIdx.y) * U_BM
     col0 = uint32(cuda.blockIdx.x) * U_BN
     out_row = tid // U_COL_THREADS * U_TM
-    tcol = tid % U_COL_THREADS
+    out_col = tid % U_COL_THREADS * U_TN
     a_row, a_col = tid // U_BK, tid % U_BK
     b_row, b_col = tid // U_BN, tid % U_BN
     acc = cuda.local.array(ACC, float32)
@@ -80,7 +69,7 @@ def kernel(A, B, C):
             for i in range(U_TM):
                 reg_m[i] = As[d, out_row + i]
             for j in range(U_TN):
-                reg_n[j] = Bs[d, tcol + j * U_COL_THREADS]
+                reg_n[j] = Bs[d, out_col + j]
             for i in range(TM):
                 for j in range(TN):
                     acc[i * TN + j] += reg_m[i] * reg_n[j]
@@ -88,15 +77,15 @@ def kernel(A, B, C):
     for i in range(U_TM):
         row = row0 + out_row + i
         for j in range(U_TN):
-            col = col0 + tcol + j * U_COL_THREADS
+            col = col0 + out_col + j
             if row < M and col < N:
                 C[row, col] = acc[i * U_TN + j]
 
 
 @gemm_rung(
     name="transposed-tiles",
-    parent="register-blocked-2d",
-    title="Unsigned indices, transposed padded A tile",
+    parent="unsigned-indices",
+    title="A's tile stored transposed and padded in shared memory",
 )
 def geometry(m: int, n: int, k: int) -> tuple:
     """A block of THREADS per BM x BN tile of C."""

@@ -5,7 +5,7 @@ What changes: `wmma-shared`'s tiles, warps and copy map (128 x 128 x 32 tiles, 8
 from global to shared memory that a thread issues and forgets. The data do not pass through
 registers, and the ``.cg`` variant caches them in L2 only. A thread closes the copies it has
 issued into a group with one more instruction, and ``cp.async.wait_group N`` waits until at
-most N of its newest groups are still in flight (inline PTX in ``r14_cp_async.cu``). They fill
+most N of its newest groups are still in flight (inline PTX in ``r16_cp_async.cu``). They fill
 a ring of 4 stages of 18,944 bytes (75,776 in all, dynamic shared memory, over the 48 KB a
 block may declare statically). With one group per K tile:
 - prologue: issue tiles 0, 1 and 2 into stages 0, 1, 2, closing a group after each;
@@ -41,7 +41,7 @@ Lab notes: docs/notes/gemm.md#rung-14-cp-async
 from ladder.core import cuda_cpp
 from ladder.gemm.problem import gemm_rung
 
-SOURCE = cuda_cpp.source(__file__, "r14_cp_async.cu", archs=("sm_80", "sm_90"))
+SOURCE = cuda_cpp.source(__file__, "r16_cp_async.cu", archs=("sm_80", "sm_90"))
 BM, BN, BK = 128, 128, 32  # a block's tile of C, and the K step (as in the .cu file)
 STAGES = 4  # K tiles resident in the shared-memory ring
 PAD = 8  # halves added to every shared row

@@ -1,6 +1,6 @@
 """TMA: `mma-sync`'s tiles brought by the bulk tensor copy engine, counted on an mbarrier.
 
-What changes: only how tiles reach shared memory (``r16_tma.cu``); `mma-sync`'s math (ldmatrix,
+What changes: only how tiles reach shared memory (``r18_tma.cu``); `mma-sync`'s math (ldmatrix,
 mma.sync, 8 warps of 64 x 64) stays. In `mma-sync` each of 256 threads issued 6 ``cp.async``
 per K tile, each with its own address and XOR swizzle. Here one thread issues 5 copies per K
 tile (``cp.async.bulk.tensor``: A's 128 x 64 tile, B's four 64 x 64 chunks); the copy engine
@@ -41,7 +41,7 @@ from ladder.core import cuda_cpp
 from ladder.gemm.hopper import gemm_launch
 from ladder.gemm.problem import gemm_rung
 
-SOURCE = cuda_cpp.source(__file__, "r16_tma.cu", archs=("sm_90",))  # no sm_90a instruction
+SOURCE = cuda_cpp.source(__file__, "r18_tma.cu", archs=("sm_90",))  # no sm_90a instruction
 BM, BN, BK = 128, 256, 64  # a block's tile of C, and the K step (as in the .cu file)
 STAGES = 4  # depth of the ring
 THREADS = 256  # 8 warps, each a 64 x 64 tile of C, as rung 15

@@ -1,7 +1,7 @@
 // Rung 19: rung 18 with its epilogue through shared memory, C written in whole 16-byte lines.
 // C = A @ B, A (M x K) and B (K x N) row-major half (or bfloat16), FP32 accumulation, C in
 // the inputs' type. Build for sm_90a. The launcher pads M to a multiple of 128, N of 256 and
-// K of 64. The main loop is rung 18's (r18_wgmma.cu, untransposed operands only); the diff is
+// K of 64. The main loop is rung 18's (r20_wgmma.cu, untransposed operands only); the diff is
 // the epilogue at the end.
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>

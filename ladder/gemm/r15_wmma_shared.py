@@ -1,7 +1,7 @@
 """WMMA from shared memory: 128 x 128 block tiles, each warp a 64 x 32 tile of C.
 
 What changes: the two classic fixes of the FP32 rungs `shared-tiling` and `warp-tiling`, applied to
-the tensor cores (``r13_wmma_shared.cu``). A block of 256 threads stages a 128 x 32 tile of A and a
+the tensor cores (``r15_wmma_shared.cu``). A block of 256 threads stages a 128 x 32 tile of A and a
 32 x 128 tile of B in shared memory per K step; its 8 warps, 2 along M by 4 along N, each own a 64
 x 32 warp tile of C: 4 x 2 accumulator fragments, 64 FP32 registers per thread. Each thread copies
 2 x 16 bytes of A and 2 x 16 of B per K step (``uint4``), consecutive threads on consecutive
@@ -35,7 +35,7 @@ Lab notes: docs/notes/gemm.md#rung-13-wmma-shared
 from ladder.core import cuda_cpp
 from ladder.gemm.problem import gemm_rung
 
-SOURCE = cuda_cpp.source(__file__, "r13_wmma_shared.cu", archs=("sm_80", "sm_90"))
+SOURCE = cuda_cpp.source(__file__, "r15_wmma_shared.cu", archs=("sm_80", "sm_90"))
 BM, BN, BK = 128, 128, 32  # a block's tile of C, and the K step (as in the .cu file)
 THREADS = 256  # 8 warps, 2 (M) x 4 (N), each a 64 x 32 tile of C
 

@@ -6,7 +6,7 @@ the compute loop; after the compute it writes them to the other stage. One barri
 then enough: the barrier after tile t's writes to stage s ^ 1 also separates tile t's reads of
 stage s from tile t + 1's writes to it. The tile sizes, the thread layout and every piece of the
 kernel (loads, transposed store, inner loop, masked epilogue) are `warp-tiling`'s, imported from
-``r08_warp_tiling``; only the kernel body that orders them is new. The two stages live in one
+``r10_warp_tiling``; only the kernel body that orders them is new. The two stages live in one
 shared array of 2 x BK rows per operand, stage s at row offset s x BK, because ``load4`` takes 2D
 arrays: 2 x 16 x (132 + 128) x 4 = 33,280 bytes per block, under the 48 KB a block may declare
 statically (Numba cannot raise that limit). The price is registers: the next tile's 32 floats stay
@@ -37,7 +37,7 @@ from numba import cuda, float32, uint32
 
 from ladder.core.intrinsics import VECTOR_ALIGN
 from ladder.gemm.problem import ByAlignment, gemm_rung, grid_2d
-from ladder.gemm.r08_warp_tiling import DEFAULT, Config, make_parts
+from ladder.gemm.r10_warp_tiling import DEFAULT, Config, make_parts
 
 STAGES = 2
 

@@ -1,6 +1,6 @@
 """Wide loads: 16-byte global loads and 16-byte shared-memory reads and stores.
 
-What changes: `transposed-tiles` moves every float with its own 4-byte instruction. Numba has no
+What changes: `interleaved-columns` moves every float with its own 4-byte instruction. Numba has no
 ``float4``; ``ladder.core.intrinsics.load4``/``store4`` emit vector accesses, which become
 ``ld.global.v4.f32``, ``ld.shared.v4.f32`` and ``st.global.v4.f32`` in the PTX. Same 128 x 128
 x 8 block tile and 8 x 8 outputs per thread. A's 128 x 8 tile is 256 float4, one per thread
@@ -13,19 +13,19 @@ accesses. Shared arrays are declared 16-byte aligned, so the shared reads are al
 Why: fewer instructions move the same bytes, and a quarter-warp's 16-byte reads cover 128
 consecutive bytes, so they stay free of bank conflicts.
 Prediction: global load instructions fall 4x and shared reads 4x (16 to 4 per 64
-multiply-adds); a large step over `transposed-tiles`.
+multiply-adds); a large step over `interleaved-columns`.
 Measured: on an NVIDIA H200 by ``ladder bench`` (results/nvidia-h200.json): 0.202 ms at 1024³
-(1.08x `transposed-tiles`) and 4.331 ms at 4096³ (31.73 TFLOP/s, 1.11x). Nsight Compute at 4096³
+(1.08x `interleaved-columns`) and 4.331 ms at 4096³ (31.73 TFLOP/s, 1.11x). Nsight Compute at 4096³
 (lab/gemm/2026-11-22-profiles/nvidia-h200-profile-float32.json): SM throughput 65.9%
-(`transposed-tiles`: 68.0%), occupancy 24.3% (24.4%), shared-load bank conflicts 46 thousand (7.7
+(`interleaved-columns`: 68.0%), occupancy 24.3% (24.4%), shared-load bank conflicts 46 thousand (7.7
 thousand), DRAM 1.9%.
 Verdict: missed: 1.11x, not a large step. The count looked at the loads alone. Per step of k a
-thread issues 64 FMAs and 16 shared reads in `transposed-tiles`, 64 and 4 here: the FMAs, which do
-not change, are 64 of the 80, so even if instruction issue were the whole limit the inner loop
+thread issues 64 FMAs and 16 shared reads in `interleaved-columns`, 64 and 4 here: the FMAs, which
+do not change, are 64 of the 80, so even if instruction issue were the whole limit the inner loop
 could get at most 80/68 = 1.18x faster. Nsight Compute
 (lab/gemm/2026-11-24-counts/nvidia-h200-profile-gemm-counts.json) counts 2.99 billion warp
-instructions against `transposed-tiles`'s 3.40 billion (12% fewer), with issue-slot use near 68% in
-both: the time fell about as the instructions did (10%), so issue is the limit, and the FMAs are
+instructions against `interleaved-columns`'s 3.40 billion (12% fewer), with issue-slot use near 68%
+in both: the time fell about as the instructions did (10%), so issue is the limit, and the FMAs are
 most of what is left. `warp-tiling` cuts the shared-memory traffic per multiply-add instead.
 
 Lab notes: docs/notes/gemm.md#rung-7-wide-loads
@@ -132,7 +132,9 @@ wide_kernel = make_kernel(wide_global=True)
 scalar_kernel = make_kernel(wide_global=False)
 
 
-@gemm_rung(name="wide-loads", parent="transposed-tiles", title="16-byte loads and stores (float4)")
+@gemm_rung(
+    name="wide-loads", parent="interleaved-columns", title="16-byte loads and stores (float4)"
+)
 def geometry(m: int, n: int, k: int) -> tuple:
     """The 16-byte kernel where every row of A, B and C allows it, else the scalar one; a block
     of THREADS per BM x BN tile of C."""

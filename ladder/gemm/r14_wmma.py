@@ -1,7 +1,7 @@
 """WMMA: the tensor cores through CUDA C++, one warp per 16 x 16 tile of C.
 
 What changes: Numba exposes no tensor-core instruction, so from here on the kernels are CUDA
-C++ (``r12_wmma.cu`` beside this file), compiled with NVRTC and launched through CuPy. The
+C++ (``r14_wmma.cu`` beside this file), compiled with NVRTC and launched through CuPy. The
 ``nvcuda::wmma`` API is the gentlest entry: a warp loads a 16 x 16 fragment of A and one of B
 (``load_matrix_sync``), multiplies them on the tensor cores (``mma_sync``, 4096 multiply-adds
 in one warp-wide operation) and accumulates in FP32. This rung is deliberately naive: four
@@ -31,7 +31,7 @@ Lab notes: docs/notes/gemm.md#rung-12-wmma
 from ladder.core import cuda_cpp
 from ladder.gemm.problem import gemm_rung
 
-SOURCE = cuda_cpp.source(__file__, "r12_wmma.cu", archs=("sm_80", "sm_90"))
+SOURCE = cuda_cpp.source(__file__, "r14_wmma.cu", archs=("sm_80", "sm_90"))
 BM, BN, BK = 32, 32, 16  # a block's tile of C, and the K step
 
 

@@ -1,25 +1,25 @@
 """FP16 staging: half-precision inputs in global and shared memory, FP32 arithmetic.
 
 What changes: the first half-precision rung, still without tensor cores and still in Numba. It is
-`transposed-tiles`'s kernel (128 x 128 block tile, 8 x 8 outputs per thread, unsigned indices, A's
-tile stored transposed) with A, B and C in float16 and every tile staged in shared memory as
+`interleaved-columns`'s kernel (128 x 128 block tile, 8 x 8 outputs per thread, unsigned indices,
+A's tile stored transposed) with A, B and C in float16 and every tile staged in shared memory as
 float16. Each value is converted to float32 (``cvt.f32.f16``) when it is read from shared memory
 into a register, and the 64 accumulators stay float32: FP16 inputs, FP32 accumulation, the same
 contract as cuBLAS HGEMM and the tensor-core rungs above this one.
 Why: halving the bytes halves global traffic per tile, and a K tile twice as deep (BK = 16)
-fits in the same shared memory as `transposed-tiles`'s float32 tile: half as many barriers per
+fits in the same shared memory as `interleaved-columns`'s float32 tile: half as many barriers per
 multiply-add, and twice the problem fits in device memory.
-Prediction: about `transposed-tiles`'s speed, give or take the conversions: the arithmetic is still
-one FP32 FMA per multiply-add, capped by the FP32 peak (66.9 TFLOP/s on the H200) however few bytes
-move, and the conversions add 16 instructions per 64 FMAs (80 to 96 in the inner loop, at most 1/6
-slower). Numba has no vector type for pairs of halves, so loads stay 2 bytes wide.
+Prediction: about `interleaved-columns`'s speed, give or take the conversions: the arithmetic is
+still one FP32 FMA per multiply-add, capped by the FP32 peak (66.9 TFLOP/s on the H200) however few
+bytes move, and the conversions add 16 instructions per 64 FMAs (80 to 96 in the inner loop, at most
+1/6 slower). Numba has no vector type for pairs of halves, so loads stay 2 bytes wide.
 Measured: on an NVIDIA H200 by ``ladder bench`` (results/nvidia-h200.json): 5.326 ms at 4096³
 (25.80 TFLOP/s, 0.034x cuBLAS HGEMM at 0.183 ms) and 42.240 ms at 8192³ (26.03 TFLOP/s);
-`transposed-tiles` in float32 takes 4.815 ms at 4096³ in the same run. Nsight Compute at 4096³
+`interleaved-columns` in float32 takes 4.815 ms at 4096³ in the same run. Nsight Compute at 4096³
 (lab/gemm/2026-11-22-profiles/nvidia-h200-profile-float16.json): 18.6 million shared-store bank
-conflicts (`transposed-tiles`: 5.0 million,
+conflicts (`interleaved-columns`: 5.0 million,
 lab/gemm/2026-11-22-profiles/nvidia-h200-profile-float32.json).
-Verdict: held: 0.90x `transposed-tiles`, inside the 1/6 the conversions could cost. How the loss
+Verdict: held: 0.90x `interleaved-columns`, inside the 1/6 the conversions could cost. How the loss
 splits between the conversions and the extra store conflicts of the 2-byte transposed stores of A
 is not measured. Going up needs the tensor cores, which cuBLAS HGEMM runs at 11.5 times the FP32
 peak in the same file (768.5 TFLOP/s): `wmma`.
@@ -93,7 +93,7 @@ def kernel(A, B, C):
 
 @gemm_rung(
     name="fp16-staging",
-    parent="transposed-tiles",
+    parent="interleaved-columns",
     title="FP16 in memory, FP32 FMA (no tensor cores)",
     dtypes=("float16",),
 )
