@@ -29,13 +29,14 @@ from ladder.conv import layers
 from ladder.core import diagrams as dg
 from ladder.gemm import diagrams as gemm_diagrams
 from ladder.gemm import r05_register_blocked_2d as r05
-from ladder.gemm import r08_interleaved_columns as r06
-from ladder.gemm import r10_warp_tiling as r08
-from ladder.gemm import r16_cp_async as r14
-from ladder.gemm import r17_mma_sync as r15
-from ladder.gemm import r20_wgmma as r18
-from ladder.gemm import r21_smem_epilogue as r19
-from ladder.gemm import r22_persistent as r20
+from ladder.gemm import r07_transposed_tiles as r07
+from ladder.gemm import r08_interleaved_columns as r08
+from ladder.gemm import r10_warp_tiling as r10
+from ladder.gemm import r17_mma_sync as r17
+from ladder.gemm import r18_swizzle as r18
+from ladder.gemm import r22_wgmma as r22
+from ladder.gemm import r23_smem_epilogue as r23
+from ladder.gemm import r24_persistent as r24
 
 RESULTS = Path(__file__).resolve().parent.parent / "results" / "nvidia-h200.json"
 
@@ -103,24 +104,25 @@ def test_renders_with_labels_apart_and_inside(name: str) -> None:
 
 
 def test_warp_tiling_draws_rung_8s_tiles() -> None:
-    c = r08.DEFAULT
+    c = r10.DEFAULT
     fig = gemm_diagrams.warp_tiling()
-    warps = (r08.BM // r08.WM) * (r08.BN // r08.WN)
-    assert len(patches(fig, "warp-tile")) == warps == r08.THREADS // r08.WARP
+    warps = (r10.BM // r10.WM) * (r10.BN // r10.WN)
+    assert len(patches(fig, "warp-tile")) == warps == r10.THREADS // r10.WARP
     assert len(patches(fig, "sub-tile")) == c.wmiter * c.wniter
-    assert len(patches(fig, "thread-tile")) == r08.WARP * c.wmiter * c.wniter
+    assert len(patches(fig, "thread-tile")) == r10.WARP * c.wmiter * c.wniter
     assert len(patches(fig, "lane0-outputs")) == warps * c.wmiter * c.wniter
     for tile in patches(fig, "thread-tile"):
-        assert (tile.get_width(), tile.get_height()) == (r08.TN, r08.TM)
-    assert f"{r08.BM} × {r08.BN}" in fig.axes[0].get_title()
+        assert (tile.get_width(), tile.get_height()) == (r10.TN, r10.TM)
+    assert f"{r10.BM} × {r10.BN}" in fig.axes[0].get_title()
 
 
-def test_bank_conflicts_rung_5_then_rung_6() -> None:
-    assert dg.conflict_degree(gemm_diagrams.r05_b_read()) > 1
-    assert dg.conflict_degree(gemm_diagrams.r06_b_read()) == 1
-    assert dg.conflict_degree(gemm_diagrams.r06_a_store(r06.BM)) > 1  # without the pad
-    assert dg.conflict_degree(gemm_diagrams.r06_a_store(r06.AS_ROW)) == 1
-    assert r06.AS_ROW == r06.BM + r06.PAD and r05.BN == r06.BN
+def test_bank_conflicts_register_blocked_2d_then_transposed_and_interleaved() -> None:
+    assert dg.conflict_degree(gemm_diagrams.b_read_adjacent()) > 1
+    assert dg.conflict_degree(gemm_diagrams.b_read_interleaved()) == 1
+    assert dg.conflict_degree(gemm_diagrams.a_store_transposed(r07.BM)) > 1  # without the pad
+    assert dg.conflict_degree(gemm_diagrams.a_store_transposed(r07.AS_ROW)) == 1
+    assert r07.AS_ROW == r07.BM + r07.PAD and r05.BN == r07.BN == r08.BN
+    assert (r07.AS_ROW, r07.PAD) == (r08.AS_ROW, r08.PAD)
     fig = gemm_diagrams.bank_conflicts()
     drawn = []
     for ax in fig.axes:
@@ -130,34 +132,34 @@ def test_bank_conflicts_rung_5_then_rung_6() -> None:
         assert passes == stated
         drawn.append(passes)
     assert drawn[0] > 1 and drawn[1] == 1 and drawn[2] > 1 and drawn[3] == 1
-    assert drawn[0] == 4  # rung 6's docstring: "rung 5 has 4-way conflicts there"
-    assert drawn[2] == 8  # rung 6's docstring: "without the pad it is an 8-way conflict"
+    assert drawn[0] == 4  # register-blocked-2d's docstring: B's reads "(4-way)"
+    assert drawn[2] == 8  # transposed-tiles' docstring: without the pad "8-way"
 
 
-# Rung 15's swizzles as r17_mma_sync.cu writes them (stated once, here): the diagram derives
-# them from r15.BK and r15.BN and must agree.
+# The swizzles as r18_swizzle.cu and r19_warp_tile_64.cu write them (stated once, here): the
+# diagram derives them from r18.BK and r18.BN and must agree.
 CU_SWIZZLE_A = lambda row, chunk: chunk ^ ((row >> 1) & 3)  # noqa: E731
 CU_SWIZZLE_B = lambda row, chunk: chunk ^ (row & 7)  # noqa: E731
 
 
-def test_swizzle_matches_rung_15_and_padding_costs_bytes() -> None:
-    a_row, b_row = r15.BK * 2, r15.BN * 2
-    derived_a, derived_b = gemm_diagrams.r15_swizzle(a_row), gemm_diagrams.r15_swizzle(b_row)
-    for row in range(r15.BM):
+def test_swizzle_matches_the_rung_and_padding_costs_bytes() -> None:
+    a_row, b_row = r18.BK * 2, r18.BN * 2
+    derived_a, derived_b = gemm_diagrams.swizzle_rule(a_row), gemm_diagrams.swizzle_rule(b_row)
+    for row in range(r18.BM):
         for chunk in range(a_row // 16):
             assert derived_a(row, chunk) == CU_SWIZZLE_A(row, chunk)
-    for row in range(r15.BK):
+    for row in range(r18.BK):
         for chunk in range(b_row // 16):
             assert derived_b(row, chunk) == CU_SWIZZLE_B(row, chunk)
     for row_bytes in (a_row, b_row):
         assert len(set(gemm_diagrams.ldmatrix_groups(row_bytes, "plain"))) < 8
         assert len(set(gemm_diagrams.ldmatrix_groups(row_bytes, "swizzled"))) == 8
-        padded = gemm_diagrams.ldmatrix_groups(row_bytes, "padded", pad_bytes=r14.PAD * 2)
+        padded = gemm_diagrams.ldmatrix_groups(row_bytes, "padded", pad_bytes=r17.PAD * 2)
         assert len(set(padded)) == 8
     fig = gemm_diagrams.swizzle()
     titles = [ax.get_title() for ax in fig.axes]
     assert ["conflict-free" in t for t in titles] == [False, True, True] * 2
-    pad_bytes = (r15.BM + r15.BK) * r14.PAD * 2
+    pad_bytes = (r18.BM + r18.BK) * r17.PAD * 2
     assert f"padding costs {pad_bytes:,} B" in fig.get_suptitle()
     assert len(patches(fig, "chunk")) == 6 * 8
 
@@ -186,34 +188,34 @@ def test_mma_fragments_cover_each_element_once() -> None:
 
 
 def test_wgmma_ring_uses_rung_16s_stages() -> None:
-    k_tiles = 3 * r18.STAGES
-    tiles = gemm_diagrams.ring_schedule(r18.STAGES, k_tiles)
+    k_tiles = 3 * r22.STAGES
+    tiles = gemm_diagrams.ring_schedule(r22.STAGES, k_tiles)
     for t in tiles:
-        assert t["stage"] == t["tile"] % r18.STAGES
+        assert t["stage"] == t["tile"] % r22.STAGES
         assert t["copy_start"] < t["full"] <= t["mma_start"] < t["mma_end"]
-        if t["tile"] >= r18.STAGES:  # waits for the stage's empty barrier
-            assert t["copy_start"] >= tiles[t["tile"] - r18.STAGES]["released"]
+        if t["tile"] >= r22.STAGES:  # waits for the stage's empty barrier
+            assert t["copy_start"] >= tiles[t["tile"] - r22.STAGES]["released"]
     for moment in sorted({t["copy_start"] for t in tiles}):
         resident = [t for t in tiles if t["copy_start"] <= moment < t["released"]]
-        assert len(resident) <= r18.STAGES
+        assert len(resident) <= r22.STAGES
     assert (
         max(  # the ring does fill
             sum(t["copy_start"] <= x < t["released"] for t in tiles)
             for x in (t["copy_start"] for t in tiles)
         )
-        == r18.STAGES
+        == r22.STAGES
     )
     fig = gemm_diagrams.wgmma_ring(k_tiles)
     stage_rows = {p.get_y() for p in patches(fig, "stage-full")}
-    assert len(stage_rows) == r18.STAGES
+    assert len(stage_rows) == r22.STAGES
     assert len(patches(fig, "full-arrow")) == k_tiles
-    assert len(patches(fig, "empty-arrow")) == k_tiles - r18.STAGES
-    assert f"STAGES = {r18.STAGES}" in fig.axes[0].get_title()
+    assert len(patches(fig, "empty-arrow")) == k_tiles - r22.STAGES
+    assert f"STAGES = {r22.STAGES}" in fig.axes[0].get_title()
 
 
 def test_persistent_timeline_copies_under_the_epilogue() -> None:
-    """Rung 20's model: the next tile's copies start before the last tile's epilogue ends, so
-    each tile edge saves the launch and the ring's fill (one copy) against rung 19's."""
+    """`persistent`'s model: the next tile's copies start before the last tile's epilogue ends,
+    so each tile edge saves the launch and the ring's fill (one copy) against `smem-epilogue`'s."""
     tiles, k_tiles = 3, 6
     per_block = gemm_diagrams.tiles_schedule(False, tiles, k_tiles)
     stays = gemm_diagrams.tiles_schedule(True, tiles, k_tiles)
@@ -223,9 +225,9 @@ def test_persistent_timeline_copies_under_the_epilogue() -> None:
         for i, t in enumerate(ks):
             assert t["copy_start"] < t["full"] <= t["mma_start"] < t["mma_end"] <= t["released"]
             it = i if persistent else t["k"]  # the producer's counter
-            assert t["stage"] == it % r20.STAGES
-            if it >= r20.STAGES:  # the stage's last K tile was released first
-                assert t["copy_start"] >= ks[i - r20.STAGES]["released"]
+            assert t["stage"] == it % r24.STAGES
+            if it >= r24.STAGES:  # the stage's last K tile was released first
+                assert t["copy_start"] >= ks[i - r24.STAGES]["released"]
         for before, after in zip(run["epilogues"], run["epilogues"][1:], strict=False):
             copies = [t["copy_start"] for t in ks if t["tile"] == after["tile"]]
             assert (min(copies) < before["end"]) == persistent
@@ -234,7 +236,7 @@ def test_persistent_timeline_copies_under_the_epilogue() -> None:
     fig = gemm_diagrams.persistent_timeline(tiles, k_tiles)
     assert len(patches(fig, "copy")) == 2 * tiles * k_tiles
     assert len(patches(fig, "epilogue")) == 2 * tiles
-    assert f"STAGES = {r20.STAGES}" in fig.axes[1].get_xlabel()
+    assert f"STAGES = {r24.STAGES}" in fig.axes[1].get_xlabel()
 
 
 def test_flash_tiles_from_rungs_3_and_5() -> None:
@@ -352,23 +354,23 @@ def test_spread_keeps_order_and_gap() -> None:
 
 
 def test_epilogue_staging_is_the_kernels_and_conflict_free() -> None:
-    """r19.staged is the .cu's ``staged`` (the same expression), every 16-byte unit of a
-    consumer's 64 x 256 part has its own place, and both of rung 19's shared-memory steps touch
-    8 different bank groups per quarter-warp: the accumulator's writes (8 rows, one unit) and
-    the read-back (8 units of one row)."""
-    cu = Path(r19.SOURCE.path).read_text()
+    """r23.staged is the .cu's ``staged`` (the same expression), every 16-byte unit of a consumer's
+    64 x 256 part has its own place, and both of `smem-epilogue`'s shared-memory steps touch 8
+    different bank groups per quarter-warp: the accumulator's writes (8 rows, one unit) and the
+    read-back (8 units of one row)."""
+    cu = Path(r23.SOURCE.path).read_text()
     assert "return (u / 8) * C_CHUNK_BYTES + r * 128 + (((u % 8) ^ (r % 8)) * 16);" in cu
-    places = {r19.staged(r, u) for r in range(r19.CONSUMER_ROWS) for u in range(r19.UNITS_PER_ROW)}
-    assert len(places) == r19.CONSUMER_ROWS * r19.UNITS_PER_ROW
-    assert max(places) + r19.UNIT_BYTES == r19.CONSUMER_ROWS * r19.BN * 2
-    group = lambda offset: (offset % r19.ROW_BYTES) // r19.UNIT_BYTES  # noqa: E731
-    for j in range(r19.UNITS_PER_ROW):  # step 1: warp 0's rows 0-7 (and 8-15), unit j
+    places = {r23.staged(r, u) for r in range(r23.CONSUMER_ROWS) for u in range(r23.UNITS_PER_ROW)}
+    assert len(places) == r23.CONSUMER_ROWS * r23.UNITS_PER_ROW
+    assert max(places) + r23.UNIT_BYTES == r23.CONSUMER_ROWS * r23.BN * 2
+    group = lambda offset: (offset % r23.ROW_BYTES) // r23.UNIT_BYTES  # noqa: E731
+    for j in range(r23.UNITS_PER_ROW):  # step 1: warp 0's rows 0-7 (and 8-15), unit j
         for base in (0, 8):
             rows = {gemm_diagrams.accumulator_rows(lane, j)[0] + base for lane in range(32)}
-            assert len({group(r19.staged(r, j)) for r in rows}) == 8
-    for r in range(r19.CONSUMER_ROWS):  # step 2: each quarter-warp's 8 units of one row
-        for q in range(r19.UNITS_PER_ROW // 8):
-            assert len({group(r19.staged(r, 8 * q + u)) for u in range(8)}) == 8
+            assert len({group(r23.staged(r, j)) for r in rows}) == 8
+    for r in range(r23.CONSUMER_ROWS):  # step 2: each quarter-warp's 8 units of one row
+        for q in range(r23.UNITS_PER_ROW // 8):
+            assert len({group(r23.staged(r, 8 * q + u)) for u in range(8)}) == 8
     fig = gemm_diagrams.epilogue_stores()
     assert "8 partial 32-byte sectors" in fig.axes[0].get_title()
     assert all("conflict-free" in ax.get_title() for ax in fig.axes[1:])
@@ -470,7 +472,7 @@ from ladder.conv import r08_tensor_core as conv_r08  # noqa: E402
 from ladder.conv import r09_wgmma as conv_r09  # noqa: E402
 from ladder.conv import r13_filters_on_m as conv_r13  # noqa: E402
 from ladder.conv.tc import plan as tc_plan  # noqa: E402
-from ladder.gemm import r19_wgmma_descriptors as r17  # noqa: E402
+from ladder.gemm import r21_wgmma_descriptors as r21  # noqa: E402
 
 LADDER = Path(__file__).resolve().parent.parent / "ladder"
 TC = LADDER / "conv" / "tc"
@@ -783,38 +785,38 @@ def test_descriptor_encoding_is_the_kernels() -> None:
         assert dg.descriptor_fields(build_descriptor(name, 8224, 16, 1024))["swizzle"] == 128
 
 
-def test_r17_descriptors_are_the_cu_expressions() -> None:
-    """r17_descriptor against rung 17's .cu: its constexprs, the stage's sa and sb, and the
-    two descriptor calls, evaluated through the library's builder for every stage, warpgroup
-    and step."""
-    cu = Path(r17.SOURCE.path).read_text()
+def test_wgmma_descriptors_are_the_cu_expressions() -> None:
+    """wgmma_descriptor against `wgmma-descriptors`' .cu: its constexprs, the stage's sa and sb, and
+    the two descriptor calls, evaluated through the library's builder for every stage, warpgroup and
+    step."""
+    cu = Path(r21.SOURCE.path).read_text()
     names = cu_constants(cu)
-    assert (names["BM"], names["BN"], names["BK"]) == (r17.BM, r17.BN, r17.BK)
-    assert names["B_CHUNK"] == gemm_diagrams.B_CHUNK and names["STAGES"] == r17.STAGES
+    assert (names["BM"], names["BN"], names["BK"]) == (r21.BM, r21.BN, r21.BK)
+    assert names["B_CHUNK"] == gemm_diagrams.B_CHUNK and names["STAGES"] == r21.STAGES
     assert names["STAGE_BYTES"] == gemm_diagrams.STAGE_BYTES
     stages = re.findall(r"const unsigned sa = (.*?), sb = (.*?);", cu)
     (sa, sb), *_ = [(a, b) for a, b in stages if "wg" in a]  # the consumers', not the copy's
     calls = dict(re.findall(r"const unsigned long long (d[ab]) = (\w+\(.*?\));", cu))
     builders = {**names, **{b: functools.partial(build_descriptor, b)
                             for b in descriptor_builders()}}  # fmt: skip
-    for stage, wg, kk in itertools.product(range(r17.STAGES), range(2), range(r17.BK // 16)):
+    for stage, wg, kk in itertools.product(range(r21.STAGES), range(2), range(r21.BK // 16)):
         here = {**builders, "smem0": 0, "s": stage, "wg": wg, "kk": kk}
         here["sa"], here["sb"] = (eval(c_expression(e), {}, here) for e in (sa, sb))
         for operand, call in (("A", calls["da"]), ("B", calls["db"])):
             desc = eval(c_expression(call), {}, here)
-            assert desc == gemm_diagrams.r17_descriptor(operand, stage, wg, kk)
+            assert desc == gemm_diagrams.wgmma_descriptor(operand, stage, wg, kk)
             fields = dg.descriptor_fields(desc)
-            args = gemm_diagrams.r17_descriptor_args(operand, stage, wg, kk)
+            args = gemm_diagrams.wgmma_descriptor_args(operand, stage, wg, kk)
             assert (fields["start_address"], fields["lbo"], fields["sbo"]) == args
 
 
 def test_core_matrices_read_what_tma_wrote() -> None:
-    """Through rung 17's A descriptor, core matrix (i, kh) of step kk is rows 8i .. 8i + 7 of
-    the warpgroup's slice at k 16 kk + 8 kh .. + 7, exactly where TMA's 128-byte swizzle put
-    them; its 8 rows lie in 8 different bank groups. The swizzle is rung 15's and rung 19's
-    rule for 128-byte rows."""
-    for stage, wg, kk in itertools.product((0, 3), (0, 1), range(r17.BK // 16)):
-        desc = gemm_diagrams.r17_descriptor("A", stage, wg, kk)
+    """Through `wgmma-descriptors`' A descriptor, core matrix (i, kh) of step kk is rows 8i .. 8i +
+    7 of the warpgroup's slice at k 16 kk + 8 kh .. + 7, exactly where TMA's 128-byte swizzle put
+    them; its 8 rows lie in 8 different bank groups. The swizzle is `swizzle`'s and
+    `smem-epilogue`'s rule for 128-byte rows."""
+    for stage, wg, kk in itertools.product((0, 3), (0, 1), range(r21.BK // 16)):
+        desc = gemm_diagrams.wgmma_descriptor("A", stage, wg, kk)
         for i, kh in itertools.product(range(8), range(2)):
             rows = gemm_diagrams.core_matrix_rows(desc, i, kh)
             wanted = [stage * gemm_diagrams.STAGE_BYTES
@@ -822,11 +824,11 @@ def test_core_matrices_read_what_tma_wrote() -> None:
                       for r in range(8)]  # fmt: skip
             assert rows == wanted
             assert len({row // dg.CHUNK_BYTES % dg.BANK_GROUPS for row in rows}) == 8
-    swizzle_rows = gemm_diagrams.r15_swizzle(dg.SWIZZLE_ROW)
+    swizzle_rows = gemm_diagrams.swizzle_rule(dg.SWIZZLE_ROW)
     for row, chunk in itertools.product(range(16), range(8)):
         offset = row * dg.SWIZZLE_ROW + chunk * dg.CHUNK_BYTES
         assert dg.swizzle_128(offset) == offset - 16 * chunk + 16 * swizzle_rows(row, chunk)
-        assert dg.swizzle_128(offset) == r19.staged(row, chunk)
+        assert dg.swizzle_128(offset) == r23.staged(row, chunk)
 
 
 def test_the_new_figures_draw_the_constants() -> None:
@@ -856,7 +858,7 @@ def test_the_new_figures_draw_the_constants() -> None:
     fig = gemm_diagrams.draw_wgmma_descriptor(stage=1, warpgroup=1, kk=2)
     texts = [t.get_text() for ax in fig.axes for t in ax.texts]
     for operand in ("A", "B"):
-        desc = gemm_diagrams.r17_descriptor(operand, 1, 1, 2)
+        desc = gemm_diagrams.wgmma_descriptor(operand, 1, 1, 2)
         assert any(f"{desc:#018x}" in text for text in texts)
         assert len(patches(fig, f"bit-{operand}")) == 64
     assert len(patches(fig, "core-matrix")) == 8 * 8

@@ -22,7 +22,7 @@ from ladder.core.rung import get_problem, get_rung, rungs
 from ladder.fused import problem as fused_problem
 from ladder.fused.softmax import r05_rows_in_registers as softmax5
 from ladder.gemm import hopper, r09_wide_loads, r12_tuned, tensor_core
-from ladder.gemm import r20_wgmma as r18
+from ladder.gemm import r22_wgmma as r22
 from ladder.gemm.problem import operands
 
 
@@ -756,12 +756,12 @@ def _half(shape, ptr, dtype="float16"):
 
 
 def test_tiled_launcher_plans_per_signature(monkeypatch):
-    """Rung 18's tiles (128 x 256 x 64): a tile-multiple, aligned call launches on the operands
+    """`wgmma`'s tiles (128 x 256 x 64): a tile-multiple, aligned call launches on the operands
     themselves; another shape, another dtype or a misaligned pointer gets its own plan (padded
     copies where it must); a kernel is built per padded size and dtype."""
     monkeypatch.setattr("cupy.cuda.get_current_stream", lambda: _FakeStream())
     built = []
-    launcher = tensor_core.TiledLauncher((r18.BM, r18.BN, r18.BK), _fake_kernel_for(built))
+    launcher = tensor_core.TiledLauncher((r22.BM, r22.BN, r22.BK), _fake_kernel_for(built))
 
     def ops(m, n, k, ptr=0x100000, dtype="float16"):
         found = operands(
@@ -825,7 +825,7 @@ class _FakeRawKernel:
 
 
 def _fake_rung18(monkeypatch):
-    """Rung 18's ``geometry`` with stand-ins for its compiled kernels and the driver's map
+    """`wgmma`'s ``geometry`` with stand-ins for its compiled kernels and the driver's map
     encoder (both need a GPU); returns the maps made and the kernels built."""
     made, kernels = [], {}
 
@@ -836,13 +836,13 @@ def _fake_rung18(monkeypatch):
     source = types.SimpleNamespace(
         kernel=lambda name: kernels.setdefault(name, _FakeRawKernel(name))
     )
-    monkeypatch.setattr(r18, "SOURCE", source)
+    monkeypatch.setattr(r22, "SOURCE", source)
     monkeypatch.setattr(hopper, "tensor_map", tensor_map)
     return made, kernels
 
 
 def test_tensor_maps_are_kept_per_pair_of_addresses(monkeypatch):
-    """Rung 18's raw launch with a stand-in driver: the maps embed A's and B's addresses, so a
+    """`wgmma`'s raw launch with a stand-in driver: the maps embed A's and B's addresses, so a
     call with other memory of the same signature (the same plan) gets maps of its own, never
     the last call's; a pair seen before reuses its maps; only C's address is rewritten."""
     made, kernels = _fake_rung18(monkeypatch)
@@ -850,26 +850,26 @@ def test_tensor_maps_are_kept_per_pair_of_addresses(monkeypatch):
     monkeypatch.setattr(tensor_core, "raw_launches", lambda: True)
     monkeypatch.setattr(fastcall, "driver", lambda: fake)
     monkeypatch.setattr(fastcall, "_bindings", lambda: None)  # ctypes: the fake
-    launch = r18.geometry(256, 512, 128, "bfloat16")
+    launch = r22.geometry(256, 512, 128, "bfloat16")
     assert set(kernels) == {"wgmma_tma_bf16"} and launch.mode == "raw"
-    assert kernels["wgmma_tma_bf16"].max_dynamic_shared_size_bytes == r18.SMEM_BYTES
+    assert kernels["wgmma_tma_bf16"].max_dynamic_shared_size_bytes == r22.SMEM_BYTES
     calls = [(0xA000, 0xB000, 0xC000), (0xA000, 0xB000, 0xC100), (0xA100, 0xB000, 0xC200)]
     calls.append((0xA000, 0xB000, 0xC300))
     for a, b, c in calls:
         launch(a, b, c, stream=5)
     assert made == [
-        (0xA000, 256, 128, r18.BM, 64, "bfloat16"),  # A: M x K in boxes of 128 x 64
-        (0xB000, 128, 512, r18.BK, 64, "bfloat16"),  # B: K x N in boxes of 64 x 64
-        (0xA100, 256, 128, r18.BM, 64, "bfloat16"),
-        (0xB000, 128, 512, r18.BK, 64, "bfloat16"),
+        (0xA000, 256, 128, r22.BM, 64, "bfloat16"),  # A: M x K in boxes of 128 x 64
+        (0xB000, 128, 512, r22.BK, 64, "bfloat16"),  # B: K x N in boxes of 64 x 64
+        (0xA100, 256, 128, r22.BM, 64, "bfloat16"),
+        (0xB000, 128, 512, r22.BK, 64, "bfloat16"),
     ]
     for (a, b, c), got in zip(calls, fake.launches, strict=True):
         function, grid, block, smem, stream, map_a, map_b, c_found, sizes = got
         assert (function, grid, block, smem, stream) == (
             0xF00D,
             (2 * 2, 1, 1),
-            (r18.THREADS, 1, 1),
-            r18.SMEM_BYTES,
+            (r22.THREADS, 1, 1),
+            r22.SMEM_BYTES,
             5,
         )
         assert map_a == _map(a, 256, 128).tobytes() and map_b == _map(b, 128, 512).tobytes()
@@ -887,7 +887,7 @@ def test_tensor_maps_through_cupy_when_raw_launches_are_off(monkeypatch):
     made, kernels = _fake_rung18(monkeypatch)
     monkeypatch.setattr("cupy.cuda.get_current_stream", lambda: _FakeStream())
     with fastcall.dispatcher_launches():
-        launch = r18.geometry(128, 256, 64, "float16")
+        launch = r22.geometry(128, 256, 64, "float16")
     assert launch.mode == "cupy RawKernel"
     launch(0xA000, 0xB000, 0xC000)
     launch(0xA100, 0xB000, 0xC000)
@@ -897,7 +897,7 @@ def test_tensor_maps_through_cupy_when_raw_launches_are_off(monkeypatch):
     for (grid, block, args, smem), a, c in zip(
         kernel.calls, [0xA000, 0xA100, 0xA000], [0xC000, 0xC000, 0xC100], strict=True
     ):
-        assert (grid, block, smem) == ((1,), (r18.THREADS,), r18.SMEM_BYTES)
+        assert (grid, block, smem) == ((1,), (r22.THREADS,), r22.SMEM_BYTES)
         assert args[0].tobytes() == _map(a, 128, 64).tobytes()
         assert args[1].tobytes() == _map(0xB000, 64, 256).tobytes()
         assert args[2] == np.uint64(c) and [int(x) for x in args[3:]] == [128, 256, 64]

@@ -270,13 +270,13 @@ def test_torch_compile_traces_the_operators():
 
 @gpu_only
 def test_the_best_rung_runs_on_a_gpu():
-    """On a GPU the top rung that supports the GPU runs: for FP16 GEMM on Hopper, rung 20
-    (rung 19's kernel made persistent), elsewhere mma.sync."""
+    """On a GPU the top rung that supports the GPU runs: for FP16 GEMM on Hopper, `persistent`
+    (`smem-epilogue`'s kernel made persistent), elsewhere mma.sync (`warp-tile-64`)."""
     a, b = _inputs([(256, 128), (128, 64)], torch.float16)
     with ops.routes() as ran:
         ops.matmul(a, b)
     major, _ = torch.cuda.get_device_capability()
-    assert ran[0].path == ("gemm/persistent" if major == 9 else "gemm/mma-sync"), ran
+    assert ran[0].path == ("gemm/persistent" if major == 9 else "gemm/warp-tile-64"), ran
 
 
 @gpu_only
@@ -410,7 +410,7 @@ def test_benchmark_keeps_the_fastest_rung_and_says_by_how_much(monkeypatch):
 @pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16], ids=["float16", "bfloat16"])
 @pytest.mark.parametrize("layout", ["tn", "nt"])
 def test_wgmma_reads_a_transposed_operand_in_place(layout, dtype):
-    """GEMM rung 18's transposed entry points against float64, at tile multiples with more
+    """`gemm/wgmma`'s transposed entry points against float64, at tile multiples with more
     than one tile each way (Hopper only: elsewhere the rung is unavailable)."""
     from ladder.core.rung import get_rung
 

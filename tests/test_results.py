@@ -177,7 +177,7 @@ def test_render_check_says_what_is_stale(tmp_path, capsys, monkeypatch):
 
 def test_a_problem_page_names_its_rungs_by_number_and_name():
     page = render.problem_page("gemm", {})
-    assert "1 `naive`" in page and "22 `persistent`" in page
+    assert "1 `naive`" in page and "24 `persistent`" in page
     assert "Not measured yet" in page
 
 

@@ -361,8 +361,8 @@ def test_the_rung_below_takes_the_same_dtype():
     from ladder.core.rung import get_rung
 
     assert tools.rung_below(get_rung("gemm", "wgmma"), "float16").name == "wgmma-descriptors"
-    assert tools.rung_below(get_rung("gemm", "tma"), "float16").name == "mma-sync"
-    assert tools.rung_below(get_rung("gemm", "tma"), "bfloat16") is None  # mma-sync: float16
+    assert tools.rung_below(get_rung("gemm", "tma"), "float16").name == "warp-tile-64"
+    assert tools.rung_below(get_rung("gemm", "tma"), "bfloat16") is None  # warp-tile-64: float16
     assert tools.rung_below(get_rung("gemm", "fp16-staging"), "float16") is None
     assert tools.rung_below(get_rung("gemm", "naive"), "float32") is None
 

@@ -11,7 +11,7 @@ memory, with the instruction semantics of the PTX ISA:
   receives row l / 4, elements 2 (l % 4) and 2 (l % 4) + 1 (of the transpose with ``.trans``),
   packed as two halves in a 32-bit register, the first in the low 16 bits;
 - ``mma_16816``: ``mma.sync.m16n8k16.row.col.f32.f16.f16.f32`` with its documented fragment
-  layout (the same one the GEMM ladder's rung 15 uses, verified there on a GPU);
+  layout (the same one the GEMM ladder's `warp-tile-64` uses, verified there on a GPU);
 - ``cp.async`` groups: each copy lands either at once (``landing="early"``, which exposes a
   stage overwritten while some warp still reads it) or only when a ``wait_group`` retires its
   group (``landing="late"``, which exposes a read before the wait). The kernel must give the

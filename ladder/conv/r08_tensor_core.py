@@ -18,7 +18,7 @@ cuDNN's and im2col + cuBLAS's tiles of 64 to 256 filters are mostly padding at 4
 and an im2col matrix repeats every input 49 times (conv1: 6.3 GB of half against the 0.66 GB
 the layer must move): read each input byte once and keep the tensor cores fed.
 Prediction: the floors (fewest bytes at the 4.24 TB/s copy bandwidth) are 0.156 ms (conv1,
-0.66 GB) and 0.117 ms (conv2, 0.50 GB). At mma.sync's 451 to 456 TFLOP/s (`gemm/mma-sync`) the
+0.66 GB) and 0.117 ms (conv2, 0.50 GB). At mma.sync's 451 to 456 TFLOP/s (`gemm/warp-tile-64`) the
 tensor work is about 0.12 ms (conv1, 57 GFLOP-equivalent unpacked) and 0.18 to 0.2 ms (conv2,
 89.5). Counting about 290 instructions per job: conv1 0.17 to 0.23 ms and conv2 0.17 to
 0.21 ms, both within 2x of their floors; the targets: the sum of both layers at least 5x

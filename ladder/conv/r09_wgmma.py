@@ -11,9 +11,9 @@ A registers (``wgmma_window``). Every job is packed, N = 8, 16 or 32 by the numb
 (conv2's 16 filters x 2 column shifts fill m64n32k16); the staging and epilogue are `tensor-core`'s.
 Why: at mma.sync's rate conv2's tensor work alone fills most of its 2x budget (`tensor-core`). A
 microbenchmark on the H200 (lab/gemm/2026-11-23-wgmma-shapes/nvidia-h200-wgmma-shapes.json, constant
-operands, so upper bounds; a whole GEMM on mma.sync reaches 451, `gemm/mma-sync`): mma.sync m16n8k16
-631 TFLOP/s at best, wgmma with A in registers 280 (N = 8), 524 (16), 854 (32), 969 (64). And the B
-fragment loads (8 of `tensor-core`'s 17 loads per window) leave the window.
+operands, so upper bounds; a whole GEMM on mma.sync reaches 451, `gemm/warp-tile-64`): mma.sync
+m16n8k16 631 TFLOP/s at best, wgmma with A in registers 280 (N = 8), 524 (16), 854 (32), 969 (64).
+And the B fragment loads (8 of `tensor-core`'s 17 loads per window) leave the window.
 Prediction: conv2 on m64n32k16 at about 850 TFLOP/s: with T = 3, 768 A rows per image, 126
 GFLOP-equivalent, about 0.15 ms of tensor time; if staging, rewrite and epilogue overlapped as on
 `tensor-core`, conv2 falls from 0.52 toward 0.3 ms. conv1 gets slower: its 4 filters make N = 8,

@@ -138,17 +138,17 @@ def check_copy_instructions(answer: Any) -> str:
     issue in rung 15, 16 bytes each), tma (instructions its one copying thread issues in
     rung 16: one box per instruction, a box's rows at most 128 bytes, A as one box of 128
     rows, B as boxes of 64 k-rows)."""
-    from ladder.gemm import r17_mma_sync as r15
-    from ladder.gemm import r18_tma as r16
+    from ladder.gemm import r19_warp_tile_64 as r19
+    from ladder.gemm import r20_tma as r20
 
     found = as_dict(answer, ("cp_async", "tma"), "check_copy_instructions")
-    k = r16.BK
-    cp_async = (r15.BM * k + k * r15.BN) * HALF // CP_ASYNC_BYTES
-    tma = 1 + r16.BN * HALF // TMA_BOX_BYTES
+    k = r20.BK
+    cp_async = (r19.BM * k + k * r19.BN) * HALF // CP_ASYNC_BYTES
+    tma = 1 + r20.BN * HALF // TMA_BOX_BYTES
     require(found["cp_async"] == cp_async, "cp_async: the bytes of both tiles, 16 per copy")
     require(found["tma"] == tma, "tma: A's box is 128 rows x 64 halves; B's rows of 256 halves "
             "are 512 bytes: how many boxes of 128-byte rows?")  # fmt: skip
-    return (f"right: {cp_async} copies from {r15.THREADS} threads against {tma} from one; the "
+    return (f"right: {cp_async} copies from {r19.THREADS} threads against {tma} from one; the "
             "addresses and the swizzle are the copy engine's now")  # fmt: skip
 
 
@@ -161,10 +161,10 @@ def check_copy_waits(answer: Any) -> str:
     arrives for tile j after its ``wait_group 1`` in iteration j + 1. Keys: rung_17, rung_18:
     for a tile t >= 4, t minus the newest tile whose multiplies must be done before t's copy
     is issued."""
-    from ladder.gemm import r20_wgmma as r18
+    from ladder.gemm import r22_wgmma as r22
 
     found = as_dict(answer, ("rung_17", "rung_18"), "check_copy_waits")
-    stages = r18.STAGES
+    stages = r22.STAGES
     # rung 17: t = kt + stages - 1, issued after tile kt - 1 is done -> t - stages
     # rung 18: empty[t % stages] completes when tile t - stages is released
     require(found["rung_17"] == stages, "rung_17: write t = kt + 3; which tile did wait_group 1 "
@@ -181,13 +181,13 @@ def check_fp8_stage(answer: Any) -> str:
     wgmma is m64n256k32: each of the two consumers multiplies its 64 rows by 32 of K per
     instruction. Keys: k_elements (elements of K one stage holds), wgmma (instructions one
     consumer issues per stage), ratio (multiply-adds per stage, rung 21's over rung 20's)."""
-    from ladder.gemm import r22_persistent as r20
-    from ladder.gemm import r23_fp8 as r21
+    from ladder.gemm import r24_persistent as r24
+    from ladder.gemm import r25_fp8 as r25
 
     found = as_dict(answer, ("k_elements", "wgmma", "ratio"), "check_fp8_stage")
-    k_elements = r21.BK  # rung 20's 128-byte rows (r20.BK halves) of 1-byte elements
+    k_elements = r25.BK  # persistent's 128-byte rows (r24.BK halves) of 1-byte elements
     wgmma = k_elements // 32
-    ratio = (r21.BM * r21.BN * r21.BK) / (r20.BM * r20.BN * r20.BK)
+    ratio = (r25.BM * r25.BN * r25.BK) / (r24.BM * r24.BN * r24.BK)
     require(found["k_elements"] == k_elements, "k_elements: a row is still 128 bytes; how many "
             "1-byte elements is that?")  # fmt: skip
     require(found["wgmma"] == wgmma, "wgmma: each instruction takes 32 of K")
@@ -198,7 +198,7 @@ def check_fp8_stage(answer: Any) -> str:
 
 
 # check_descriptor_fields: rung 17's descriptor of B at stage 1, k16 step 2 (print it in hex)
-DESCRIPTOR = gemm_diagrams.r17_descriptor("B", stage=1, warpgroup=0, kk=2)
+DESCRIPTOR = gemm_diagrams.wgmma_descriptor("B", stage=1, warpgroup=0, kk=2)
 ELEMENT = (13, 42)  # check_core_matrix: (row, k) of a warpgroup's 64 x 64 tile of A
 
 

@@ -29,6 +29,8 @@ LADDER = (
     "wmma-shared",
     "cp-async",
     "mma-sync",
+    "swizzle",
+    "warp-tile-64",
     "tma",
     "wgmma-descriptors",
     "wgmma",

@@ -5,16 +5,20 @@ changes the picture. The access patterns (which address a lane touches) are the 
 expressions, written once more here in NumPy; ``tests/test_diagrams.py`` checks them against
 the constants and the conflict counts the rungs' docstrings state.
 
-- ``warp_tiling``: rung 8's block tile split into warp tiles, sub-tiles and thread tiles.
-- ``bank_conflicts``: rung 5 against rung 6, which of the 32 banks a warp's accesses hit.
-- ``swizzle``: rung 15's tiles, plain rows against padded rows against the XOR swizzle.
+- ``warp_tiling``: `warp-tiling`'s block tile split into warp tiles, sub-tiles and thread tiles.
+- ``bank_conflicts``: which of the 32 banks a warp's accesses hit, `register-blocked-2d`'s
+  against `transposed-tiles`' (A's store) and `interleaved-columns`' (B's read).
+- ``swizzle``: `swizzle`'s tiles, plain rows against `mma-sync`'s padded rows against the XOR
+  swizzle.
 - ``mma_fragments``: which lane holds which elements of mma.sync m16n8k16's A, B and C/D.
-- ``wgmma_ring``: rung 18's producer/consumer ring of shared-memory stages and its barriers.
-- ``epilogue_stores``: rung 18's stores straight from registers against rung 19's staging.
-- ``persistent_timeline``: one SM over two tiles of C, rung 19's block per tile against rung
-  20's block that stays, its copies running under the epilogue.
-- ``draw_wgmma_descriptor``: rung 17's shared-memory descriptors of A and B decoded into their
-  bit fields, and the 8 x 16-byte core matrices of A they address under the 128-byte swizzle.
+- ``wgmma_ring``: `wgmma`'s producer/consumer ring of shared-memory stages and its barriers.
+- ``epilogue_stores``: `wgmma`'s stores straight from registers against `smem-epilogue`'s
+  staging.
+- ``persistent_timeline``: one SM over two tiles of C, `smem-epilogue`'s block per tile against
+  `persistent`'s block that stays, its copies running under the epilogue.
+- ``draw_wgmma_descriptor``: `wgmma-descriptors`' shared-memory descriptors of A and B decoded
+  into their bit fields, and the 8 x 16-byte core matrices of A they address under the 128-byte
+  swizzle.
 """
 
 from __future__ import annotations
@@ -29,32 +33,33 @@ from matplotlib.patches import FancyArrowPatch, Rectangle
 
 from ladder.core import diagrams as dg
 from ladder.gemm import r05_register_blocked_2d as r05
-from ladder.gemm import r08_interleaved_columns as r06
-from ladder.gemm import r10_warp_tiling as r08
-from ladder.gemm import r16_cp_async as r14
-from ladder.gemm import r17_mma_sync as r15
-from ladder.gemm import r19_wgmma_descriptors as r17
-from ladder.gemm import r20_wgmma as r18
-from ladder.gemm import r21_smem_epilogue as r19
-from ladder.gemm import r22_persistent as r20
+from ladder.gemm import r07_transposed_tiles as r07
+from ladder.gemm import r08_interleaved_columns as r08
+from ladder.gemm import r10_warp_tiling as r10
+from ladder.gemm import r17_mma_sync as r17
+from ladder.gemm import r18_swizzle as r18
+from ladder.gemm import r21_wgmma_descriptors as r21
+from ladder.gemm import r22_wgmma as r22
+from ladder.gemm import r23_smem_epilogue as r23
+from ladder.gemm import r24_persistent as r24
 
 # The shape of mma.sync.aligned.m16n8k16 (PTX ISA, "Matrix Fragments for mma.m16n8k16"): fixed
-# by the instruction, named in rung 15 but not a Python constant there.
+# by the instruction, named in `mma-sync` but not a Python constant there.
 MMA_M, MMA_N, MMA_K = 16, 8, 16
 HALF_BYTES = 2
 FLOAT_BYTES = 4
 WARPGROUP_THREADS = 128  # 4 warps: the unit that issues one wgmma
 
 
-# ---- 1. rung 8: block -> warp -> thread tiles ----
+# ---- 1. warp-tiling: block -> warp -> thread tiles ----
 
 
-def warp_tiling(config: r08.Config | None = None) -> Figure:
-    """Rung 8's tiling of C (``r08.DEFAULT`` unless ``config`` is given, e.g. rung 10's tuned
+def warp_tiling(config: r10.Config | None = None) -> Figure:
+    """`warp-tiling`'s tiling of C (``r10.DEFAULT`` unless ``config`` is given, e.g. `tuned`'s
     one): left, the BM x BN block tile split into (BM/WM) x (BN/WN) warp tiles, with the
     outputs of lane 0 of every warp marked; right, warp 0's tile split into WNITER sub-tiles
     (WMITER along M), each an 8 x 4 grid of lanes owning TM x TN outputs."""
-    c = config or r08.DEFAULT
+    c = config or r10.DEFAULT
     wsubm, wsubn = c.wm // c.wmiter, c.wn // c.wniter
     lanes_m, lanes_n = wsubm // c.tm, wsubn // c.tn
     warps_m, warps_n = c.bm // c.wm, c.bn // c.wn
@@ -154,7 +159,7 @@ def warp_tiling(config: r08.Config | None = None) -> Figure:
         fontsize=9,
     )
     fig.suptitle(
-        f"rung 8 (r10_warp_tiling): {c.threads} threads = {warps_m * warps_n} warps; a thread "
+        f"warp-tiling (r10_warp_tiling): {c.threads} threads = {warps_m * warps_n} warps; a thread "
         f"holds {c.wmiter * c.tm} × {c.wniter * c.tn} = "
         f"{c.wmiter * c.tm * c.wniter * c.tn} accumulators",
         fontsize=10,
@@ -162,51 +167,58 @@ def warp_tiling(config: r08.Config | None = None) -> Figure:
     return fig
 
 
-# ---- 2a. rungs 5 and 6: shared-memory banks ----
+# ---- 2a. register-blocked-2d to interleaved-columns: shared-memory banks ----
 
 
-def r05_b_read(d: int = 0, j: int = 0) -> list[int]:
-    """Byte addresses of rung 5's inner-loop read ``Bs[d, out_col + j]`` by lanes 0..31:
-    ``out_col = tid % (BN / TN) * TN``, Bs is BK x BN floats."""
+def b_read_adjacent(d: int = 0, j: int = 0) -> list[int]:
+    """Byte addresses of `register-blocked-2d`'s inner-loop read ``Bs[d, out_col + j]`` by lanes
+    0..31 (`unsigned-indices`' and `transposed-tiles`' too): ``out_col = tid % (BN / TN) * TN``,
+    Bs is BK x BN floats."""
     return [
         (d * r05.BN + lane % (r05.BN // r05.TN) * r05.TN + j) * FLOAT_BYTES for lane in range(32)
     ]
 
 
-def r06_b_read(d: int = 0, j: int = 0) -> list[int]:
-    """Rung 6's read ``Bs[d, tcol + j * 16]``: ``tcol = tid % (BN / TN)``, columns interleaved
-    BN / TN apart instead of TN adjacent ones."""
-    cols = r06.BN // r06.TN
-    return [(d * r06.BN + lane % cols + j * cols) * FLOAT_BYTES for lane in range(32)]
+def b_read_interleaved(d: int = 0, j: int = 0) -> list[int]:
+    """`interleaved-columns`' read ``Bs[d, tcol + j * 16]``: ``tcol = tid % (BN / TN)``, columns
+    interleaved BN / TN apart instead of TN adjacent ones."""
+    cols = r08.BN // r08.TN
+    return [(d * r08.BN + lane % cols + j * cols) * FLOAT_BYTES for lane in range(32)]
 
 
-def r06_a_store(row_floats: int, off: int = 0) -> list[int]:
-    """Rung 6's store of A's tile, transposed: ``As[a_col, a_row + off]`` with
+def a_store_transposed(row_floats: int, off: int = 0) -> list[int]:
+    """`transposed-tiles`' store of A's tile, transposed: ``As[a_col, a_row + off]`` with
     ``a_row, a_col = tid // BK, tid % BK``, rows of ``row_floats`` (AS_ROW = BM + PAD)."""
-    return [(lane % r06.BK * row_floats + lane // r06.BK + off) * FLOAT_BYTES for lane in range(32)]
+    return [(lane % r07.BK * row_floats + lane // r07.BK + off) * FLOAT_BYTES for lane in range(32)]
 
 
 def bank_conflicts() -> Figure:
-    """Which of the 32 banks each lane of warp 0 hits, per pass, for the two accesses rung 6
-    changed: the inner loop's read of B's tile (rung 5's 8 adjacent columns per thread against
-    rung 6's columns 16 apart), and the transposed store of A's tile (rows of BM floats against
-    rung 6's rows of AS_ROW = BM + PAD)."""
+    """Which of the 32 banks each lane of warp 0 hits, per pass, for two accesses the steps from
+    `register-blocked-2d` change: the inner loop's read of B's tile (8 adjacent columns per
+    thread against `interleaved-columns`' columns 16 apart), and `transposed-tiles`' transposed
+    store of A's tile (rows of BM floats against its rows of AS_ROW = BM + PAD)."""
     fig = dg.figure(8.4)
     axes = fig.subplots(4, 1, height_ratios=(4, 1, 8, 1))
     panels = [
-        (r05_b_read(), f"rung 5, read Bs[d, out_col + j], {r05.TN} adjacent columns per thread"),
-        (r06_b_read(), f"rung 6, read Bs[d, tcol + {r06.BN // r06.TN} j], columns interleaved"),
-        (r06_a_store(r06.BM), f"A's tile stored transposed, rows of BM = {r06.BM} floats"),
         (
-            r06_a_store(r06.AS_ROW),
-            f"rung 6, the same store, rows of AS_ROW = BM + PAD = {r06.AS_ROW} floats",
+            b_read_adjacent(),
+            f"register-blocked-2d, read Bs[d, out_col + j], {r05.TN} adjacent columns per thread",
+        ),
+        (
+            b_read_interleaved(),
+            f"interleaved-columns, read Bs[d, tcol + {r08.BN // r08.TN} j], columns interleaved",
+        ),
+        (a_store_transposed(r07.BM), f"A's tile stored transposed, rows of BM = {r07.BM} floats"),
+        (
+            a_store_transposed(r07.AS_ROW),
+            f"transposed-tiles, the same store, rows of AS_ROW = BM + PAD = {r07.AS_ROW} floats",
         ),
     ]
     for ax, (addresses, title) in zip(axes, panels, strict=True):
         dg.draw_bank_map(ax, addresses, title)
     fig.suptitle(
-        f"Shared-memory banks, rung 5 → rung 6 (BM × BN × BK = {r06.BM} × {r06.BN} × {r06.BK}, "
-        f"TM × TN = {r06.TM} × {r06.TN}, PAD = {r06.PAD}): warp 0, first pass d = 0, j = 0;\n"
+        f"Shared-memory banks (BM × BN × BK = {r08.BM} × {r08.BN} × {r08.BK}, "
+        f"TM × TN = {r08.TM} × {r08.TN}, PAD = {r08.PAD}): warp 0, first pass d = 0, j = 0;\n"
         "a cell is one 4-byte word, labelled with the lanes that access it (a word read by "
         "several lanes is one access: broadcast)",
         fontsize=9,
@@ -214,15 +226,15 @@ def bank_conflicts() -> Figure:
     return fig
 
 
-# ---- 2b. rung 15: padding against swizzle ----
+# ---- 2b. swizzle: padding against swizzle ----
 
 
-def r15_swizzle(row_bytes: int) -> Callable[[int, int], int]:
-    """Rung 15's XOR swizzle for shared rows of ``row_bytes``, derived from the rule it
+def swizzle_rule(row_bytes: int) -> Callable[[int, int], int]:
+    """`swizzle`'s XOR swizzle for shared rows of ``row_bytes``, derived from the rule it
     follows: within each 128-byte line (8 chunks, one per bank group), the chunk index is
     XORed with the line's index mod the chunks it spans. For A (rows of BK halves = 64 bytes,
     two rows a line) that is ``chunk ^ ((row >> 1) & 3)``; for B (rows of BN halves) it is
-    ``chunk ^ (row & 7)``, as in ``r17_mma_sync.cu``."""
+    ``chunk ^ (row & 7)``, as in ``r18_swizzle.cu`` and ``r19_warp_tile_64.cu``."""
     line = dg.BANK_GROUPS * dg.CHUNK_BYTES
     rows_per_line = max(1, line // row_bytes)
     span = min(dg.BANK_GROUPS, row_bytes // dg.CHUNK_BYTES)
@@ -232,8 +244,8 @@ def r15_swizzle(row_bytes: int) -> Callable[[int, int], int]:
 def ldmatrix_groups(row_bytes: int, layout: str, chunk: int = 0, pad_bytes: int = 0) -> list[int]:
     """Bank groups (0..7) of the 8 rows of one ldmatrix 8 x 8 matrix: rows 0..7 of a tile at
     16-byte ``chunk``, laid out ``"plain"``, ``"padded"`` (rows of ``row_bytes + pad_bytes``)
-    or ``"swizzled"`` (rung 15)."""
-    swz = r15_swizzle(row_bytes)
+    or ``"swizzled"`` (`swizzle`)."""
+    swz = swizzle_rule(row_bytes)
     out = []
     for row in range(8):
         if layout == "swizzled":
@@ -246,18 +258,18 @@ def ldmatrix_groups(row_bytes: int, layout: str, chunk: int = 0, pad_bytes: int 
 
 
 def swizzle() -> Figure:
-    """Rung 15's A (BM x BK) and B (BK x BN) half tiles: where the 8 rows of one ldmatrix
+    """`swizzle`'s A (BM x BK) and B (BK x BN) half tiles: where the 8 rows of one ldmatrix
     8 x 8 matrix (one 16-byte chunk per row) land among the 8 bank groups of 4 banks, with
-    plain rows, with rows padded by rung 14's PAD halves, and with rung 15's XOR swizzle; and
-    the bytes each layout costs per stage."""
-    a_row, b_row = r15.BK * HALF_BYTES, r15.BN * HALF_BYTES
-    pad = r14.PAD * HALF_BYTES
-    stage = (r15.BM * r15.BK + r15.BK * r15.BN) * HALF_BYTES
-    extra = {"plain": 0, "padded": (r15.BM + r15.BK) * pad, "swizzled": 0}
+    plain rows, with rows padded by `mma-sync`'s PAD halves, and with `swizzle`'s XOR; and the
+    bytes each layout costs per stage."""
+    a_row, b_row = r18.BK * HALF_BYTES, r18.BN * HALF_BYTES
+    pad = r17.PAD * HALF_BYTES
+    stage = (r18.BM * r18.BK + r18.BK * r18.BN) * HALF_BYTES
+    extra = {"plain": 0, "padded": (r18.BM + r18.BK) * pad, "swizzled": 0}
     fig = dg.figure(5.8)
     axes = fig.subplots(2, 3)
     for r, (name, row_bytes, rows) in enumerate(
-        (("A", a_row, f"{r15.BM} × {r15.BK}"), ("B", b_row, f"{r15.BK} × {r15.BN}"))
+        (("A", a_row, f"{r18.BM} × {r18.BK}"), ("B", b_row, f"{r18.BK} × {r18.BN}"))
     ):
         for c, layout in enumerate(("plain", "padded", "swizzled")):
             ax = axes[r, c]
@@ -286,7 +298,7 @@ def swizzle() -> Figure:
             ax.set_xlabel("banks (bank group = byte address / 16 mod 8)", fontsize=7)
             rule = {
                 "plain": f"rows of {row_bytes} B",
-                "padded": f"rows of {row_bytes} + {pad} B (PAD = {r14.PAD} halves)",
+                "padded": f"rows of {row_bytes} + {pad} B (PAD = {r17.PAD} halves)",
                 "swizzled": "chunk ^ " + ("((row >> 1) & 3)" if name == "A" else "(row & 7)"),
             }[layout]
             verdict = "conflict-free" if depth == 1 else f"{depth}-way conflict"
@@ -295,7 +307,7 @@ def swizzle() -> Figure:
                 fontsize=8,
             )
     fig.suptitle(
-        f"rung 15 (r17_mma_sync) tiles, one ldmatrix 8 × 8 matrix = rows 0–7 at chunk 0: "
+        f"swizzle (r18_swizzle) tiles, one ldmatrix 8 × 8 matrix = rows 0–7 at chunk 0: "
         f"padding costs {extra['padded']:,} B of a {stage:,} B stage "
         f"({100 * extra['padded'] / stage:.0f} %), the swizzle none",
         fontsize=9,
@@ -356,7 +368,7 @@ def mma_fragments() -> Figure:
         ax.set_ylabel("k" if key == "B" else "m", fontsize=8)
         ax.set_title(shapes[key], fontsize=9)
     fig.suptitle(
-        f"mma.sync.m{MMA_M}n{MMA_N}k{MMA_K} fragments (rung 15, r17_mma_sync): lane = 4g + t; "
+        f"mma.sync.m{MMA_M}n{MMA_N}k{MMA_K} fragments (r17_mma_sync): lane = 4g + t; "
         "a0 = A[g][2t..2t+1], a1 = A[g+8][2t..], a2 = A[g][2t+8..], a3 = A[g+8][2t+8..];\n"
         "b0 = B[2t..2t+1][g], b1 = B[2t+8..][g]; d0, d1 = D[g][2t..], d2, d3 = D[g+8][2t..]. "
         "Each cell: lane, then register; colour: t = lane % 4",
@@ -365,13 +377,13 @@ def mma_fragments() -> Figure:
     return fig
 
 
-# ---- 4. rung 18: the TMA -> wgmma ring ----
+# ---- 4. wgmma: the TMA -> wgmma ring ----
 
 
 def ring_schedule(
-    stages: int = r18.STAGES, k_tiles: int = 10, copy: float = 0.6, mma: float = 1.0
+    stages: int = r22.STAGES, k_tiles: int = 10, copy: float = 0.6, mma: float = 1.0
 ) -> list[dict[str, Any]]:
-    """A model of rung 18's main loop, one record per K tile: when its copy starts and lands
+    """A model of wgmma's main loop, one record per K tile: when its copy starts and lands
     (the producer waits on ``empty[s]`` first once kt >= stages), when the consumers start
     and finish its MMAs (after waiting on ``full[s]``), and when they release its stage
     (arrive on ``empty[s]`` after ``wgmma.wait_group 1`` in the next iteration: one tile
@@ -395,16 +407,16 @@ def ring_schedule(
 
 
 def wgmma_ring(k_tiles: int | None = None) -> Figure:
-    """Rung 18's pipeline as a timeline: one producer thread issues a bulk tensor copy (TMA)
+    """wgmma's pipeline as a timeline: one producer thread issues a bulk tensor copy (TMA)
     per K tile into stage kt % STAGES once that stage's ``empty`` barrier says the consumers
     are done with it; the copy lands and completes the stage's ``full`` barrier, on which the
     consumer warpgroups wait before their wgmma. Rows: the copy engine, each stage's
     contents, the consumers. Arrows: full[s] (copy -> consumers) and empty[s] (consumers ->
     producer)."""
-    stages = r18.STAGES
-    consumers = r18.THREADS // WARPGROUP_THREADS - 1  # one producer warpgroup, the rest math
+    stages = r22.STAGES
+    consumers = r22.THREADS // WARPGROUP_THREADS - 1  # one producer warpgroup, the rest math
     tiles = ring_schedule(stages, k_tiles or 2 * stages + 2)
-    stage_kb = (r18.BM * r18.BK + r18.BK * r18.BN) * HALF_BYTES // 1024
+    stage_kb = (r22.BM * r22.BK + r22.BK * r22.BN) * HALF_BYTES // 1024
     fig = dg.figure(5.4)
     ax = fig.add_subplot()
     rows = {"copy": 0, **{f"stage {s}": 1 + s for s in range(stages)}, "mma": stages + 1}
@@ -440,8 +452,8 @@ def wgmma_ring(k_tiles: int | None = None) -> Figure:
     ax.plot([], [], color="white", label="hatched: stage being filled; solid: tile resident")
     fig.legend(loc="outside lower center", ncols=3, fontsize=7, frameon=False)
     ax.set_title(
-        f"rung 18 (r20_wgmma): a ring of STAGES = {stages} shared-memory stages of "
-        f"A {r18.BM} × {r18.BK} + B {r18.BK} × {r18.BN} halves;\nK tile kt uses stage "
+        f"wgmma (r22_wgmma): a ring of STAGES = {stages} shared-memory stages of "
+        f"A {r22.BM} × {r22.BK} + B {r22.BK} × {r22.BN} halves;\nK tile kt uses stage "
         f"kt mod {stages}; a stage is released one tile late (after wgmma.wait_group 1)",
         fontsize=9,
     )
@@ -482,11 +494,11 @@ def _arrow(ax: Any, start: tuple[float, float], end: tuple[float, float], barrie
     )
 
 
-# ---- 5. rung 19: the epilogue through shared memory ----
+# ---- 5. smem-epilogue: the epilogue through shared memory ----
 
 
 def accumulator_rows(lane: int, j: int) -> tuple[int, int, int]:
-    """wgmma's m64nNk16 accumulator (rung 18's epilogue comment): lane's (row, first column)
+    """wgmma's m64nNk16 accumulator (wgmma's epilogue comment): lane's (row, first column)
     for 8-column group j of warp 0's rows r0 = lane / 4 (and r0 + 8), and its byte offset in
     that row of C: two halves at columns 8j + 2 (lane % 4)."""
     row, col = lane // 4, 8 * j + 2 * (lane % 4)
@@ -494,27 +506,27 @@ def accumulator_rows(lane: int, j: int) -> tuple[int, int, int]:
 
 
 def epilogue_stores(j: int = 3, row: int = 5) -> Figure:
-    """One warp store instruction of rung 18 (j: which 8-column group) against rung 19's two
+    """One warp store instruction of wgmma (j: which 8-column group) against smem-epilogue's two
     steps: its staging writes (the same j) among the bank groups of the swizzled chunk, and
     one 16-byte read-back of row ``row`` per quarter-warp, then a warp's whole-row store."""
     fig = dg.figure(3.4)
     direct, write, read = fig.subplots(1, 3)
-    units = r19.UNITS_PER_ROW
+    units = r23.UNITS_PER_ROW
     rows = dg.WARP // 4
-    for lane in range(dg.WARP):  # rung 18: 4 bytes per lane, 8 rows of C, 16 bytes in each
+    for lane in range(dg.WARP):  # wgmma: 4 bytes per lane, 8 rows of C, 16 bytes in each
         r, _, byte = accumulator_rows(lane, j)
-        direct.add_patch(Rectangle((byte / r19.UNIT_BYTES, r), 0.25, 1, fc=dg.RED, ec="white",
+        direct.add_patch(Rectangle((byte / r23.UNIT_BYTES, r), 0.25, 1, fc=dg.RED, ec="white",
                                    gid="direct"))  # fmt: skip
     sectors = len({(accumulator_rows(lane, j)[0], accumulator_rows(lane, j)[2] // 32)
                    for lane in range(dg.WARP)})  # fmt: skip
     direct.set_xlim(0, units)
     direct.set_ylim(rows, 0)
-    direct.set_title(f"rung 18: one store instruction (j = {j})\n{rows} rows × 16 B of C: "
+    direct.set_title(f"wgmma: one store instruction (j = {j})\n{rows} rows × 16 B of C: "
                      f"{sectors} partial 32-byte sectors", fontsize=8)  # fmt: skip
-    direct.set_xlabel(f"16-byte units of a {units * r19.UNIT_BYTES}-byte row of C", fontsize=7)
+    direct.set_xlabel(f"16-byte units of a {units * r23.UNIT_BYTES}-byte row of C", fontsize=7)
     groups = []
-    for r in range(rows):  # rung 19, step 1: the same values into the swizzled staging
-        g = (r19.staged(r, j) % r19.ROW_BYTES) // r19.UNIT_BYTES
+    for r in range(rows):  # smem-epilogue, step 1: the same values into the swizzled staging
+        g = (r23.staged(r, j) % r23.ROW_BYTES) // r23.UNIT_BYTES
         groups.append(g)
         write.add_patch(Rectangle((g, r), 1, 1, fc=dg.BLUE, ec="white", gid="staged"))
         write.text(g + 0.5, r + 0.5, f"row {r}", ha="center", va="center", fontsize=6)
@@ -523,11 +535,11 @@ def epilogue_stores(j: int = 3, row: int = 5) -> Figure:
     depth = max(groups.count(g) for g in set(groups))
     verdict = "conflict-free" if depth == 1 else f"{depth}-way conflict"
     write.set_title(
-        f"rung 19 step 1: the same 32 lanes into shared memory\nunit ^ (row % 8): {verdict}",
+        f"step 1: the same 32 lanes into shared memory\nunit ^ (row % 8): {verdict}",
         fontsize=8,
     )
     write.set_xlabel("bank group (4 banks, 16 bytes)", fontsize=7)
-    reads = [(r19.staged(row, u) % r19.ROW_BYTES) // r19.UNIT_BYTES for u in range(8)]
+    reads = [(r23.staged(row, u) % r23.ROW_BYTES) // r23.UNIT_BYTES for u in range(8)]
     for u, g in enumerate(reads):  # step 2: a quarter-warp reads 8 units of one row
         read.add_patch(Rectangle((g, 0), 1, 1, fc=dg.GREEN, ec="white", gid="read"))
         read.text(g + 0.5, 0.5, f"u{u}", ha="center", va="center", fontsize=6)
@@ -537,26 +549,26 @@ def epilogue_stores(j: int = 3, row: int = 5) -> Figure:
               ha="center", va="center", fontsize=6)  # fmt: skip
     read.set_xlim(0, dg.BANK_GROUPS)
     read.set_ylim(3, 0)
-    read.set_title(f"rung 19 step 2: row {row} read back, 8 units per quarter-warp\n"
+    read.set_title(f"step 2: row {row} read back, 8 units per quarter-warp\n"
                    f"{len(set(reads))} bank groups: conflict-free, then whole 32-byte sectors",
                    fontsize=8)  # fmt: skip
     read.set_xlabel("bank group (4 banks, 16 bytes)", fontsize=7)
     for ax in (direct, write, read):
         ax.set_yticks([])
         ax.tick_params(labelsize=6, length=0)
-    fig.suptitle("rung 18's epilogue against rung 19's (r21_smem_epilogue): the same values, "
+    fig.suptitle("wgmma's epilogue against smem-epilogue's (r23_smem_epilogue): the same values, "
                  "staged through shared memory", fontsize=9)  # fmt: skip
     return fig
 
 
-# ---- 6. rung 20: a block that stays ----
+# ---- 6. persistent: a block that stays ----
 
 
 def tiles_schedule(
     persistent: bool,
     tiles: int = 2,
     k_tiles: int = 6,
-    stages: int = r20.STAGES,
+    stages: int = r24.STAGES,
     copy: float = 0.6,
     mma: float = 1.0,
     epilogue: float = 1.5,
@@ -565,9 +577,9 @@ def tiles_schedule(
     """A model of one SM computing ``tiles`` tiles of C, ``k_tiles`` K tiles each, as
     ``ring_schedule`` models one (copies one at a time, ``copy`` long; a K tile's multiplies
     ``mma`` long; a stage released when the next K tile's multiplies start, or after
-    ``wait_group 0`` for a tile's last). Rung 19 (``persistent=False``): a block per tile;
+    ``wait_group 0`` for a tile's last). smem-epilogue (``persistent=False``): a block per tile;
     the next block starts ``launch`` after the last one's epilogue, with an empty ring.
-    Rung 20: one block; the producer's K-tile counter runs across tiles, so it copies the
+    persistent: one block; the producer's K-tile counter runs across tiles, so it copies the
     next tile while the consumers spend ``epilogue`` writing the last one out. Returns the K
     tiles (tile, k, stage, copy_start, full, mma_start, mma_end, released) and the epilogues
     (tile, start, end)."""
@@ -595,10 +607,10 @@ def tiles_schedule(
 
 
 def persistent_timeline(tiles: int = 2, k_tiles: int = 6) -> Figure:
-    """One SM over ``tiles`` tiles of C in the ``tiles_schedule`` model: top, rung 19 (a block
-    per tile: each starts with an empty ring, after the last block's epilogue); bottom, rung
-    20 (one block that stays: the copies of the next tile run while the consumers write the
-    last one out). Rows: the producer's copies, the consumers' multiplies and epilogues."""
+    """One SM over ``tiles`` tiles of C in the ``tiles_schedule`` model: top, `smem-epilogue` (a
+    block per tile: each starts with an empty ring, after the last block's epilogue); bottom,
+    `persistent` (one block that stays: the copies of the next tile run while the consumers write
+    the last one out). Rows: the producer's copies, the consumers' multiplies and epilogues."""
     fig = dg.figure(5.0)
     axes = fig.subplots(2, 1, sharex=True)
     palette = [dg.BLUE, dg.ORANGE, dg.GREEN, dg.PURPLE]
@@ -615,9 +627,9 @@ def persistent_timeline(tiles: int = 2, k_tiles: int = 6) -> Figure:
             _bar(ax, e["start"], e["end"], 1, color, "epilogue", gid="epilogue", hatch=True)
         ends[persistent] = run["epilogues"][-1]["end"]
         name = (
-            "rung 20 (r22_persistent): one block stays"
+            "persistent (r24_persistent): one block stays"
             if persistent
-            else ("rung 19 (r21_smem_epilogue): a block per tile")
+            else ("smem-epilogue (r23_smem_epilogue): a block per tile")
         )
         ax.set_title(f"{name}: {tiles} tiles end at {ends[persistent]:.1f}", fontsize=9)
         ax.set_ylim(2, 0)
@@ -625,27 +637,29 @@ def persistent_timeline(tiles: int = 2, k_tiles: int = 6) -> Figure:
         ax.tick_params(axis="y", labelsize=7, length=0)
     axes[1].set_xlim(0, max(ends.values()) + 0.2)
     axes[1].set_xlabel(
-        f"time (model: STAGES = {r20.STAGES}; a copy takes 0.6 of a K tile's multiplies, the "
+        f"time (model: STAGES = {r24.STAGES}; a copy takes 0.6 of a K tile's multiplies, the "
         "epilogue 1.5; label: tile.k)"
     )
     return fig
 
 
-# ---- 7. rung 17: the shared-memory descriptor and the core matrix ----
+# ---- 7. wgmma-descriptors: the shared-memory descriptor and the core matrix ----
 
-# Rung 17's stage (r19_wgmma_descriptors.cu): A's BM x BK tile, then B's BK x BN in chunks of
-# 64 columns, both written by TMA with the 128-byte swizzle into 1024-byte-aligned tiles.
+# wgmma-descriptors' stage (r21_wgmma_descriptors.cu): A's BM x BK tile, then B's BK x BN in chunks
+# of 64 columns, both written by TMA with the 128-byte swizzle into 1024-byte-aligned tiles.
 # tests/test_diagrams.py evaluates the .cu's own expressions and compares them with these.
-A_ROW_BYTES = r17.BK * HALF_BYTES  # a row of A's tile: 128 bytes, one row of the swizzle
+A_ROW_BYTES = r21.BK * HALF_BYTES  # a row of A's tile: 128 bytes, one row of the swizzle
 B_CHUNK = dg.SWIZZLE_ROW // HALF_BYTES  # columns of B per TMA box: one 128-byte row per k-row
 CORE_ROWS = 8  # a core matrix: 8 rows of 16 bytes (8 x 8 halves), the unit wgmma reads
 WGMMA_M, WGMMA_K = 64, 16  # a warpgroup's wgmma: 64 rows of A, 16 of K (m64nNk16)
-STAGE_BYTES = (r17.BM * r17.BK + r17.BK * r17.BN) * HALF_BYTES
+STAGE_BYTES = (r21.BM * r21.BK + r21.BK * r21.BN) * HALF_BYTES
 
 
-def r17_descriptor_args(operand: str, stage: int, warpgroup: int, kk: int) -> tuple[int, int, int]:
-    """(address, LBO, SBO) in bytes of the descriptor rung 17 builds for ``operand`` ("A" or
-    "B") at k16 step ``kk`` of stage ``stage``, addresses from the 1024-byte-aligned base of
+def wgmma_descriptor_args(
+    operand: str, stage: int, warpgroup: int, kk: int
+) -> tuple[int, int, int]:
+    """(address, LBO, SBO) in bytes of the descriptor `wgmma-descriptors` builds for ``operand``
+    ("A" or "B") at k16 step ``kk`` of stage ``stage``, addresses from the 1024-byte-aligned base of
     the stage ring. A is K-major: the warpgroup's 64 rows start 64 rows in, a k16 step is 32
     bytes along the rows; LBO is unused by a K-major swizzled operand (one 16-byte unit), SBO is
     a swizzle atom, 8 rows of 128 bytes: the next 8 rows. B is N-major in chunks of B_CHUNK
@@ -657,15 +671,15 @@ def r17_descriptor_args(operand: str, stage: int, warpgroup: int, kk: int) -> tu
         address = base + warpgroup * WGMMA_M * A_ROW_BYTES + kk * WGMMA_K * HALF_BYTES
         return address, dg.CHUNK_BYTES, atom
     if operand == "B":
-        address = base + r17.BM * A_ROW_BYTES + kk * WGMMA_K * dg.SWIZZLE_ROW
-        return address, r17.BK * dg.SWIZZLE_ROW, atom
+        address = base + r21.BM * A_ROW_BYTES + kk * WGMMA_K * dg.SWIZZLE_ROW
+        return address, r21.BK * dg.SWIZZLE_ROW, atom
     raise ValueError(f"operand is 'A' or 'B', not {operand!r}")
 
 
-def r17_descriptor(operand: str, stage: int = 0, warpgroup: int = 0, kk: int = 0) -> int:
-    """The 64-bit descriptor rung 17 gives wgmma for ``operand`` (``r17_descriptor_args``),
-    128-byte swizzled."""
-    return dg.descriptor(*r17_descriptor_args(operand, stage, warpgroup, kk), dg.SWIZZLE_ROW)
+def wgmma_descriptor(operand: str, stage: int = 0, warpgroup: int = 0, kk: int = 0) -> int:
+    """The 64-bit descriptor `wgmma-descriptors` gives wgmma for ``operand``
+    (``wgmma_descriptor_args``), 128-byte swizzled."""
+    return dg.descriptor(*wgmma_descriptor_args(operand, stage, warpgroup, kk), dg.SWIZZLE_ROW)
 
 
 def a_tile_offset(row: int, k: int) -> int:
@@ -734,33 +748,36 @@ def _draw_bits(ax: Any, desc: int, y0: float, notes: dict[str, str], gid: str) -
 def draw_wgmma_descriptor(
     stage: int = 0, warpgroup: int = 1, kk: int = 1, path: str | Path | None = None
 ) -> Figure:
-    """Rung 17's descriptors at k16 step ``kk`` of ``stage`` for ``warpgroup``: (a) A's and B's
-    64-bit words, bit by bit, decoded into their fields (start address >> 4, LBO >> 4, SBO >> 4,
-    base offset, swizzle mode); (b) the warpgroup's 64 x BK tile of A cut into 8 x 16-byte core
-    matrices, the 8 x 2 that step kk reads labelled (i, kh); (c) where rows 0 to 7 of the tile
-    land in shared memory under the 128-byte swizzle, one 1024-byte atom: chunk c of row r at
-    chunk c XOR r, so the 8 rows of one core matrix fill all 8 bank groups."""
+    """`wgmma-descriptors`' descriptors at k16 step ``kk`` of ``stage`` for ``warpgroup``: (a) A's
+    and B's 64-bit words, bit by bit, decoded into their fields (start address >> 4, LBO >> 4,
+    SBO >> 4, base offset, swizzle mode); (b) the warpgroup's 64 x BK tile of A cut into 8 x
+    16-byte core matrices, the 8 x 2 that step kk reads labelled (i, kh); (c) where rows 0 to 7
+    of the tile land in shared memory under the 128-byte swizzle, one 1024-byte atom: chunk c of
+    row r at chunk c XOR r, so the 8 rows of one core matrix fill all 8 bank groups."""
     fig = dg.figure(7.6)
     grid = fig.add_gridspec(2, 2, height_ratios=(1.05, 1))
     bits = fig.add_subplot(grid[0, :])
     tile, atom = fig.add_subplot(grid[1, 0]), fig.add_subplot(grid[1, 1])
 
     # (a) the two descriptors
-    da, db = r17_descriptor("A", stage, warpgroup, kk), r17_descriptor("B", stage, warpgroup, kk)
+    da, db = (
+        wgmma_descriptor("A", stage, warpgroup, kk),
+        wgmma_descriptor("B", stage, warpgroup, kk),
+    )
     notes_a = {
         "start_address": f"stage {stage} + warpgroup {warpgroup} × 64 rows × 128 B + kk × 32 B",
         "lbo": "unused by a K-major swizzled operand (one unit)",
         "sbo": "the next 8 rows (one 1024-byte swizzle atom)",
     }
     notes_b = {
-        "start_address": f"stage {stage} + A's {r17.BM * A_ROW_BYTES} B + kk × 16 k-rows × 128 B",
-        "lbo": f"the next {B_CHUNK} columns of N (a chunk of BK = {r17.BK} k-rows)",
+        "start_address": f"stage {stage} + A's {r21.BM * A_ROW_BYTES} B + kk × 16 k-rows × 128 B",
+        "lbo": f"the next {B_CHUNK} columns of N (a chunk of BK = {r21.BK} k-rows)",
         "sbo": "the next 8 k-rows (one swizzle atom)",
     }
     _draw_bits(bits, da, 0, notes_a, "bit-A")
     _draw_bits(bits, db, 5.6, notes_b, "bit-B")
     bits.text(0, -0.15, f"A (64 × 16 slice, K-major): {da:#018x}", fontsize=7.5, va="bottom")
-    bits.text(0, 5.45, f"B (16 × {r17.BN} slice, N-major): {db:#018x}", fontsize=7.5, va="bottom")
+    bits.text(0, 5.45, f"B (16 × {r21.BN} slice, N-major): {db:#018x}", fontsize=7.5, va="bottom")
     bits.set_xlim(0, 48)
     bits.set_ylim(9.6, -1.1)
     bits.set_xticks([0.5, 15.5], ["bit 15 (+16·row)", "bit 0"])
@@ -801,7 +818,7 @@ def draw_wgmma_descriptor(
     tile.tick_params(labelsize=5.5, length=0)
     tile.set_xlabel("colour: the k16 step kk that reads the column", fontsize=7)
     tile.set_title(
-        f"(b) warpgroup {warpgroup}'s 64 × BK = 64 × {r17.BK} tile of A: 8 × {chunks} core "
+        f"(b) warpgroup {warpgroup}'s 64 × BK = 64 × {r21.BK} tile of A: 8 × {chunks} core "
         f"matrices\n(8 rows × 16 B); step kk = {kk} reads 64 × 16 of it: (i, kh) = 8 × 2",
         fontsize=7,
     )
@@ -837,10 +854,10 @@ def draw_wgmma_descriptor(
         fontsize=7,
     )
     fig.suptitle(
-        f"rung 17 (r19_wgmma_descriptors), BM × BN × BK = {r17.BM} × {r17.BN} × {r17.BK}: one "
-        f"wgmma m64n{r17.BN}k16 per k16 step reads A and B through these descriptors\n(rungs "
-        "18 to 20 build the same ones); the tiles are written by TMA with the 128-byte swizzle, "
-        "which wgmma undoes from the address bits",
+        f"wgmma-descriptors (r21_wgmma_descriptors), BM × BN × BK = {r21.BM} × {r21.BN} × "
+        f"{r21.BK}: one wgmma m64n{r21.BN}k16 per k16 step reads A and B through these "
+        "descriptors\n(wgmma, smem-epilogue and persistent build the same ones); the tiles are "
+        "written by TMA with the 128-byte swizzle, which wgmma undoes from the address bits",
         fontsize=8,
     )
     return dg.saved(fig, path)

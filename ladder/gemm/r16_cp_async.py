@@ -16,7 +16,7 @@ block may declare statically). With one group per K tile:
   stays 2 and no copy reads beyond K.
 One barrier per K tile instead of two. The rows stay padded as in `wmma-shared`: WMMA's
 ``load_matrix_sync`` takes one pointer and a leading dimension, so it cannot read a swizzled
-layout (`mma-sync` can).
+layout (`swizzle` can).
 Why: `wmma-shared` stalls twice per K tile: its loads wait for global memory with the tensor cores
 idle, and its math waits for the barrier after the loads. Here three tiles (48 KB) are in
 flight while the tensor cores work on the fourth.

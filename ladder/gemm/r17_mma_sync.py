@@ -1,59 +1,52 @@
-"""mma.sync: the warp-level tensor-core instruction in PTX, fed by ldmatrix.
+"""mma.sync: `cp-async`'s kernel with WMMA replaced by the PTX under it, ldmatrix and mma.sync.
 
-What changes: the WMMA API is dropped for the instructions underneath it, as inline PTX
-(``r17_mma_sync.cu``):
-- ``mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32`` multiplies a 16 x 16 tile of A by a
-  16 x 8 tile of B into 16 x 8 FP32 accumulators. Its fragment layout is documented (PTX ISA,
-  "Matrix Fragments for mma.m16n8k16"): with g = lane / 4 and t = lane % 4, a lane holds A rows
-  g and g + 8 at k columns 2t, 2t + 1 and 2t + 8, 2t + 9, B column g at the same k rows, and C
-  rows g and g + 8 at columns 2t, 2t + 1.
-- ``ldmatrix.sync.aligned.m8n8.x4`` loads four 8 x 8 half matrices from shared memory, each
-  lane giving the address of one 16-byte row, in exactly that layout; ``.trans`` delivers B
-  (stored K x N) transposed, as mma wants it.
-- The block tile grows to 128 x 256 x 32 and each of the 8 warps owns a 64 x 64 tile of C (4 x 8
-  mma tiles, 128 accumulators per thread); fragments are double-buffered in registers.
-- Swizzle instead of padding: a 16-byte chunk spans 4 of the 32 banks, so an ldmatrix matrix
-  (8 rows of one chunk) is served in one pass only if its 8 chunks sit in 8 different groups of
-  4 banks. Each row's chunks are permuted by an XOR with bits of the row index (A: chunk ^
-  ((row >> 1) & 3); B: chunk ^ (row & 7)), which spreads them at no cost in bytes.
-- The epilogue converts to half2 and stores C straight from registers; the grid is ordered in
-  groups of 16 block rows so the blocks resident together share rows of A and columns of B in L2.
-Global to shared is `cp-async`'s 4-stage cp.async ring, with 24 KB stages.
-Why: WMMA's fragments are opaque, so rungs `wmma-shared` and `cp-async` needed padded rows and a
-staging epilogue, and their 64 x 32 warp tiles reread each fragment often. Per k16 step a warp now
-issues 8 ldmatrix and 32 mma: 4 KB from shared memory for 65,536 multiply-adds (32 FLOP per byte).
-Prediction: a clear step above the WMMA rungs; on an H100/H200 still well short of cuBLAS HGEMM,
-at about 60-70% of it (the range commonly reported for hand-written mma.sync kernels there; a
-figure from outside this project).
-Measured: on an NVIDIA H200 by ``ladder bench`` (results/nvidia-h200.json): 0.309 ms at 4096³
-(445.33 TFLOP/s, 1.33x `cp-async`, 0.592x cuBLAS HGEMM) and 2.422 ms at 8192³ (453.95 TFLOP/s,
-1.46x, 0.645x). Nsight Compute at 4096³ (lab/gemm/2026-11-22-profiles/nvidia-h200-profile-
-float16.json): shared-load bank conflicts 2 thousand (`cp-async`: 114 thousand), none on stores, SM
-throughput 72.5%, occupancy 12.3% (one block per SM). A microbenchmark of the bare instruction with
-constant operands (lab/gemm/2026-11-23-wgmma-shapes/nvidia-h200-wgmma-shapes.json) tops out at 631.6
-TFLOP/s for mma.sync.
-Verdict: held: inside the range at 8192³ and just below it at 4096³, 70-72% of what mma.sync
-itself reaches on this GPU. Why 4096³ is lower is not measured; one count points at
-the tail: 512 blocks of one per SM are 3.9 waves of 132 SMs (2048 blocks, 15.5 waves, at
-8192³). The rest of the gap to cuBLAS is the instruction: `wgmma-descriptors`.
+What changes: the instructions of the math (``r17_mma_sync.cu``); `cp-async`'s 128 x 128 x 32
+block tiles, 8 warps of 64 x 32, 4-stage cp.async ring and padded rows stay. The instructions
+come from ``ladder/core/cuda``:
+- ``mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32`` (``mma_16816``) multiplies a 16 x 16
+  tile of A by a 16 x 8 tile of B into 16 x 8 FP32 sums, 4 x 4 of them per warp per k16 step.
+  Its fragment layout is documented (PTX ISA, "Matrix Fragments for mma.m16n8k16"): with g =
+  lane / 4 and t = lane % 4, a lane holds A rows g and g + 8 at k columns 2t, 2t + 1 and 2t + 8,
+  2t + 9, B column g at the same k rows, and C rows g and g + 8 at columns 2t, 2t + 1.
+- ``ldmatrix.sync.aligned.m8n8.x4`` loads four 8 x 8 half matrices from shared memory in that
+  layout, each lane giving the address of one 16-byte row; ``.trans`` delivers B (stored K x N)
+  transposed, as mma wants it. Each lane's row addresses are worked out once, before the K loop.
+- The epilogue stores each lane's sums from registers as half2. This comes with the first
+  change, not as a second idea: WMMA's accumulator layout is opaque, so `cp-async` had to stage
+  its sums through shared memory to know where they go; mma.sync's is the one above.
+Why: the fragment layouts become the kernel's own: `swizzle` chooses the shared-memory layout
+and `warp-tile-64` the warp's tile and registers, which the WMMA API does not let a kernel do.
+By itself the step changes less than it seems: WMMA compiles to these same instructions.
+Prediction: per K tile a warp issues the same 32 HMMA.16816 and 12 LDSM (ldmatrix) as in
+`cp-async`, but 84 instructions in all against 117 (ptxas of CUDA 13.0, sm_90; sm_80: 82 against
+112): WMMA's loads work out every fragment's address again each tile. The tensor pipe, not
+issue, should set the pace: at the 631.6 TFLOP/s mma.sync reaches on an H200
+(lab/gemm/2026-11-23-wgmma-shapes/nvidia-h200-wgmma-shapes.json) a sub-partition retires an
+HMMA.16816 about every 7 cycles, 870 cycles for its 4 warps' 128 per K tile, against 468 issue
+slots in `cp-async` and 336 here. The epilogue's 48 shared-memory accesses per thread go, once
+per tile of C. Predicted: 1.0x to 1.1x `cp-async` at 4096³ and 8192³.
+Measured: not yet measured (the next `ladder bench --problems gemm` measures it).
+Verdict: to be judged against the prediction once measured.
 
-Lab notes: docs/notes/gemm.md#rung-15-mma-sync
+Lab notes: docs/notes/gemm.md#rung-17-mma-sync
 """
 
 from ladder.core import cuda_cpp
 from ladder.gemm.problem import gemm_rung
 
 SOURCE = cuda_cpp.source(__file__, "r17_mma_sync.cu", archs=("sm_80", "sm_90"))
-BM, BN, BK = 128, 256, 32  # a block's tile of C, and the K step (as in the .cu file)
+BM, BN, BK = 128, 128, 32  # a block's tile of C, and the K step (as in the .cu file)
 STAGES = 4  # depth of the cp.async ring
-THREADS = 256  # 8 warps, each a 64 x 64 tile of C
-SMEM_BYTES = STAGES * (BM * BK + BK * BN) * 2  # 98,304: above the 48 KB default, so opted in
+PAD = 8  # halves added to every shared row
+THREADS = 256  # 8 warps, 2 (M) x 4 (N), each a 64 x 32 tile of C
+# the ring: STAGES x (A tile 128 x 40 + B tile 32 x 136) halves = 75,776 bytes, as in the .cu
+SMEM_BYTES = STAGES * (BM * (BK + PAD) + BK * (BN + PAD)) * 2
 
 
 @gemm_rung(
     name="mma-sync",
     parent="cp-async",
-    title="mma.sync + ldmatrix, swizzled 4-stage cp.async, 64 x 64 warp tiles",
+    title="ldmatrix + mma.sync in place of WMMA, on cp-async's padded tiles",
     dtypes=("float16",),
     needs=("cupy",),
     units="tensor",
@@ -62,6 +55,6 @@ SMEM_BYTES = STAGES * (BM * BK + BK * BN) * 2  # 98,304: above the 48 KB default
     tiles=(BM, BN, BK),
 )
 def geometry(m: int, n: int, k: int, dtype: str) -> tuple:
-    """``mma_sync_gemm`` on tile-multiple sizes: a 1-D grid, which the kernel maps to tiles of C
-    16 block rows a group; the ring in SMEM_BYTES of dynamic shared memory."""
-    return SOURCE.kernel("mma_sync_gemm"), ((m // BM) * (n // BN),), (THREADS,), SMEM_BYTES
+    """``mma_sync_gemm`` on tile-multiple sizes: a block of THREADS per BM x BN tile of C, the
+    ring in SMEM_BYTES of dynamic shared memory."""
+    return SOURCE.kernel("mma_sync_gemm"), (n // BN, m // BM), (THREADS,), SMEM_BYTES

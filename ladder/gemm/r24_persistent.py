@@ -1,7 +1,7 @@
 """Persistent: one block per SM walks many tiles; the next tile's copies run under the
 last one's epilogue.
 
-What changes: the grid and the loop around `smem-epilogue`'s kernel (``r22_persistent.cu``). The
+What changes: the grid and the loop around `smem-epilogue`'s kernel (``r24_persistent.cu``). The
 launcher starts min(SMs, tiles) blocks, not one per tile; block b takes tiles b, b + grid,
 b + 2 grid, ... in `smem-epilogue`'s grouped order. One K-tile counter runs across a block's tiles,
 so a stage's index and its barriers' phase carry on from tile to tile and the producer
@@ -47,7 +47,7 @@ from ladder.core import cuda_cpp
 from ladder.gemm.hopper import gemm_launch
 from ladder.gemm.problem import gemm_rung
 
-SOURCE = cuda_cpp.source(__file__, "r22_persistent.cu", archs=("sm_90a",), arch_specific=True)
+SOURCE = cuda_cpp.source(__file__, "r24_persistent.cu", archs=("sm_90a",), arch_specific=True)
 BM, BN, BK = 128, 256, 64
 STAGES = 4
 THREADS = 384

@@ -1,7 +1,7 @@
-// Rung 19: rung 18 with its epilogue through shared memory, C written in whole 16-byte lines.
+// smem-epilogue: wgmma with its epilogue through shared memory, C written in whole 16-byte lines.
 // C = A @ B, A (M x K) and B (K x N) row-major half (or bfloat16), FP32 accumulation, C in
 // the inputs' type. Build for sm_90a. The launcher pads M to a multiple of 128, N of 256 and
-// K of 64. The main loop is rung 18's (r20_wgmma.cu, untransposed operands only); the diff is
+// K of 64. The main loop is wgmma's (r22_wgmma.cu, untransposed operands only); the diff is
 // the epilogue at the end.
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
@@ -48,7 +48,7 @@ __device__ __forceinline__ void gemm(const TensorMap& tmA, const TensorMap& tmB,
   unsigned char* smem = smem_raw + ((1024 - (smem_addr(smem_raw) & 1023)) & 1023);
   const unsigned smem0 = smem_addr(smem);
 
-  const int tiles_m = M / BM, tiles_n = N / BN;  // rung 18's grouped order of blocks
+  const int tiles_m = M / BM, tiles_n = N / BN;  // wgmma's grouped order of blocks
   const int per_group = GROUP_M * tiles_n;
   const int group = blockIdx.x / per_group;
   const int first_m = group * GROUP_M;
@@ -68,7 +68,7 @@ __device__ __forceinline__ void gemm(const TensorMap& tmA, const TensorMap& tmB,
   }
   __syncthreads();
 
-  if (wg == 0) {  // rung 18's producer
+  if (wg == 0) {  // wgmma's producer
     setmaxnreg_dec<40>();
     if (threadIdx.x == 0) {
       for (int kt = 0; kt < k_tiles; ++kt) {
@@ -90,7 +90,7 @@ __device__ __forceinline__ void gemm(const TensorMap& tmA, const TensorMap& tmB,
   float d[128];
 #pragma unroll
   for (int i = 0; i < 128; ++i) d[i] = 0.0f;
-  for (int kt = 0; kt < k_tiles; ++kt) {  // rung 18's consumer loop
+  for (int kt = 0; kt < k_tiles; ++kt) {  // wgmma's consumer loop
     const int s = kt % STAGES;
     mbar_wait(smem_addr(&full[s]), (kt / STAGES) & 1);
     const unsigned sa = smem0 + s * STAGE_BYTES + c * 64 * 128;
@@ -112,7 +112,7 @@ __device__ __forceinline__ void gemm(const TensorMap& tmA, const TensorMap& tmB,
   bar_sync(1, CONSUMERS * 128);
   unsigned char* tile = smem + c * C_BYTES;
   const int warp = (threadIdx.x % 128) / 32, lane = threadIdx.x % 32;
-  const int r0 = warp * 16 + lane / 4;  // the accumulator's rows r0 and r0 + 8 (as rung 18)
+  const int r0 = warp * 16 + lane / 4;  // the accumulator's rows r0 and r0 + 8 (as wgmma)
 #pragma unroll
   for (int j = 0; j < BN / 8; ++j) {  // 8-column group j is 16-byte unit j of the row
     store2(reinterpret_cast<T*>(tile + staged(r0, j) + (lane % 4) * 4), d[4 * j], d[4 * j + 1]);
@@ -121,7 +121,7 @@ __device__ __forceinline__ void gemm(const TensorMap& tmA, const TensorMap& tmB,
   }
   bar_sync(2 + c, 128);  // this warpgroup's part is staged
   // 2. Read it back a row at a time: a warp writes one whole 512-byte row of C per instruction,
-  //    16 bytes per thread, where rung 18's stores wrote 16 bytes into each of 8 rows.
+  //    16 bytes per thread, where wgmma's stores wrote 16 bytes into each of 8 rows.
   T* out = C + (size_t)(m0 + c * 64) * N + n0;
 #pragma unroll 4
   for (int i = threadIdx.x % 128; i < 64 * UNITS_PER_ROW; i += 128) {

@@ -1,10 +1,10 @@
-// Rung 21: rung 20 in 8-bit floats: A and B in e4m3 (or both in e5m2), per-tensor scales,
+// fp8: persistent in 8-bit floats: A and B in e4m3 (or both in e5m2), per-tensor scales,
 // FP32 accumulation, C in bfloat16: C = (scale_a * scale_b) * (A @ B).
 // A (M x K) row-major, B (K x N) column-major, that is B^T (N x K) row-major, as cuBLASLt's
 // FP8 GEMM takes it. Build for sm_90a. The launcher pads M to a multiple of 128, N of 256 and
 // K of 128, and launches min(SMs, tiles) blocks.
 //
-// Against rung 20: (1) wgmma m64n256k32 on 8-bit operands, twice the multiplies per
+// Against persistent: (1) wgmma m64n256k32 on 8-bit operands, twice the multiplies per
 // instruction; (2) a K tile of 128 elements, still 128 bytes a row, so a stage is the same
 // 48 KB and one copy of a 128-byte row still fills one swizzle line; (3) B comes K-major (an
 // 8-bit wgmma operand cannot be transposed), so its stage is one 256 x 128-byte box laid
@@ -21,7 +21,7 @@ constexpr int B_BYTES = BN * BK;            // 32 KB: 256 rows (n) of 128 bytes,
 constexpr int STAGE_BYTES = A_BYTES + B_BYTES;  // 48 KB
 constexpr int GROUP_M = 8;                  // block-row groups for L2 reuse
 // The epilogue's staging, after the ring: per consumer 64 rows x 128 columns (one round), as
-// 2 chunks of 64 columns (64 rows of 128 bytes, 8 KB each), rung 19's swizzled layout.
+// 2 chunks of 64 columns (64 rows of 128 bytes, 8 KB each), smem-epilogue's swizzled layout.
 constexpr int C_CHUNK_BYTES = 64 * 128;     // 8 KB
 constexpr int ROUND_COLS = 128;             // columns of C per round
 constexpr int C_BYTES = 64 * ROUND_COLS * 2;  // 16 KB per consumer
@@ -35,11 +35,11 @@ constexpr int RING_BYTES = STAGES * STAGE_BYTES;  // 192 KB
 #include "ladder/core/cuda/warpgroup.cuh"  // setmaxnreg, named barriers
 #include "ladder/core/cuda/wgmma.cuh"      // descriptors, wgmma, fence / commit / wait
 
-// rung 19's staged layout: unit u of row r, unit index XOR row % 8, in 64-column chunks
+// smem-epilogue's staged layout: unit u of row r, unit index XOR row % 8, in 64-column chunks
 __device__ static inline int staged(int r, int u) {
   return (u / 8) * C_CHUNK_BYTES + r * 128 + (((u % 8) ^ (r % 8)) * 16);
 }
-// rung 19's grouped order, for tile t instead of blockIdx.x
+// smem-epilogue's grouped order, for tile t instead of blockIdx.x
 __device__ static inline void tile_corner(int t, int tiles_m, int tiles_n, int& m0, int& n0) {
   const int per_group = GROUP_M * tiles_n;
   const int first_m = t / per_group * GROUP_M;
@@ -72,7 +72,7 @@ __device__ __forceinline__ void gemm(const TensorMap& tmA, const TensorMap& tmB,
   }
   __syncthreads();
 
-  if (wg == 0) {  // the producer: rung 19's, over every K tile of every tile of this block
+  if (wg == 0) {  // the producer: smem-epilogue's, over every K tile of every tile of this block
     setmaxnreg_dec<40>();
     if (threadIdx.x == 0) {
       int it = 0;  // K tiles copied so far, across tiles: stage it % STAGES
@@ -103,7 +103,7 @@ __device__ __forceinline__ void gemm(const TensorMap& tmA, const TensorMap& tmB,
   for (int t = blockIdx.x; t < tiles; t += gridDim.x) {
 #pragma unroll
     for (int i = 0; i < 128; ++i) d[i] = 0.0f;
-    for (int kt = 0; kt < k_tiles; ++kt, ++it) {  // rung 19's consumer loop
+    for (int kt = 0; kt < k_tiles; ++kt, ++it) {  // smem-epilogue's consumer loop
       const int s = it % STAGES;
       mbar_wait(smem_addr(&full[s]), (it / STAGES) & 1);
       const unsigned sa = smem0 + s * STAGE_BYTES + c * 64 * 128;
@@ -120,7 +120,7 @@ __device__ __forceinline__ void gemm(const TensorMap& tmA, const TensorMap& tmB,
     wgmma_wait<0>();
     mbar_arrive(smem_addr(&empty[(it - 1) % STAGES]));  // the tile's last stage, new here
 
-    // The epilogue: rung 20's, each accumulator times the two scales.
+    // The epilogue: persistent's, each accumulator times the two scales.
     int m0, n0;
     tile_corner(t, tiles_m, tiles_n, m0, n0);
     T* out = C + (size_t)(m0 + c * 64) * N + n0;

@@ -1,12 +1,13 @@
-// Rung 18: rung 17's wgmma and TMA ring, warp-specialized: one warpgroup copies, two multiply.
+// wgmma: wgmma-descriptors' wgmma and TMA ring, warp-specialized: one warpgroup copies, two
+// multiply.
 // C = A @ B, A (M x K) and B (K x N) row-major half (or bfloat16), FP32 accumulation, C in
 // the inputs' type. Two entry points, wgmma_tma (half) and wgmma_tma_bf16, share one template.
-// Build for sm_90a: wgmma and setmaxnreg exist only there. The launcher pads M to a multiple
-// of 128, N of 256 and K of 64, and passes two tensor maps made on the host. Against rung 17:
-// the producer warpgroup (registers cut to 40 by setmaxnreg) issues every copy; the consumers
-// (raised to 232) only multiply; rung 17's __syncthreads per K tile becomes an "empty"
-// mbarrier per stage that the consumers arrive on and the producer waits for. Two more entry
-// points per type read an operand transposed where it lies (wgmma reads 16-bit operands in
+// Build for sm_90a: wgmma and setmaxnreg exist only there. The launcher pads M to a multiple of
+// 128, N of 256 and K of 64, and passes two tensor maps made on the host. Against
+// wgmma-descriptors: the producer warpgroup (registers cut to 40 by setmaxnreg) issues every copy;
+// the consumers (raised to 232) only multiply; wgmma-descriptors' __syncthreads per K tile becomes
+// an "empty" mbarrier per stage that the consumers arrive on and the producer waits for. Two more
+// entry points per type read an operand transposed where it lies (wgmma reads 16-bit operands in
 // either major order): *_tn, C = A^T B with A given K x M; *_nt, C = A B^T with B given N x K
 // (ladder.ops' GEMM backward, dB = A^T dC and dA = dC B^T, with no transposing copy).
 #include <cuda_bf16.h>

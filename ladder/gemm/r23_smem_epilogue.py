@@ -1,6 +1,6 @@
 """Epilogue through shared memory: C leaves the SM in whole 16-byte lines.
 
-What changes: only the epilogue of `wgmma`'s kernel (``r21_smem_epilogue.cu``). `wgmma`'s
+What changes: only the epilogue of `wgmma`'s kernel (``r23_smem_epilogue.cu``). `wgmma`'s
 consumers store their accumulators straight from registers: ``wgmma``'s accumulator layout
 gives a thread two adjacent columns of a row, so each warp store instruction writes 4 bytes
 per thread, 16 bytes into each of 8 rows of C. Here each consumer warpgroup first writes its
@@ -47,7 +47,7 @@ from ladder.core import cuda_cpp
 from ladder.gemm.hopper import gemm_launch
 from ladder.gemm.problem import gemm_rung
 
-SOURCE = cuda_cpp.source(__file__, "r21_smem_epilogue.cu", archs=("sm_90a",), arch_specific=True)
+SOURCE = cuda_cpp.source(__file__, "r23_smem_epilogue.cu", archs=("sm_90a",), arch_specific=True)
 BM, BN, BK = 128, 256, 64
 STAGES = 4
 THREADS = 384

@@ -1,6 +1,6 @@
 """Warp specialization: a producer warpgroup feeds two math warpgroups.
 
-What changes: who does what (``r20_wgmma.cu``); `wgmma-descriptors`'s stages, copies and ``wgmma``
+What changes: who does what (``r22_wgmma.cu``); `wgmma-descriptors`'s stages, copies and ``wgmma``
 stay. Of three warpgroups, one only copies (one of its threads issues every copy; ``setmaxnreg``
 shrinks the warpgroup's registers to 40) and two only multiply (raised to 232). The block barrier
 per K tile goes: each stage gets an "empty" mbarrier beside its "full" one, on which all 256 math
@@ -46,7 +46,7 @@ from ladder.core import cuda_cpp
 from ladder.gemm.hopper import gemm_launch, tensor_launch, tensor_map
 from ladder.gemm.problem import gemm_rung
 
-SOURCE = cuda_cpp.source(__file__, "r20_wgmma.cu", archs=("sm_90a",), arch_specific=True)
+SOURCE = cuda_cpp.source(__file__, "r22_wgmma.cu", archs=("sm_90a",), arch_specific=True)
 BM, BN, BK = 128, 256, 64
 STAGES = 4
 THREADS = 384
@@ -58,7 +58,7 @@ _KERNEL = {"float16": "wgmma_tma", "bfloat16": "wgmma_tma_bf16"}
 def transposed_geometry(m: int, n: int, k: int, dtype: str, layout: str) -> Any:
     """``wgmma_tma_<layout>`` on tile-multiple sizes, A given K x M (``layout="tn"``) or B
     given N x K (``"nt"``): only the tensor maps' boxes and the shared-memory descriptors
-    change (``r20_wgmma.cu``); ``Rung.transposed`` runs it for ``ladder.ops``' GEMM backward."""
+    change (``r22_wgmma.cu``); ``Rung.transposed`` runs it for ``ladder.ops``' GEMM backward."""
     kernel = SOURCE.kernel(f"wgmma_tma_{layout}" + ("_bf16" if dtype == "bfloat16" else ""))
 
     def maps(a: int, b: int) -> tuple[np.ndarray, np.ndarray]:

@@ -1,10 +1,10 @@
-// Rung 17: rung 16's TMA ring, its math now on wgmma: a warpgroup's multiply reads A and B
+// wgmma-descriptors: tma's TMA ring, its math now on wgmma: a warpgroup's multiply reads A and B
 // straight from shared memory through descriptors. C = A @ B, A (M x K) and B (K x N)
 // row-major half (or bfloat16), FP32 accumulation, C in the inputs' type. Build for sm_90a.
 // The launcher pads M to a multiple of 128, N of 256 and K of 64.
 //
 // The stage layout, the copies, the full barriers and the one __syncthreads per K tile are
-// rung 16's. What goes: ldmatrix, the fragments in registers, the 8 warps' 64 x 64 tiles and
+// tma's. What goes: ldmatrix, the fragments in registers, the 8 warps' 64 x 64 tiles and
 // their 32 mma.sync per k16 step. What comes: two warpgroups (4 warps each), each owning 64
 // rows x 256 columns of C, issue one wgmma.mma_async m64n256k16 per k16 step: 4 per K tile.
 // A descriptor (wgmma_desc, ladder/core/cuda/wgmma.cuh) tells the tensor cores where a 64 x 16
@@ -18,12 +18,12 @@
 constexpr int BM = 128, BN = 256, BK = 64;  // block tile of C and the K tile of a stage
 constexpr int STAGES = 4;                   // 4 stages of 48 KB; copies run 3 tiles ahead
 constexpr int WARPGROUPS = 2;               // 64 rows of C each
-constexpr int THREADS = 128 * WARPGROUPS;   // 256, as rung 16
+constexpr int THREADS = 128 * WARPGROUPS;   // 256, as tma
 constexpr int A_BYTES = BM * BK * 2;        // 16 KB: 128 rows of 128 bytes
 constexpr int B_CHUNK = 64;                 // columns of B per copy: 64 halves = 128 bytes
 constexpr int B_CHUNK_BYTES = BK * B_CHUNK * 2;  // 8 KB: 64 rows (k) of 128 bytes
 constexpr int STAGE_BYTES = A_BYTES + BK * BN * 2;  // 48 KB
-constexpr int GROUP_M = 16;                 // rasterization: block rows per group, as rung 16
+constexpr int GROUP_M = 16;                 // rasterization: block rows per group, as tma
 
 #include "ladder/core/cuda/convert.cuh"    // store2
 #include "ladder/core/cuda/mbarrier.cuh"   // the full and empty barriers
@@ -58,7 +58,7 @@ __device__ __forceinline__ void wgmma_gemm(const TensorMap& tmA, const TensorMap
   }
   __syncthreads();
 
-  auto load_tile = [&](int kt, int stage) {  // rung 16's
+  auto load_tile = [&](int kt, int stage) {  // tma's
     const unsigned bar = smem_addr(&full[stage]);
     const unsigned sa = smem0 + stage * STAGE_BYTES, sb = sa + A_BYTES;
     mbar_arrive_expect_tx(bar, STAGE_BYTES);

@@ -1,10 +1,10 @@
-// Rung 16: rung 15's math (ldmatrix + mma.sync, 64 x 64 warp tiles), its tiles now brought by
+// TMA: warp-tile-64's math (ldmatrix + mma.sync, 64 x 64 warp tiles), its tiles now brought by
 // the bulk tensor copy engine (TMA) and counted in on an mbarrier. C = A @ B, A (M x K) and
 // B (K x N) row-major half (or bfloat16), FP32 accumulation, C in the inputs' type. Build for
 // sm_90 (no sm_90a-only instruction here). The launcher pads M to a multiple of 128, N of 256
 // and K of 64, and passes two tensor maps made on the host (ladder/gemm/hopper.py).
 //
-// Rung 15 had each of 256 threads issue 6 cp.async per K tile, computing 6 addresses and an
+// Warp-tile-64 had each of 256 threads issue 6 cp.async per K tile, computing 6 addresses and an
 // XOR swizzle for each. Here one thread issues 5 copies per K tile (A's 128 x 64 tile, B's four
 // 64 x 64 chunks); the copy engine computes every address and writes the 128-byte swizzle
 // itself. A stage is 128-byte rows (64 halves), so BK is 64, and its layout is the one the
@@ -13,20 +13,20 @@
 //   A: 128 rows (m) of 128 bytes                 unit' = unit ^ (row & 7)
 //   B: 4 chunks of 64 columns, each 64 rows (k) of 128 bytes, the same XOR
 //
-// (a unit is 16 bytes, 8 halves; the XOR is rung 15's B swizzle, applied by the hardware).
+// (a unit is 16 bytes, 8 halves; the XOR is warp-tile-64's B swizzle, applied by the hardware).
 // Completion: the "full" mbarrier of a stage is armed with the stage's byte count
 // (expect_tx); each copy counts its bytes off as it lands; a thread that waits on the barrier's
 // phase parity knows the whole tile is in shared memory. No cp.async.wait_group, no commit
-// groups. A stage is refilled, as in rung 15, only after a __syncthreads has retired every
+// groups. A stage is refilled, as in warp-tile-64, only after a __syncthreads has retired every
 // warp's reads of it.
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
 #include "ladder/core/cuda/convert.cuh"   // store2
-#include "ladder/core/cuda/ldmatrix.cuh"  // ldmatrix_x4, ldmatrix_x4_trans, as in rung 15
+#include "ladder/core/cuda/ldmatrix.cuh"  // ldmatrix_x4, ldmatrix_x4_trans, as warp-tile-64
 #include "ladder/core/cuda/mbarrier.cuh"  // the mbarriers
 #include "ladder/core/cuda/memory.cuh"    // smem_addr
-#include "ladder/core/cuda/mma_sync.cuh"  // mma_16816, as in rung 15, for the operands' type
+#include "ladder/core/cuda/mma_sync.cuh"  // mma_16816, as warp-tile-64, for the operands' type
 #include "ladder/core/cuda/tma.cuh"       // the tensor map, the bulk tensor copy
 
 constexpr int BM = 128, BN = 256, BK = 64;                 // a block's tile of C, and the K step
@@ -55,7 +55,7 @@ __device__ __forceinline__ void tma_gemm(const TensorMap& tmA, const TensorMap& 
   const unsigned smem0 = smem_addr(smem);
   const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32;
 
-  // Grouped rasterization of the 1-D grid, as in rung 15
+  // Grouped rasterization of the 1-D grid, as in warp-tile-64
   const int grid_m = M / BM, grid_n = N / BN;
   const int per_group = GROUP_M * grid_n;
   const int first_m = (int)blockIdx.x / per_group * GROUP_M;
@@ -81,7 +81,7 @@ __device__ __forceinline__ void tma_gemm(const TensorMap& tmA, const TensorMap& 
       tma_load(sb + j * B_CHUNK_BYTES, &tmB, bar, bn * BN + j * B_CHUNK, kt * BK);  // (n, k)
   };
 
-  // Shared -> registers, rung 15's lane mapping in the new layout. A: row warp_m + 16i + lrow,
+  // Shared -> registers, warp-tile-64's lane mapping in the new layout. A: row warp_m + 16i + lrow,
   // unit 2kk + lchunk of its 128-byte row. B (.trans): k row 16kk + lrow of the chunk that
   // holds columns warp_n + 16p .. + 15, unit (warp_n / 8 + 2p + lchunk) % 8 of that row. Every
   // row term the swizzle reads (row & 7) is lrow & 7, so the XORs are done once, here.
@@ -148,7 +148,7 @@ __device__ __forceinline__ void tma_gemm(const TensorMap& tmA, const TensorMap& 
     }
   }
 
-  // Epilogue straight from registers, as in rung 15
+  // Epilogue straight from registers, as in warp-tile-64
   const int g = lane / 4, t = lane % 4;
   T* c = C + (size_t)(bm * BM + warp_m + g) * N + bn * BN + warp_n + t * 2;
 #pragma unroll

@@ -1,15 +1,15 @@
-// Rung 20: rung 19 made persistent: one block per SM walks many tiles of C, and its producer
-// copies the next tile's K tiles while the consumers write the last one out.
+// persistent: smem-epilogue made persistent: one block per SM walks many tiles of C, and its
+// producer copies the next tile's K tiles while the consumers write the last one out.
 // C = A @ B, A (M x K) and B (K x N) row-major half (or bfloat16), FP32 accumulation, C in
 // the inputs' type. Build for sm_90a. The launcher pads M to a multiple of 128, N of 256 and
 // K of 64, and launches min(SMs, tiles) blocks.
 //
-// Against rung 19: (1) the tile loop: block b takes tiles b, b + gridDim.x, ... in rung 19's
-// grouped order; (2) one K-tile counter runs across tiles, so stage and barrier phase carry
-// on where the last tile left them and the producer never waits at a tile's edge; (3) the
-// consumers release the last stage of each tile too (rung 19 never needed to); (4) the
-// epilogue stages C in a buffer of its own, since the ring is busy with the next tile by then:
-// 16 KB per consumer, the tile's 256 columns in two rounds of 128.
+// Against smem-epilogue: (1) the tile loop: block b takes tiles b, b + gridDim.x, ... in
+// smem-epilogue's grouped order; (2) one K-tile counter runs across tiles, so stage and barrier
+// phase carry on where the last tile left them and the producer never waits at a tile's edge;
+// (3) the consumers release the last stage of each tile too (smem-epilogue never needed to);
+// (4) the epilogue stages C in a buffer of its own, since the ring is busy with the next tile by
+// then: 16 KB per consumer, the tile's 256 columns in two rounds of 128.
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
@@ -24,7 +24,7 @@ constexpr int B_BYTES = BK * BN * 2;        // 32 KB: BN / 64 = 4 chunks
 constexpr int STAGE_BYTES = A_BYTES + B_BYTES;  // 48 KB
 constexpr int GROUP_M = 8;                  // block-row groups for L2 reuse
 // The epilogue's staging, after the ring: per consumer 64 rows x 128 columns (one round), as
-// 2 chunks of 64 columns (64 rows of 128 bytes, 8 KB each), rung 19's swizzled layout.
+// 2 chunks of 64 columns (64 rows of 128 bytes, 8 KB each), smem-epilogue's swizzled layout.
 constexpr int C_CHUNK_BYTES = 64 * 128;     // 8 KB
 constexpr int ROUND_COLS = 128;             // columns of C per round
 constexpr int C_BYTES = 64 * ROUND_COLS * 2;  // 16 KB per consumer
@@ -38,11 +38,11 @@ constexpr int RING_BYTES = STAGES * STAGE_BYTES;  // 192 KB
 #include "ladder/core/cuda/warpgroup.cuh"  // setmaxnreg, named barriers
 #include "ladder/core/cuda/wgmma.cuh"      // descriptors, wgmma, fence / commit / wait
 
-// rung 19's staged layout: unit u of row r, unit index XOR row % 8, in 64-column chunks
+// smem-epilogue's staged layout: unit u of row r, unit index XOR row % 8, in 64-column chunks
 __device__ static inline int staged(int r, int u) {
   return (u / 8) * C_CHUNK_BYTES + r * 128 + (((u % 8) ^ (r % 8)) * 16);
 }
-// rung 19's grouped order, for tile t instead of blockIdx.x
+// smem-epilogue's grouped order, for tile t instead of blockIdx.x
 __device__ static inline void tile_corner(int t, int tiles_m, int tiles_n, int& m0, int& n0) {
   const int per_group = GROUP_M * tiles_n;
   const int first_m = t / per_group * GROUP_M;
@@ -73,7 +73,7 @@ __device__ __forceinline__ void gemm(const TensorMap& tmA, const TensorMap& tmB,
   }
   __syncthreads();
 
-  if (wg == 0) {  // the producer: rung 19's, over every K tile of every tile of this block
+  if (wg == 0) {  // the producer: smem-epilogue's, over every K tile of every tile of this block
     setmaxnreg_dec<40>();
     if (threadIdx.x == 0) {
       int it = 0;  // K tiles copied so far, across tiles: stage it % STAGES
@@ -105,7 +105,7 @@ __device__ __forceinline__ void gemm(const TensorMap& tmA, const TensorMap& tmB,
   for (int t = blockIdx.x; t < tiles; t += gridDim.x) {
 #pragma unroll
     for (int i = 0; i < 128; ++i) d[i] = 0.0f;
-    for (int kt = 0; kt < k_tiles; ++kt, ++it) {  // rung 19's consumer loop
+    for (int kt = 0; kt < k_tiles; ++kt, ++it) {  // smem-epilogue's consumer loop
       const int s = it % STAGES;
       mbar_wait(smem_addr(&full[s]), (it / STAGES) & 1);
       const unsigned sa = smem0 + s * STAGE_BYTES + c * 64 * 128;
@@ -122,7 +122,7 @@ __device__ __forceinline__ void gemm(const TensorMap& tmA, const TensorMap& tmB,
     wgmma_wait<0>();
     mbar_arrive(smem_addr(&empty[(it - 1) % STAGES]));  // the tile's last stage, new here
 
-    // The epilogue: rung 19's, in two rounds of 128 columns through this consumer's buffer.
+    // The epilogue: smem-epilogue's, in two rounds of 128 columns through this consumer's buffer.
     int m0, n0;
     tile_corner(t, tiles_m, tiles_n, m0, n0);
     T* out = C + (size_t)(m0 + c * 64) * N + n0;

@@ -1,6 +1,6 @@
 """wgmma: `tma`'s TMA ring feeding warpgroup multiplies through descriptors.
 
-What changes: only the math (``r19_wgmma_descriptors.cu``); `tma`'s stages, copies, full
+What changes: only the math (``r21_wgmma_descriptors.cu``); `tma`'s stages, copies, full
 barriers and one ``__syncthreads`` per K tile stay. ``wgmma.mma_async`` (sm_90a) is issued by
 a *warpgroup*, 4 warps together: one m64n256k16 multiplies a 64 x 16 slice of A by a 16 x 256
 slice of B into a 64 x 256 FP32 accumulator (128 registers per thread). Its operands never
@@ -39,7 +39,7 @@ from ladder.gemm.hopper import gemm_launch
 from ladder.gemm.problem import gemm_rung
 
 SOURCE = cuda_cpp.source(
-    __file__, "r19_wgmma_descriptors.cu", archs=("sm_90a",), arch_specific=True
+    __file__, "r21_wgmma_descriptors.cu", archs=("sm_90a",), arch_specific=True
 )
 BM, BN, BK = 128, 256, 64  # a block's tile of C, and the K step (as in the .cu file)
 STAGES = 4  # depth of the ring
