@@ -143,7 +143,7 @@ def make_kernel(k: int, config: Config, staged: Any = float32) -> Any:
     weight_count = mg * cc * k * k
     outputs = mg * th * tw  # accumulators per thread
     # the loop bounds and strides of the inner loops as unsigned numbers: Numba adds a
-    # wrap-around check (for negative values) to every signed index (see the GEMM rung 6)
+    # wrap-around check (for negative values) to every signed index (see `gemm/unsigned-indices`)
     u_cc, u_k, u_th, u_tw, u_mg = (np.uint32(n) for n in (cc, k, th, tw, mg))
     u_bw, u_th1 = np.uint32(bw), np.uint32(th)
 

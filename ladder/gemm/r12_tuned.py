@@ -42,7 +42,7 @@ from ladder.gemm.r10_warp_tiling import DEFAULT, Config
 from ladder.gemm.r11_double_buffered import make_kernel
 
 CONFIGS = [
-    DEFAULT,  # 128 x 128 x 16, 4 warps of 64 x 64, 8 x 4 per lane: rungs 8 and 9
+    DEFAULT,  # 128 x 128 x 16, 4 warps of 64 x 64, 8 x 4 per lane: warp-tiling and double-buffered
     Config(bm=128, bn=128, bk=8),  # half the K tile: less shared memory, more barriers
     Config(bm=128, bn=128, bk=16, wm=64, wn=64, wniter=4, tm=4, tn=4),  # WMITER = 2
     Config(bm=128, bn=128, bk=16, wm=64, wn=64, wniter=2, tm=8, tn=8),  # 8 x 8 per lane
@@ -53,18 +53,19 @@ CONFIGS = [
 ]
 
 # The sweep's winner at 4096 x 4096 x 4096 on an NVIDIA H200
-# (lab/gemm/2026-11-21-tile-sweep/nvidia-h200-gemm-sweep.json): rung 9's own config came first,
-# with 8 x 8 per lane and the 128 x 256 block within 1.2% of it, so tuning did not move this size.
+# (lab/gemm/2026-11-21-tile-sweep/nvidia-h200-gemm-sweep.json): double-buffered's own config came
+# first, with 8 x 8 per lane and the 128 x 256 block within 1.2% of it, so tuning did not move this
+# size.
 TUNED = Config(bm=128, bn=128, bk=16, wm=64, wn=64, wniter=4, tm=8, tn=4, threads=128)
 
 
-# the kernels the rung launches (rung 9's factory, TUNED's sizes), named for `ladder check`
+# the kernels the rung launches (double-buffered's factory, TUNED's sizes), named for `ladder check`
 wide_kernel = make_kernel(TUNED, wide_global=True)
 scalar_kernel = make_kernel(TUNED, wide_global=False)
 
 
 def launch_config(config: Config, A: Any, B: Any, C: Any = None) -> Any:
-    """Rung 9's kernel built for ``config``: C = A @ B."""
+    """`double-buffered`'s kernel built for ``config``: C = A @ B."""
     A, B, C, m, n, _ = check_operands(A, B, C)
     if m and n:
         kernel = make_kernel(config, aligned_for_float4(A, B, C))

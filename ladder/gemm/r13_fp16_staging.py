@@ -33,7 +33,7 @@ from numba.types import float16
 
 from ladder.gemm.problem import gemm_rung, grid_2d
 
-BM, BN, BK = 128, 128, 16  # block tile; BK twice rung 6's in the same bytes of shared memory
+BM, BN, BK = 128, 128, 16  # block tile; BK twice interleaved-columns' in the same shared bytes
 TM, TN = 8, 8  # outputs per thread
 PAD = 8  # halves of padding per transposed A row: 136 halves = 68 words, 4 banks of shift
 AS_ROW = BM + PAD

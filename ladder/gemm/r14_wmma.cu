@@ -1,4 +1,4 @@
-// Rung 12: WMMA, one warp per 16 x 16 tile of C, fragments loaded straight from global memory.
+// wmma: one warp per 16 x 16 tile of C, fragments loaded straight from global memory.
 // C = A @ B, A (M x K) and B (K x N) row-major half, FP32 accumulation, C half.
 // The launcher pads M and N to multiples of 32 and K to a multiple of 16.
 #include <cuda_fp16.h>

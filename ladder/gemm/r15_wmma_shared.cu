@@ -1,4 +1,4 @@
-// Rung 13: WMMA from shared memory. A block stages 128 x 32 of A and 32 x 128 of B in shared
+// wmma-shared: WMMA from shared memory. A block stages 128 x 32 of A and 32 x 128 of B in shared
 // memory per K step; its 8 warps (2 x 4) each compute a 64 x 32 warp tile of C, 4 x 2 fragments.
 // C = A @ B, A (M x K) and B (K x N) row-major half, FP32 accumulation, C half.
 // The launcher pads M and N to multiples of 128 and K to a multiple of 32, 16-byte aligned.
@@ -78,7 +78,7 @@ wmma_shared(const half* __restrict__ A, const half* __restrict__ B, half* __rest
     __syncthreads();  // the tiles are complete
 
     // Two 16-deep steps per tile: 4 A and 2 B fragments feed 8 mma_sync, so each A fragment
-    // is used twice and each B fragment four times (rung 12: every fragment once).
+    // is used twice and each B fragment four times (wmma: every fragment once).
 #pragma unroll
     for (int kk = 0; kk < BK; kk += 16) {
 #pragma unroll

@@ -1,4 +1,4 @@
-// Rung 14: cp.async. Rung 13's tiles and warps, but global -> shared copies are asynchronous
+// cp-async: wmma-shared's tiles and warps, but global -> shared copies are asynchronous
 // (cp.async.cg, 16 bytes each) into a 4-stage ring in dynamic shared memory: while the tensor
 // cores work on K tile t, the copies of tiles t + 1 .. t + 3 are in flight.
 // C = A @ B, A (M x K) and B (K x N) row-major half, FP32 accumulation, C half.
@@ -38,7 +38,7 @@ __device__ __forceinline__ void cp_async16(void* smem, const void* gmem) {
   cp_async16(dst, gmem_addr(gmem));
 }
 
-// Issue the copies of K tile kt into ring stage s, with rung 13's thread -> chunk map:
+// Issue the copies of K tile kt into ring stage s, with wmma-shared's thread -> chunk map:
 // consecutive threads take consecutive 16-byte chunks of a row, A's rows being 4 chunks
 // (a warp copies 8 rows x 64 bytes) and B's 16 (a warp copies 2 x 256 bytes).
 __device__ __forceinline__ void load_tile(half* ring, int s, int kt, const half* __restrict__ A,
@@ -121,7 +121,7 @@ wmma_cp_async(const half* __restrict__ A, const half* __restrict__ B, half* __re
   cp_async_wait<0>();
   __syncthreads();
 
-  // Epilogue, as in rung 13: each warp stages one 16 x 32 strip of accumulators at a time,
+  // Epilogue, as in wmma-shared: each warp stages one 16 x 32 strip of accumulators at a time,
   // converts it to half and writes it to C, a quarter warp per 64-byte row segment.
   float* strip = reinterpret_cast<float*>(smem) + warp * 16 * LDS;
 #pragma unroll

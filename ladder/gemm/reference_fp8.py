@@ -8,7 +8,7 @@ Two rows, both measured in the same run, × library against the faster:
   cores' partial sums into FP32 registers now and then, which costs time and keeps FP32's
   accuracy over a long K.
 - ``torch-scaled-mm-fast``: ``use_fast_accum=True``: the tensor cores' own accumulation
-  throughout, as rung 21 does. This is the library's best configuration for the same
+  throughout, as the rung `fp8` does. This is the library's best configuration for the same
   computation.
 
 cuBLASLt takes sizes that are multiples of 16 only, and no e5m2 x e5m2 product; there the rows

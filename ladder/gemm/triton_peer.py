@@ -2,11 +2,11 @@
 
 What the program does: program ``p`` owns a ``BLOCK_M x BLOCK_N`` tile of C. The programs are
 ordered in groups of ``GROUP_M`` tile rows, so that those running together share rows of A and
-columns of B in L2 (the order rungs 15 to 19 use). It walks K in steps of ``BLOCK_K``: loads a
-tile of A and one of B (rows and columns past the edge wrap around with ``% M`` and ``% N``, so
-only the K tail is masked; their results are never stored), and accumulates ``tl.dot(a, b)`` in
-a float32 block. The tile goes out once, converted to C's dtype, masked at the edges. float16
-inputs accumulate in float32 like cuBLAS HGEMM; float32 inputs use
+columns of B in L2 (the order `warp-tile-64` to `smem-epilogue` use). It walks K in steps of
+``BLOCK_K``: loads a tile of A and one of B (rows and columns past the edge wrap around with ``% M``
+and ``% N``, so only the K tail is masked; their results are never stored), and accumulates
+``tl.dot(a, b)`` in a float32 block. The tile goes out once, converted to C's dtype, masked at the
+edges. float16 inputs accumulate in float32 like cuBLAS HGEMM; float32 inputs use
 ``input_precision="ieee"``: true FP32 multiply-adds, where Triton's default for float32 is TF32
 (10-bit mantissas), faster and unfair to the FP32 rungs and to cuBLAS SGEMM.
 The tile sizes, warps and pipeline stages are chosen by ``@triton.autotune`` over a handful of
@@ -15,18 +15,21 @@ configurations per dtype family (``FP32_CONFIGS``, ``HALF_CONFIGS``) at the firs
 (``INTERPRETED``), so the simulator's sizes cross every tile edge.
 
 What Triton did that the Numba ladder did by hand, all from ``tl.dot`` and the tile sizes:
-- FP32, against rungs 3 to 10 (``r12_tuned.py``): staging A and B tiles through shared memory
-  (rung 3), register blocking of each thread's outputs (rungs 4 and 5), conflict-free shared
-  layouts (rung 6), 16-byte loads (rung 7), warp tiling (rung 8) and the next tile's loads in
-  flight during the math (rung 9; Triton pipelines ``num_stages`` tiles with ``cp.async``);
-- float16, against rungs 11 to 19: the tensor cores. Rung 15 wrote ``mma.sync`` and
-  ``ldmatrix`` in PTX with their fragment layouts, an XOR swizzle of shared memory and a
-  4-stage ``cp.async`` ring; rungs 16 to 18 wrote tensor maps for the bulk copy engine,
-  mbarriers, Hopper's ``wgmma`` and warp specialization. Triton picks ``mma.sync`` or
-  ``wgmma`` for the GPU from the same ``tl.dot``, with its own swizzled layouts and pipelining.
+- FP32, against `shared-tiling` to `tuned` (``r12_tuned.py``): staging A and B tiles through
+  shared memory (`shared-tiling`), register blocking of each thread's outputs
+  (`thread-tiling-1d`, `register-blocked-2d`), unsigned indices and conflict-free shared layouts
+  (`unsigned-indices` to `interleaved-columns`), 16-byte loads (`wide-loads`), warp tiling
+  (`warp-tiling`) and the next tile's loads in flight during the math (`double-buffered`; Triton
+  pipelines ``num_stages`` tiles with ``cp.async``);
+- float16, against `fp16-staging` to `smem-epilogue`: the tensor cores. `mma-sync` to
+  `warp-tile-64` wrote ``mma.sync`` and ``ldmatrix`` with their fragment layouts, an XOR swizzle
+  of shared memory and a 4-stage ``cp.async`` ring; `tma` to `wgmma` wrote tensor maps for the
+  bulk copy engine, mbarriers, Hopper's ``wgmma`` and warp specialization. Triton picks
+  ``mma.sync`` or ``wgmma`` for the GPU from the same ``tl.dot``, with its own swizzled layouts
+  and pipelining.
 
 What Triton could not do or made hard: the schedule is the compiler's; ``num_warps`` and
-``num_stages`` (the depth of the copy ring) are all the program holds. Rung 18's warp
+``num_stages`` (the depth of the copy ring) are all the program holds. `wgmma`'s warp
 specialization (one warpgroup that only copies, its registers cut by ``setmaxnreg``) cannot be
 asked for on Hopper: Triton 3.6's ``tl.range(..., warp_specialize=True)`` is for Blackwell
 only. The bulk copy engine needs the loads written another way (tensor descriptors), not
@@ -36,10 +39,11 @@ choice depend on the machine and its noise, so ``Rung.describe`` records it. Siz
 tile get masked loads; Triton specializes on M, N, K and the pointers being multiples of 16.
 
 Measured (NVIDIA H200, ``results/nvidia-h200.json``): FP32 4096³ 3.081 ms (44.6 TFLOP/s), between
-rung 10's 3.802 and cuBLAS's 2.677 (torch.matmul); at 1024³ 0.060 ms, cuBLAS 0.063, rung 9 0.151.
-FP16 4096³ 0.192 ms (718 TFLOP/s) and 8192³ 1.558, against rung 18's 0.206 and 1.606 and cuBLAS's
-0.183 and 1.506. The verdict: the PTX shows ``wgmma`` fed by ``cp.async`` (no bulk copies): the same
-tensor-core instruction as rung 18 without its copy warpgroup, and within 4 to 5% of cuBLAS in FP16.
+`tuned`'s 3.802 and cuBLAS's 2.677 (torch.matmul); at 1024³ 0.060 ms, cuBLAS 0.063,
+`double-buffered` 0.151. FP16 4096³ 0.192 ms (718 TFLOP/s) and 8192³ 1.558, against `wgmma`'s 0.206
+and 1.606 and cuBLAS's 0.183 and 1.506. The verdict: the PTX shows ``wgmma`` fed by ``cp.async`` (no
+bulk copies): the same tensor-core instruction as `wgmma` without its copy warpgroup, and within 4
+to 5% of cuBLAS in FP16.
 """
 
 from __future__ import annotations

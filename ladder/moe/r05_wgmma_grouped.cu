@@ -1,4 +1,4 @@
-// Rung 5: the grouped expert GEMM on Hopper's tensor cores. GEMM rung 18's kernel (wgmma fed by
+// Rung 5: the grouped expert GEMM on Hopper's tensor cores. GEMM wgmma's kernel (wgmma fed by
 // TMA, one producer and two consumer warpgroups, a ring of 4 stages of 48 KB) with three changes:
 // - the block's tile comes from a schedule: the grid walks every expert's row tiles in turn
 //   (tile_starts, made by the routing's scan), and block row b works for the expert whose
@@ -48,7 +48,7 @@ __device__ __forceinline__ void grouped_gemm(const TensorMap& tmA, const TensorM
   unsigned char* smem = smem_raw + ((1024 - (smem_addr(smem_raw) & 1023)) & 1023);
   const unsigned smem0 = smem_addr(smem);
 
-  // GEMM rung 18's grouped order, over the row tiles of all experts one after the other.
+  // GEMM wgmma's grouped order, over the row tiles of all experts one after the other.
   const int tiles_m = tile_starts[E], tiles_n = (N + BN - 1) / BN;
   const int per_group = GROUP_M * tiles_n;
   const int first_m = (blockIdx.x / per_group) * GROUP_M;
@@ -111,7 +111,7 @@ __device__ __forceinline__ void grouped_gemm(const TensorMap& tmA, const TensorM
     wgmma_wait<0>();
     fence_operands(d);
 
-    // GEMM rung 18's accumulator layout: rows r and r + 8, columns 8j + 2 (lane % 4) + {0, 1}
+    // GEMM wgmma's accumulator layout: rows r and r + 8, columns 8j + 2 (lane % 4) + {0, 1}
     const int warp = (threadIdx.x % 128) / 32, lane = threadIdx.x % 32;
     const int col0 = n0 + (lane % 4) * 2;
 #pragma unroll

@@ -120,7 +120,7 @@ def _gemm_grads(
     a: torch.Tensor, b: torch.Tensor, grad: torch.Tensor, needs: tuple[bool, ...]
 ) -> tuple[torch.Tensor | None, torch.Tensor | None]:
     """dA = dC·Bᵀ and dB = Aᵀ·dC for C = A·B (each where ``needs`` says): the transposed
-    operand read in place where GEMM rung 18 takes it, else copied and multiplied by the
+    operand read in place where `gemm/wgmma` takes it, else copied and multiplied by the
     operator (``ladder::matmul``: its own route)."""
     grad_a = grad_b = None
     if needs[0]:

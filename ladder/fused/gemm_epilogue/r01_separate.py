@@ -60,7 +60,7 @@ def make_bias_activation_kernel(activation: Any) -> Any:
 
 bias_gelu_kernel = make_bias_activation_kernel(gelu)
 wide_gemm, scalar_gemm = make_kernel(DEFAULT, True), make_kernel(DEFAULT, False)
-KERNELS = {"bias_gelu_kernel": bias_gelu_kernel}  # the GEMM kernels are rung 9's (gemm ladder)
+KERNELS = {"bias_gelu_kernel": bias_gelu_kernel}  # the GEMM kernels are gemm/double-buffered's
 KERNEL_ARGS = {"bias_gelu_kernel": lambda A, B, bias, out: (out, bias)}
 
 

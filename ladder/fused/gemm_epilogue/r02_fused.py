@@ -58,7 +58,7 @@ def make_fused_kernel(config: Config, wide_global: bool, activation: Any) -> Any
 
     @cuda.jit(device=True, inline="always")
     def store_epilogue(C, bias, row, col, acc):
-        # 1. rung 8's store (r10_warp_tiling.make_parts.store_c) of acc + bias: additions only,
+        # 1. warp-tiling's store (r10_warp_tiling.make_parts.store_c) of acc + bias: additions only,
         #    so the loops unroll and acc stays in registers. The thread's n_n bias values are
         #    loaded once, not once per row.
         M, N = uint32(C.shape[0]), uint32(C.shape[1])

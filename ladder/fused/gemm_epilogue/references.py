@@ -4,7 +4,7 @@ kernels, the intermediate C written and read once.
 
 This is rung 1's structure with library kernels, and it is faster than either rung on an NVIDIA
 H200 (results/nvidia-h200.json, 4096³): 2.760 ms against rung 2's 3.579 ms, because cuBLAS's
-SGEMM alone (the gemm ladder's cublas row, 2.679 ms) is faster than the ladder's rung 9
+SGEMM alone (the gemm ladder's cublas row, 2.679 ms) is faster than `gemm/double-buffered`
 (3.806 ms). The epilogue costs what rung 1's does, one more pass over C (2 x 67 MB on top of the
 GEMM's 201 MB minimum): the difference of the two library medians, 0.081 ms, is about 1.7 TB/s,
 the pace of CuPy's elementwise kernels (the elementwise ladder's ``references.py``). cuBLASLt
