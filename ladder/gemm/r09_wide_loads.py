@@ -28,7 +28,7 @@ instructions against `interleaved-columns`'s 3.40 billion (12% fewer), with issu
 in both: the time fell about as the instructions did (10%), so issue is the limit, and the FMAs are
 most of what is left. `warp-tiling` cuts the shared-memory traffic per multiply-add instead.
 
-Lab notes: docs/notes/gemm.md#rung-7-wide-loads
+Lab notes: docs/notes/gemm.md#rung-9-wide-loads
 """
 
 import numpy as np

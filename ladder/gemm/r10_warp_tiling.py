@@ -32,7 +32,7 @@ caveat fits: each K tile's global loads are exposed between two barriers, and `d
 which changes only that, is 1.18x faster. The stall reasons that would name the wait are not in the
 file: not yet measured.
 
-Lab notes: docs/notes/gemm.md#rung-8-warp-tiling
+Lab notes: docs/notes/gemm.md#rung-10-warp-tiling
 """
 
 from __future__ import annotations

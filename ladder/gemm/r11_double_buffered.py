@@ -24,7 +24,7 @@ throughput 69.1% (`warp-tiling`: 57.5%) with occupancy 12.4% (18.0%).
 Verdict: held: a busier SM with fewer resident warps, which is what hiding the loads inside
 each warp should give, and the larger gain at 1024³, where the 64 blocks leave one per SM.
 
-Lab notes: docs/notes/gemm.md#rung-9-double-buffered
+Lab notes: docs/notes/gemm.md#rung-11-double-buffered
 """
 
 from __future__ import annotations

@@ -22,7 +22,7 @@ Verdict: missed: no gain, because the sweep found the default best at 4096³, so
 `double-buffered`'s configuration and the rung runs `double-buffered`'s kernel. At 1024³, where 64
 large tiles leave SMs idle and a smaller tile might win, no sweep was run: not yet measured.
 
-Lab notes: docs/notes/gemm.md#rung-10-tuned
+Lab notes: docs/notes/gemm.md#rung-12-tuned
 """
 
 from __future__ import annotations

@@ -24,7 +24,7 @@ splits between the conversions and the extra store conflicts of the 2-byte trans
 is not measured. Going up needs the tensor cores, which cuBLAS HGEMM runs at 11.5 times the FP32
 peak in the same file (768.5 TFLOP/s): `wmma`.
 
-Lab notes: docs/notes/gemm.md#rung-11-fp16-staging
+Lab notes: docs/notes/gemm.md#rung-13-fp16-staging
 """
 
 import numpy as np

@@ -25,7 +25,7 @@ Verdict: held: about 4% of cuBLAS. Many warps are resident, yet the SM's busiest
 under a fifth of the time and the loads are served from L2: the warps wait on loads, not on the
 tensor cores. `wmma-shared` reuses the fragments from shared memory.
 
-Lab notes: docs/notes/gemm.md#rung-12-wmma
+Lab notes: docs/notes/gemm.md#rung-14-wmma
 """
 
 from ladder.core import cuda_cpp

@@ -29,7 +29,7 @@ The SM's busiest unit works a third of the time, which fits warps waiting at eac
 the stall reasons that would confirm it are not in the profile file. `cp-async` overlaps the
 copies with the math.
 
-Lab notes: docs/notes/gemm.md#rung-13-wmma-shared
+Lab notes: docs/notes/gemm.md#rung-15-wmma-shared
 """
 
 from ladder.core import cuda_cpp

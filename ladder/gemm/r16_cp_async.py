@@ -35,7 +35,7 @@ Verdict: held at both sizes: a busier SM and under half of cuBLAS. The rate fall
 to 8192³ while `wmma-shared`'s holds; the profile is at 4096³ only, so why is not yet measured (a
 profile at 8192³, its L2 hit rate and DRAM throughput, would say).
 
-Lab notes: docs/notes/gemm.md#rung-14-cp-async
+Lab notes: docs/notes/gemm.md#rung-16-cp-async
 """
 
 from ladder.core import cuda_cpp

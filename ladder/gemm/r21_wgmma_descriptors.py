@@ -29,7 +29,7 @@ registers.
 Verdict: held: 1.49x `tma` at both sizes in float16 (1.50x and 1.46x in bfloat16), 0.87x
 cuBLAS at 4096³. The step is the instruction's: the rest of the ladder starts from here.
 
-Lab notes: docs/notes/gemm.md#rung-17-wgmma-descriptors
+Lab notes: docs/notes/gemm.md#rung-21-wgmma-descriptors
 """
 
 from typing import Any

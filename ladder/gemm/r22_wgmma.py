@@ -35,7 +35,7 @@ at 154 registers `wgmma-descriptors` never needed ``setmaxnreg``'s 232. What spe
 here is room: the producer is done early, so `smem-epilogue` can stage C in the ring while only the
 math warpgroups synchronize (a named barrier), and a bigger tile could take the 232 registers.
 
-Lab notes: docs/notes/gemm.md#rung-18-warp-specialization
+Lab notes: docs/notes/gemm.md#rung-22-warp-specialization
 """
 
 from typing import Any

@@ -38,7 +38,7 @@ costs 0.0075 ms at 4096³, and `wgmma` with no stores at all ran at 748.5 TFLOP/
 rate cuBLAS reached in the ``ladder run`` (747.73): passing cuBLAS needs the main loop faster
 or the epilogue overlapped with the next tile's loads (a persistent kernel), not better stores.
 
-Lab notes: docs/notes/gemm.md#rung-19-epilogue-through-shared-memory
+Lab notes: docs/notes/gemm.md#rung-23-epilogue-through-shared-memory
 """
 
 from typing import Any

@@ -38,7 +38,7 @@ multiply runs on the SM: skipped, it gives back 4% at 4096³ and under 1.2% at 8
 hides it lost more on its smaller tiles, see the lab notes), and the last wave, 512 tiles on 132 SMs
 at 4096³: 116 SMs take 4 tiles and 16 take 3.
 
-Lab notes: docs/notes/gemm.md#rung-20-persistent
+Lab notes: docs/notes/gemm.md#rung-24-persistent
 """
 
 from typing import Any

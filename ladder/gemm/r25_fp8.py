@@ -40,7 +40,7 @@ from run to run (its fast-accumulation row) and `fp8`'s by 0.5% across those thr
 not a win: the target of 0.9x is met in every run. What likely limits it is `persistent`'s: the
 consumers' epilogue stops the tensor cores, now for a larger share of a tile's time.
 
-Lab notes: docs/notes/gemm.md#rung-21-fp8
+Lab notes: docs/notes/gemm.md#rung-25-fp8
 """
 
 from typing import Any
