@@ -3,22 +3,23 @@
 What changes: only the type of the index arithmetic. The tiling, the shared-memory layout and
 every access are `register-blocked-2d`'s. Every index starts from ``uint32`` values (thread and
 block indices, shapes, and the tile constants as ``np.uint32``), and every constant and loop
-bound is unsigned. Two traps, both read in `register-blocked-2d`'s PTX:
+bound is unsigned. Two things the PTX shows:
 1. Numba's arrays take negative indices, Python's way: before each access with a signed index it
-   tests the sign and adds the extent (``shr.s64``, ``and``, ``add``), in 64-bit arithmetic. An
-   unsigned index cannot be negative, so that code is not emitted.
-2. Numba types ``uint64 op int64`` as float64, so one signed constant, or ``range(n)`` over a
-   signed ``n``, in an unsigned expression turns a compare into ``cvt.rn.f64`` and ``setp.f64``.
+   tests the sign and adds the extent (wrap-around code: ``shr.s64``, ``and``, ``add``, 23 times
+   in `register-blocked-2d`), in 64-bit arithmetic. An unsigned index cannot be negative.
+2. The cure's trap: Numba types ``uint64 op int64`` as float64, so one signed constant, or
+   ``range(n)`` over a signed ``n``, turns a compare into ``cvt.rn.f64`` and ``setp.f64``.
 Why: the inner loop is what the SM issues; every instruction that is not a multiply-add, a
 shared load or a loop step takes an issue slot from them, and `thread-tiling-1d` measured
 already that these kernels are bound by issuing instructions.
 Prediction: the inner loop, one k of the tile (64 FMAs a thread), compiles to 88 instructions
 against `register-blocked-2d`'s 127 (ptxas of CUDA 13.0 for sm_90; sm_80: 88 against 111): its 24
-LEA and 8 IADD3 of 64-bit address arithmetic go, and with indices known to be non-negative
-ptxas merges a thread's 8 adjacent reads of B into two 16-byte reads (LDS.128): 10 shared reads
-where there were 16. The PTX loses its 23 ``shr.s64``. Bank conflicts stay (A's 2-way). If issue
-is the limit, as `thread-tiling-1d` measured, at most 127/88 = 1.44x: predicted 1.3x to 1.4x
-`register-blocked-2d` at 4096³.
+LEA and 8 IADD3 of 64-bit address arithmetic go, and with indices known to be non-negative ptxas
+merges a thread's 8 adjacent reads of B into two 16-byte reads (LDS.128): 10 shared reads where
+there were 16. The layout, and its conflicts, stay; B's now come in fewer reads: a warp's wavefronts
+per k fall from 48 (A 8 reads 2-way, B 8 reads 4-way) to 24 (B's two 16-byte reads, 4 each; 32 if
+the hardware serves them by quarter-warps). If issue is the limit, as `thread-tiling-1d` measured,
+at most 127/88 = 1.44x: predicted 1.3x to 1.4x `register-blocked-2d` at 4096³.
 Measured: not yet measured (the next `ladder bench --problems gemm` measures it).
 Verdict: to be judged against the prediction once measured.
 

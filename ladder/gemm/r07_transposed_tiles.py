@@ -12,7 +12,7 @@ banks, 8-way; with rows of 132 floats each row is shifted by 4 banks (bank = 4 k
 the 32 stores hit 32 banks.
 Prediction: A's 8 reads of a k become adjacent, and ptxas merges them into two LDS.128: the
 inner loop falls from 88 to 80 instructions per 64 FMAs (ptxas of CUDA 13.0, sm_80 and sm_90),
-and A's reads from 16 bank passes per k to 2. About 1.1x to 1.2x `unsigned-indices` at 4096³.
+and A's reads from 16 wavefronts per k to 2. About 1.1x to 1.2x `unsigned-indices` at 4096³.
 Measured: not yet measured (the next `ladder bench --problems gemm` measures it).
 Verdict: to be judged against the prediction once measured.
 
