@@ -149,10 +149,9 @@ def climb(
     numbered ``numbers``, where given; the libraries and peers too unless ``libraries`` is
     False) on ``size``: by default the problem's first standard size on a GPU and its first
     simulator size without one. A rung whose key is not yet in ``shown`` is walked (its story
-    and lesson, then its line) and added to it; one already shown prints its line alone. A
-    story told already (the libraries of one module share theirs; a masked problem's rungs are
-    the plain problem's modules) is not told again, nor its lesson shown: the rung gets its
-    heading."""
+    and lesson, then its line) and added to it, with its story; one already there prints its
+    line alone, as does one whose story was told already (the libraries of one module share
+    theirs; a masked problem's rungs are the plain problem's modules)."""
     from ladder.core.rung import get_problem, rungs
 
     found = get_problem(problem)
@@ -171,12 +170,11 @@ def climb(
                 continue
         elif wanted is not None and r.number not in wanted:
             continue
-        if r.key not in shown:
-            story = "story:" + r.doc.strip()
-            first = story not in shown  # the causal problem's rungs are the plain one's modules
-            measured.append(walk(case, r, show_doc=first, show_code=first))
+        story = "story:" + r.doc.strip()
+        if r.key not in shown and story not in shown:
+            measured.append(walk(case, r))
             shown.update((r.key, story))
-        else:
+        else:  # told already, maybe for another problem (a masked problem's rungs are its own)
             m = timing.measure(case, r)
             report_line(r, m)
             measured.append(m)
