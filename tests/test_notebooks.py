@@ -32,8 +32,7 @@ COLLAPSED = re.compile(r"<details>\s*<summary>(.*?)</summary>.*?</details>", re.
 def skim_minutes(nb: dict, folder: Path) -> float:
     """``render.skim_minutes`` of ``nb`` (a notebook as JSON) with every collapsed block
     counted as its summary alone."""
-    text = json.dumps(nb)
-    shown = json.loads(text)
+    shown = json.loads(json.dumps(nb))  # a copy: the executed notebook keeps its outputs
     for cell in shown["cells"]:
         if cell["cell_type"] == "markdown":
             cell["source"] = COLLAPSED.sub(r"\1", "".join(cell["source"]))
