@@ -36,16 +36,19 @@ def quick_unless(slow: bool) -> tuple:
 def pytest_collection_modifyitems(items: list) -> None:
     """Executing a notebook is slow too: ``-m "not slow"`` leaves the notebooks out.
 
-    The notebooks run first, then the other slow cases, then the rest, each in the order
-    collected: with ``pytest -n 2`` (pytest-xdist hands the cases out in this order) the
-    longest start first, and the last to finish are short, so no worker waits long for the
-    other at the end."""
+    The cases run longest first: the notebooks, then the other slow cases, then the rest,
+    each in the order collected. With ``pytest -n N --dist worksteal`` each worker starts on
+    a run of the list (the first N-th, the second...) and one that runs dry takes half of
+    another's queue: the list is dealt so that each run starts with its share of the longest
+    (case 0, N, 2N... first, then 1, N+1...), and the last to finish are short."""
     for item in items:
         if item.get_closest_marker("notebook"):
             item.add_marker(pytest.mark.slow)
     items.sort(
         key=lambda i: (not i.get_closest_marker("notebook"), not i.get_closest_marker("slow"))
     )
+    workers = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1"))  # set in xdist's workers
+    items[:] = [item for start in range(workers) for item in items[start::workers]]
 
 
 def clean_environment() -> dict[str, str]:
