@@ -122,7 +122,7 @@ def test_check_reports_an_arch_outside_a_rungs_range_as_not_for_this_gpu(tmp_pat
     assert built and all(r.arch == "sm_90a" and r.registers and not r.error for r in built)
     out = tmp_path / "check.json"
     assert (
-        cli.main(["check", "gemm", "--rungs", "r18", "--archs", "sm_80", "--json", str(out)]) == 0
+        cli.main(["check", "gemm", "--rungs", "wgmma", "--archs", "sm_80", "--json", str(out)]) == 0
     )
     (only,) = json.loads(out.read_text())
     assert only["skipped"] == skipped.skipped and only["error"] is None
@@ -147,7 +147,7 @@ def test_check_groups_rungs_that_share_a_build():
 
 def _check_json(tmp_path, name, *options):
     out = tmp_path / f"{name}.json"
-    argv = ["check", "gemm", "--rungs", "r01", "r12", "--archs", "sm_80", "sm_90"]
+    argv = ["check", "gemm", "--rungs", "naive", "wmma", "--archs", "sm_80", "sm_90"]
     assert cli.main([*argv, *options, "--json", str(out)]) == 0
     return json.loads(out.read_text())
 

@@ -14,9 +14,10 @@ come from ``ladder/core/cuda``:
 - The epilogue stores each lane's sums from registers as half2. This comes with the first
   change, not as a second idea: WMMA's accumulator layout is opaque, so `cp-async` had to stage
   its sums through shared memory to know where they go; mma.sync's is the one above.
-Why: the fragment layouts become the kernel's own: `swizzle` chooses the shared-memory layout
-and `warp-tile-64` the warp's tile and registers, which the WMMA API does not let a kernel do.
-By itself the step changes less than it seems: WMMA compiles to these same instructions.
+Why: the fragment layouts become the kernel's own, each lane's row addresses included, so the
+next rung can lay shared memory out as ``load_matrix_sync`` (one pointer and a leading dimension)
+cannot read it (`swizzle`). By itself the step changes less than it seems: WMMA compiles to
+these same instructions.
 Prediction: per K tile a warp issues the same 32 HMMA.16816 and 12 LDSM (ldmatrix) as in
 `cp-async`, but 84 instructions in all against 117 (ptxas of CUDA 13.0, sm_90; sm_80: 82 against
 112): WMMA's loads work out every fragment's address again each tile. The tensor pipe, not

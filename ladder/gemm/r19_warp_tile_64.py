@@ -18,9 +18,10 @@ Why: each byte read is used more. Per k16 step a warp reads 4 KB from shared mem
 stores, shared memory at 128 bytes a clock feeds an SM 2,980 FLOP a clock here against 2,048 in
 `swizzle`, where mma.sync's own rate on an H200 is about 2,400 (631.6 TFLOP/s on 132 SMs at 1.98
 GHz, lab/gemm/2026-11-23-wgmma-shapes/nvidia-h200-wgmma-shapes.json).
-Prediction: a clear step above the WMMA rungs; on an H100/H200 still well short of cuBLAS HGEMM,
-at about 60-70% of it (the range commonly reported for hand-written mma.sync kernels there; a
-figure from outside this project).
+Prediction: most of the split's step over `cp-async` is here, the two rungs before it predicted
+near 1.0x: 1.2x to 1.5x `swizzle`. On an H100/H200 still well short of cuBLAS HGEMM, at about
+60-70% of it (the range commonly reported for hand-written mma.sync kernels there; a figure from
+outside this project).
 Measured: on an NVIDIA H200 by ``ladder bench`` (results/nvidia-h200.json), as `mma-sync` before
 the split: 0.309 ms at 4096³ (445.33 TFLOP/s, 1.33x `cp-async`, 0.592x cuBLAS HGEMM) and 2.422
 ms at 8192³ (453.95 TFLOP/s, 1.46x, 0.645x). Nsight Compute at 4096³ (lab/gemm/2026-11-22-

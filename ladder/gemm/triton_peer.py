@@ -15,12 +15,11 @@ configurations per dtype family (``FP32_CONFIGS``, ``HALF_CONFIGS``) at the firs
 (``INTERPRETED``), so the simulator's sizes cross every tile edge.
 
 What Triton did that the Numba ladder did by hand, all from ``tl.dot`` and the tile sizes:
-- FP32, against `shared-tiling` to `tuned` (``r12_tuned.py``): staging A and B tiles through
-  shared memory (`shared-tiling`), register blocking of each thread's outputs
-  (`thread-tiling-1d`, `register-blocked-2d`), unsigned indices and conflict-free shared layouts
-  (`unsigned-indices` to `interleaved-columns`), 16-byte loads (`wide-loads`), warp tiling
-  (`warp-tiling`) and the next tile's loads in flight during the math (`double-buffered`; Triton
-  pipelines ``num_stages`` tiles with ``cp.async``);
+- FP32, against `shared-tiling` to `tuned` (``r12_tuned.py``): shared-memory tiles, register
+  blocking of each thread's outputs, unsigned indices and conflict-free shared layouts
+  (`unsigned-indices` to `interleaved-columns`), 16-byte loads, warp tiling and the next tile's
+  loads in flight during the math (`double-buffered`; Triton pipelines ``num_stages`` tiles with
+  ``cp.async``);
 - float16, against `fp16-staging` to `smem-epilogue`: the tensor cores. `mma-sync` to
   `warp-tile-64` wrote ``mma.sync`` and ``ldmatrix`` with their fragment layouts, an XOR swizzle
   of shared memory and a 4-stage ``cp.async`` ring; `tma` to `wgmma` wrote tensor maps for the
