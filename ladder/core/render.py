@@ -259,16 +259,21 @@ SECONDS_PER_CODE_LINE = 2  # code, skimmed
 SECONDS_PER_FIGURE = 20
 
 
+COLLAPSED = re.compile(r"<details>\s*<summary>(.*?)</summary>.*?</details>", re.S)
+
+
 def skim_minutes(path: Path) -> float:
     """About how long a notebook takes to skim with its outputs: its prose (Markdown cells and
     Markdown outputs: a rung's story) at WORDS_PER_MINUTE, its code (cells, and code shown in
-    outputs: a diff) at SECONDS_PER_CODE_LINE a line, and SECONDS_PER_FIGURE per figure."""
+    outputs: a diff) at SECONDS_PER_CODE_LINE a line, and SECONDS_PER_FIGURE per figure. A
+    collapsed ``<details>`` block counts as its summary line: a reader skims what is open and
+    opens what they mean to read."""
     import json
 
     nb = json.loads(path.read_text())
     words = code_lines = figures = 0
     for cell in nb["cells"]:
-        source = "".join(cell["source"])
+        source = COLLAPSED.sub(r"\1", "".join(cell["source"]))
         if cell["cell_type"] == "markdown":
             words += len(source.split())
             continue
@@ -277,6 +282,7 @@ def skim_minutes(path: Path) -> float:
             data = out.get("data", {})
             figures += "image/png" in data
             text = "".join(out.get("text", "")) + "".join(data.get("text/markdown", ""))
+            text = COLLAPSED.sub(r"\1", text)
             inside = False
             for line in text.splitlines():
                 if line.startswith("```"):
@@ -289,6 +295,25 @@ def skim_minutes(path: Path) -> float:
     return words / WORDS_PER_MINUTE + seconds / 60
 
 
+NEXT = re.compile(r"\*\*Next:\*\*[^\n]*?\]\(([\w.-]+\.ipynb)\)")
+
+
+def reading_order(folder: Path) -> list[Path]:
+    """The notebooks in the order a learner reads them: from the first by file name, each
+    notebook's opening "**Next:**" link to the one after; any the chain misses, by name."""
+    import json
+
+    every = sorted(folder.glob("*.ipynb"))
+    order: list[Path] = []
+    path = every[0] if every else None
+    while path is not None and path not in order and path.is_file():
+        order.append(path)
+        cells = json.loads(path.read_text())["cells"]
+        found = NEXT.search("".join(cells[0]["source"])) if cells else None
+        path = folder / found.group(1) if found else None
+    return order + [p for p in every if p not in order]
+
+
 def notebooks_markdown(folder: Path) -> str:
     """The README's start-here table: each notebook in order, what it teaches and what it runs
     on (its metadata's ``ladder.learn`` and ``ladder.runs_on``), and minutes to skim it."""
@@ -298,7 +323,7 @@ def notebooks_markdown(folder: Path) -> str:
         "| notebook | you will learn | runs on | minutes |",
         "|---|---|---|---:|",
     ]
-    for path in sorted(folder.glob("*.ipynb")):
+    for path in reading_order(folder):
         meta = json.loads(path.read_text()).get("metadata", {}).get("ladder", {})
         lines.append(
             f"| [{path.stem}](notebooks/{path.name}) | {meta.get('learn', '—')} | "
