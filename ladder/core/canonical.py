@@ -161,6 +161,18 @@ def piece_record(
     }
 
 
+def ceilings_for(doc: dict[str, Any], problem: str) -> dict[str, Any]:
+    """The ceilings measured beside ``problem``'s runs: those of the latest piece that
+    measured it, else the file's own. A problem measured days before another keeps the roofs
+    of its own day, so re-measuring one problem moves no other problem's derived figures."""
+    for record in reversed(doc.get("pieces") or []):
+        if record.get("ceilings") and any(
+            m.split("/")[0] == problem for m in record.get("measured", [])
+        ):
+            return record["ceilings"]
+    return doc.get("ceilings") or {}
+
+
 def now() -> str:
     return time.strftime("%Y-%m-%dT%H:%M:%S%z")
 

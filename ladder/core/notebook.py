@@ -389,6 +389,6 @@ def measured(
         "",
     ]
     for group in derived.groups(runs).values():
-        lines += report.group_table(group, doc.get("ceilings"))
+        lines += report.group_table(group, canonical.ceilings_for(doc, problem))
     display(Markdown("\n".join(lines)))
     return doc

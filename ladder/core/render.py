@@ -152,7 +152,7 @@ def problem_page(problem: str, docs: dict[str, dict[str, Any]]) -> str:
             f"![{problem} on {doc['gpu']}](../../results/{_figure(slug, problem)})",
             "",
         ]
-        summary = derived.problem_summary(problem, runs, doc.get("ceilings") or {})
+        summary = derived.problem_summary(problem, runs, canonical.ceilings_for(doc, problem))
         if summary:
             lines += [summary.rstrip(), ""]
         lost = report.losses({"runs": runs}, notes and f"../../{notes}")
@@ -163,10 +163,30 @@ def problem_page(problem: str, docs: dict[str, dict[str, Any]]) -> str:
             lines += ["### The best rung, every library configuration and peer", "", every]
         lines += ["### Every rung", ""]
         for group in derived.groups(runs).values():
-            lines += report.group_table(group, doc.get("ceilings"))
+            lines += report.group_table(group, canonical.ceilings_for(doc, problem))
     if len(lines) < 6:
         lines += ["Not measured yet: `ladder bench --problems " + problem + "` writes it.", ""]
     return "\n".join(lines).rstrip() + "\n"
+
+
+def _lacking(doc: dict[str, Any]) -> list[str]:
+    """What the file still lacks, one row per problem, with the command that measures it."""
+    by_problem: dict[str, list[str]] = {}
+    for entry in canonical.missing(doc):
+        key, dtype = entry.rsplit(" ", 1)
+        problem, name = key.split("/", 1)
+        by_problem.setdefault(problem, []).append(f"`{name}` {dtype}")
+    if not by_problem:
+        return ["Every registered rung, library and peer that runs on this GPU is in the file."]
+    lines = [
+        "Registered and able to run on this GPU but not in the file yet:",
+        "",
+        "| problem | not measured | measure with |",
+        "|---|---|---|",
+    ]
+    for problem, names in by_problem.items():
+        lines.append(f"| {problem} | {', '.join(names)} | `ladder bench --problems {problem}` |")
+    return lines
 
 
 SECTION_TITLES = {
@@ -238,16 +258,9 @@ def index_page(docs: dict[str, dict[str, Any]]) -> str:
             lines.append(
                 f"| {i} | {', '.join(piece.get('measured', []))} | "
                 f"{str(piece.get('date'))[:16]} | {str(piece.get('commit') or '—')[:12]} | "
-                f"{piece.get('seconds', '—')} | {piece.get('visible_devices') or '—'} |"
+                f"{piece.get('seconds') or '—'} | {piece.get('visible_devices') or '—'} |"
             )
-        lacking = canonical.missing(doc)
-        lines += [
-            "",
-            "Registered and able to run on this GPU but not in the file: "
-            + (", ".join(f"`{m}`" for m in lacking) if lacking else "none")
-            + ".",
-            "",
-        ]
+        lines += ["", *_lacking(doc), ""]
     lines += ["## Which GPU generations each rung runs on", ""]
     lines += [report.generations_markdown(rungs()).rstrip(), ""]
     return "\n".join(lines).rstrip() + "\n"

@@ -533,7 +533,8 @@ def plot(doc: dict[str, Any], path: str | Path, problems: Iterable[str] | None =
     panels = [(k, g) for k, g in found if not wanted or k[0] in wanted]
     if not panels:
         raise ValueError("no runs to plot")
-    ceilings = doc.get("ceilings") or {}
+    from ladder.core.canonical import ceilings_for
+
     fig, axes = plt.subplots(len(panels), 1, figsize=(10, 3.6 * len(panels)), squeeze=False)
     for ax, ((problem, dtype, shape), group) in zip(axes[:, 0], panels, strict=True):
         key, unit = ("tbps", "TB/s") if derived.is_memory(group) else ("tflops", "TFLOP/s")
@@ -550,7 +551,7 @@ def plot(doc: dict[str, Any], path: str | Path, problems: Iterable[str] | None =
                 va="bottom",
                 fontsize=8,
             )
-        name, ceiling = derived.ceiling(group, ceilings)
+        name, ceiling = derived.ceiling(group, ceilings_for(doc, problem))
         if ceiling:
             ax.axhline(ceiling, color="gray", ls="--", lw=1)
             ax.annotate(
