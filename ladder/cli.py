@@ -342,12 +342,38 @@ def _section(name: str, dtypes: list[str] | None) -> dict[str, Any]:
     return models_bench.run(dtypes=wanted, log=log)
 
 
+def _merge_files(console: Any, paths: list[str], out: str | None) -> int:
+    """``ladder bench --merge``: the pieces of canonical files measured elsewhere, merged into
+    ``out`` or the file of their GPU; nothing is measured."""
+    from ladder.core import canonical
+
+    docs = []
+    for name in paths:
+        path = Path(name)
+        if not path.is_file():
+            raise ValueError(f"--merge {name}: no such file")
+        doc = report.read_results(path)
+        if not doc.get("pieces"):
+            raise ValueError(f"--merge {name}: not a canonical file (it has no pieces)")
+        docs.append((path, doc))
+    for path, doc in docs:
+        target = Path(out) if out else canonical.path_for(device.gpu_slug(doc["gpu"]))
+        pieces = canonical.pieces_of(doc)
+        for piece in pieces:
+            canonical.merge_into(target, piece)
+        measured = sorted({m for p in pieces for m in p["piece"]["measured"]})
+        console.print(f"merged {path} into {target}: {', '.join(measured)}")
+    return 0
+
+
 def cmd_bench(args: argparse.Namespace) -> int:
     import time
 
     from ladder.core import canonical
 
     console = _console()
+    if args.merge:
+        return _merge_files(console, args.merge, args.out)
     asked = args.problems or [*problems(), *SECTIONS]
     sections = [n for n in asked if n in SECTIONS]
     names = [n for n in asked if n not in SECTIONS]
@@ -711,6 +737,13 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="start the file anew; by default the runs measured now replace those of the same "
         "problems and dtypes, and every other run is kept (a file is built up in pieces)",
+    )
+    p.add_argument(
+        "--merge",
+        nargs="+",
+        metavar="FILE",
+        help="measure nothing: merge the pieces of canonical files written by `ladder bench "
+        "--out` on another machine into --out or results/<their gpu>.json",
     )
     p.set_defaults(func=cmd_bench)
     p = command("check", "compile every rung without a GPU: registers, shared memory, spills")

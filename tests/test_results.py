@@ -108,6 +108,32 @@ def test_a_piece_replaces_only_the_pairs_it_measured():
         canonical.merged(doc, _piece("H", [_run("gemm", "naive")]))
 
 
+def test_a_file_measured_elsewhere_merges_piece_by_piece(tmp_path, capsys):
+    """``ladder bench --merge``: what a GPU machine wrote with ``--out`` joins the checkout's
+    file; its pieces keep their records, and newer pieces win their pairs."""
+    from ladder.core import report
+
+    here = tmp_path / "here.json"
+    report.write_results(
+        canonical.merged(None, _piece("G", [_run("gemm", "naive"), _run("conv", "naive")])),
+        here,
+    )
+    there = canonical.merged(None, _piece("G", [_run("gemm", "naive", ms=3.0)], "2026-11-29"))
+    there = canonical.merged(there, _piece("G", [_run("moe", "x")], "2026-11-30"))
+    away = tmp_path / "away.json"
+    report.write_results(there, away)
+    assert cli.main(["bench", "--merge", str(away), "--out", str(here)]) == 0
+    doc = report.read_results(here)
+    assert {(r["problem"], r["median_ms"]) for r in doc["runs"]} == {
+        ("gemm", 3.0), ("conv", 1.0), ("moe", 1.0),
+    }  # fmt: skip
+    assert [p["measured"] for p in doc["pieces"]] == [
+        ["conv/float32"], ["gemm/float32"], ["moe/float32"],
+    ]  # fmt: skip
+    assert cli.main(["bench", "--merge", str(tmp_path / "none.json")]) != 0
+    assert "--merge" in capsys.readouterr().err
+
+
 def test_pieces_measured_at_once_merge_under_a_lock(tmp_path):
     """Benches of several problems on several GPUs of one machine write one file."""
     path = tmp_path / "g.json"

@@ -135,6 +135,24 @@ def merge_into(path: Path, piece: dict[str, Any]) -> dict[str, Any]:
     return doc
 
 
+def pieces_of(doc: dict[str, Any]) -> list[dict[str, Any]]:
+    """A canonical document taken apart into the pieces that built it, oldest first, each in
+    the form ``merged`` takes: so a file measured on another machine (``ladder bench --out``
+    there) merges into this checkout's file piece by piece, newer pieces winning."""
+    top = {k: v for k, v in doc.items() if k not in ("runs", "pieces", "sections")}
+    found = []
+    for record in doc.get("pieces") or []:
+        pairs = set(record.get("measured", []))
+        runs = [r for r in doc["runs"] if f"{r['problem']}/{r['dtype']}" in pairs]
+        sections = {k: v for k, v in (doc.get("sections") or {}).items() if k in pairs}
+        piece = top | {"runs": runs, "sections": sections, "piece": record}
+        for key in ("versions", "ceilings", "date"):
+            if record.get(key):
+                piece[key] = record[key]
+        found.append(piece)
+    return found
+
+
 def piece_record(
     runs: list[dict[str, Any]],
     sections: list[str],
