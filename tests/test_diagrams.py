@@ -863,3 +863,21 @@ def test_the_new_figures_draw_the_constants() -> None:
         assert len(patches(fig, f"bit-{operand}")) == 64
     assert len(patches(fig, "core-matrix")) == 8 * 8
     assert sum(p.get_linewidth() > 0.5 for p in patches(fig, "atom-chunk")) == 2 * 8
+
+
+def test_writing_a_results_figure_leaves_the_backend_alone(tmp_path: Path) -> None:
+    """A notebook's inline backend must survive a figure written to a file: switching to Agg
+    there turned every later figure of the notebook into ``<Figure size ...>``."""
+    from ladder.core import report
+
+    run = {"problem": "gemm", "rung": "naive", "dtype": "float32", "shape": [8, 8, 8]}
+    run |= {"reference": False, "peer": False, "status": "ok", "ok": True, "number": 1}
+    run |= {"median_ms": 1.0, "tflops": 1.0, "tbps": 0.1}
+    before = matplotlib.get_backend()
+    matplotlib.use("svg")
+    try:
+        report.plot({"gpu": "G", "runs": [run], "simulated": False}, tmp_path / "f.png")
+        assert (tmp_path / "f.png").is_file()
+        assert matplotlib.get_backend() == "svg"
+    finally:
+        matplotlib.use(before)

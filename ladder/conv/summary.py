@@ -165,10 +165,6 @@ def _number(row: dict[str, Any]) -> str:
 def plot(rows: list[dict[str, Any]], path: str | None = None, title: str = "") -> Any:
     """Horizontal bars: ms per layer for every rung (log scale), cuDNN FP32, the best library
     of each dtype and the floors marked. Returns the matplotlib figure."""
-    import matplotlib
-
-    if path is not None:
-        matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
     rows = [r for r in rows if r["sum_ms"] is not None]

@@ -397,9 +397,6 @@ def plot_overview(doc: dict[str, Any], path: str | Path) -> Path:
     """One bar per (problem, dtype, shape): the best rung's speed as a multiple of the library
     in the same run (log scale; 1 = as fast as the library). Where no library ran (the
     simulator runs none), the panels of ``plot`` instead."""
-    import matplotlib
-
-    matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
     found = [r for r in derived.best_rows(doc) if r["vs_library"]]
@@ -482,10 +479,6 @@ def plot_contenders(
     """One panel per case: the best rung, each library configuration and each peer, as bars of
     their time over the fastest's (1 = the fastest), coloured by kind. Returns the figure; with
     ``path``, writes it as PNG and closes it."""
-    import matplotlib
-
-    if path is not None:
-        matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
     panels = _cases(doc, problems, dtypes)
@@ -523,9 +516,6 @@ def plot_contenders(
 def plot(doc: dict[str, Any], path: str | Path, problems: Iterable[str] | None = None) -> Path:
     """Bar chart of every rung against the library reference and the ceilings, one panel per
     (problem, dtype, shape)."""
-    import matplotlib
-
-    matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
     wanted = set(problems) if problems else None
