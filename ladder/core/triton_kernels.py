@@ -29,6 +29,9 @@ from typing import Any
 
 from ladder.core import device
 
+VALUES_PER_THREAD = 32  # a row-per-program peer's values per thread (``row_block``)
+MAX_WARPS = 16
+
 
 @functools.cache
 def load() -> tuple[Any, Any]:
@@ -67,6 +70,17 @@ def next_power_of_2(n: int) -> int:
     """The smallest power of two at least ``n`` (Triton's blocks have power-of-two sizes):
     ``triton.next_power_of_2`` without importing Triton."""
     return 1 << (n - 1).bit_length() if n > 1 else 1
+
+
+def row_block(cols: int, max_block: int, tile: int) -> tuple[int, bool, int]:
+    """``(BLOCK, ONE_BLOCK, num_warps)`` for a program per row of ``cols`` columns: the row as
+    one block (its next power of two, at least 16) when it has at most ``max_block`` columns,
+    else tiles of ``tile`` (``ONE_BLOCK`` False); warps so that a thread holds at most
+    ``VALUES_PER_THREAD`` values of a block, 1 to ``MAX_WARPS``."""
+    one_block = cols <= max_block
+    block = max(next_power_of_2(cols), 16) if one_block else tile
+    warps = min(MAX_WARPS, max(1, block // (32 * VALUES_PER_THREAD)))
+    return block, one_block, warps
 
 
 def interpreted() -> bool:

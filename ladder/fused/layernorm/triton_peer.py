@@ -43,8 +43,6 @@ from ladder.fused.problem import LAYERNORM, LAYERNORM_EPS, check_arrays
 
 MAX_BLOCK = 8192  # longest row held whole: 32 values per thread at 8 warps, as rung 2's
 TILE = 4096  # longer rows: the tile of the three passes
-VALUES_PER_THREAD = 32
-MAX_WARPS = 16
 
 # Triton's modules, bound by ``_kernel`` at the first call: importing ladder never imports
 # Triton, and Triton reads ``tl`` from this module's globals when it compiles the kernel.
@@ -101,10 +99,7 @@ def _kernel() -> Any:
 
 def block_for(cols: int) -> tuple[int, bool, int]:
     """(BLOCK, ONE_BLOCK, num_warps) for rows of ``cols`` columns."""
-    one_block = cols <= MAX_BLOCK
-    block = max(triton_kernels.next_power_of_2(cols), 16) if one_block else TILE
-    warps = min(MAX_WARPS, max(1, block // (32 * VALUES_PER_THREAD)))
-    return block, one_block, warps
+    return triton_kernels.row_block(cols, MAX_BLOCK, TILE)
 
 
 @rung(
