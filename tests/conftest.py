@@ -1,6 +1,7 @@
 """Shared fixtures. Importing ladder first chooses GPU or simulator for the whole session."""
 
 import os
+import sys
 
 import numpy as np
 import pytest
@@ -14,7 +15,9 @@ USER_BACKEND = os.environ.get("NUMBA_ENABLE_CUDASIM")
 USER_TRITON_INTERPRET = os.environ.get("TRITON_INTERPRET")
 
 import ladder  # noqa: E402, F401
-from ladder.core import device  # noqa: E402
+from ladder.core import device, timing  # noqa: E402
+from ladder.core.dtypes import resolve, to_device, to_host  # noqa: E402
+from ladder.core.rung import NotApplicable, get_problem  # noqa: E402
 
 ON_GPU = device.gpu_available()
 gpu_only = pytest.mark.skipif(not ON_GPU, reason="needs a CUDA GPU; runs on the GPU machine")
@@ -31,6 +34,62 @@ def quick_unless(slow: bool) -> tuple:
     """The marks of a test case: ``slow`` for a case the fast path (``-m "not slow"``) leaves
     out. Only the simulator is slow: on a GPU every case is quick."""
     return (pytest.mark.slow,) if slow and not ON_GPU else ()
+
+
+def run_poisoned(rung, inputs, shape, dtype, **kwargs):
+    """``rung`` on device copies of ``inputs`` into an output of ``shape`` filled with NaN
+    first (an element it never writes stays NaN), which it must return; read back to the host."""
+    out = to_device(np.full(shape, np.nan, resolve(dtype)))
+    returned = rung.launch(*[to_device(x) for x in inputs], out, **kwargs)
+    assert returned is out
+    return to_host(out)
+
+
+@pytest.fixture(scope="module")
+def quick_thread_switches():
+    """The simulator's threads of a block meet at every barrier; letting Python switch threads
+    every 0.2 ms instead of every 5 ms makes those meetings several times faster."""
+    before = sys.getswitchinterval()
+    sys.setswitchinterval(2e-4)
+    yield
+    sys.setswitchinterval(before)
+
+
+def twin_cases(rungs, problems, simulator_sizes):
+    """The registry test's cases over a problem and its causal twin (``problems``, the causal
+    one second): on a GPU every dtype at the problem's test sizes; in the simulator each rung
+    once per problem at ``simulator_sizes`` (the twin without the first), alternating dtypes;
+    the fast path keeps the plain problem's first size and the twin's sizes."""
+    for rung in filter(swept, rungs):
+        problem = get_problem(rung.problem)
+        causal = rung.problem == problems[1]
+        for dtype in rung.dtypes:
+            if ON_GPU:
+                sizes = problem.test_sizes(dtype)
+            else:
+                if dtype != rung.dtypes[-1 if causal else 0]:
+                    continue
+                sizes = simulator_sizes[1:] if causal else simulator_sizes
+            for size in sizes:
+                marks = quick_unless(not causal and size != simulator_sizes[0])
+                yield pytest.param(rung, dtype, size, id=f"{rung.key}-{dtype}-{size}", marks=marks)
+
+
+def check_against_reference(rung, dtype, size, run) -> None:
+    """The registry test: ``run(rung, inputs, dtype)`` on the problem's inputs of ``size``
+    (seeded by it) gives ``dtype``, every element written and finite, within the problem's
+    tolerance of its float64 reference. A library that refuses the inputs (``NotApplicable``:
+    an SDPA backend pinned to inputs it does not take) is skipped; a rung takes every input."""
+    problem = get_problem(rung.problem)
+    inputs = problem.make_inputs(size, dtype, seed=sum(size))
+    try:
+        out = run(rung, inputs, dtype)
+    except NotApplicable as err:
+        assert rung.reference, f"{rung.key} is not a library: it must take every input"
+        pytest.skip(str(err))
+    assert out.dtype == resolve(dtype)
+    assert np.all(np.isfinite(out)), "an element was never written (still NaN) or overflowed"
+    assert timing.relative_error(out, problem.reference(inputs)) <= problem.tolerance(dtype)
 
 
 def pytest_collection_modifyitems(items: list) -> None:

@@ -8,11 +8,10 @@ which runs every thread of a block as a Python thread, one or two heads with N <
 """
 
 import math
-import sys
 
 import numpy as np
 import pytest
-from conftest import ON_GPU, gpu_only, quick_unless, swept
+from conftest import check_against_reference, gpu_only, run_poisoned, twin_cases
 
 import ladder.attention  # noqa: F401  (registers the problems and rungs)
 from ladder.attention import lane_model, memory
@@ -20,59 +19,23 @@ from ladder.attention.memory import AttentionMemoryError
 from ladder.attention.problem import SIMULATOR_SIZES, attention_numpy
 from ladder.core import timing
 from ladder.core.dtypes import resolve, to_device, to_host
-from ladder.core.rung import NotApplicable, get_problem, get_rung, rungs
+from ladder.core.rung import get_problem, get_rung, rungs
 
 PROBLEMS = ("attention", "attention-causal")
 RUNGS = [r for name in PROBLEMS for r in rungs(name) if r.unavailable_reason() is None]
 DEVICE_RUNGS = [r for r in RUNGS if not r.reference]
-
-
-@pytest.fixture(autouse=True, scope="module")
-def _quick_thread_switches():
-    """The simulator's threads of a block meet at every barrier; letting Python switch threads
-    every 0.2 ms instead of every 5 ms makes those meetings several times faster."""
-    before = sys.getswitchinterval()
-    sys.setswitchinterval(2e-4)
-    yield
-    sys.setswitchinterval(before)
-
-
-def _cases():
-    for rung in filter(swept, RUNGS):
-        problem = get_problem(rung.problem)
-        causal = rung.problem == PROBLEMS[1]
-        for dtype in rung.dtypes:
-            if ON_GPU:
-                sizes = problem.test_sizes(dtype)
-            else:  # each rung once per problem, alternating dtypes; N = 1 once per rung
-                if dtype != rung.dtypes[-1 if causal else 0]:
-                    continue
-                sizes = SIMULATOR_SIZES[1:] if causal else SIMULATOR_SIZES
-            for size in sizes:  # the fast path: N = 1 without the mask, N = 17 with it
-                marks = quick_unless(not causal and size != SIMULATOR_SIZES[0])
-                yield pytest.param(rung, dtype, size, id=f"{rung.key}-{dtype}-{size}", marks=marks)
+pytestmark = pytest.mark.usefixtures("quick_thread_switches")  # the simulator's barriers
 
 
 def _run(rung, inputs, dtype, **kwargs):
-    shape = inputs[0].shape
-    out = to_device(np.full(shape, np.nan, resolve(dtype)))  # poisoned: unwritten = NaN
-    returned = rung.launch(*[to_device(x) for x in inputs], out, **kwargs)
-    assert returned is out
-    return to_host(out)
+    return run_poisoned(rung, inputs, inputs[0].shape, dtype, **kwargs)
 
 
-@pytest.mark.parametrize(("rung", "dtype", "size"), list(_cases()))
+@pytest.mark.parametrize(
+    ("rung", "dtype", "size"), list(twin_cases(RUNGS, PROBLEMS, SIMULATOR_SIZES))
+)
 def test_attention_rung_matches_float64_reference(rung, dtype, size):
-    problem = get_problem(rung.problem)
-    inputs = problem.make_inputs(size, dtype, seed=sum(size))
-    try:
-        out = _run(rung, inputs, dtype)
-    except NotApplicable as err:  # an SDPA backend pinned to inputs it does not take
-        assert rung.reference, f"{rung.key} is not a library: it must take every input"
-        pytest.skip(str(err))
-    assert out.dtype == resolve(dtype)
-    assert np.all(np.isfinite(out)), "an element was never written (still NaN) or overflowed"
-    assert timing.relative_error(out, problem.reference(inputs)) <= problem.tolerance(dtype)
+    check_against_reference(rung, dtype, size, _run)
 
 
 @pytest.mark.parametrize(

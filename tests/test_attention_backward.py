@@ -8,11 +8,10 @@ the simulator one or two heads with N <= 17 and d = 16.
 """
 
 import math
-import sys
 
 import numpy as np
 import pytest
-from conftest import ON_GPU, gpu_only, quick_unless, swept
+from conftest import ON_GPU, check_against_reference, gpu_only, run_poisoned, twin_cases
 
 import ladder.attention  # noqa: F401  (registers the problems and rungs)
 from ladder.attention.backward.problem import (
@@ -30,55 +29,20 @@ from ladder.core.rung import NotApplicable, get_problem, get_rung, rungs
 PROBLEMS = ("attention-backward", "attention-backward-causal")
 RUNGS = [r for name in PROBLEMS for r in rungs(name) if r.unavailable_reason() is None]
 DEVICE_RUNGS = [r for r in RUNGS if not r.reference]
-
-
-@pytest.fixture(autouse=True, scope="module")
-def _quick_thread_switches():
-    """As in test_attention: the simulator's barriers meet sooner with quick thread switches."""
-    before = sys.getswitchinterval()
-    sys.setswitchinterval(2e-4)
-    yield
-    sys.setswitchinterval(before)
-
-
-def _cases():
-    for rung in filter(swept, RUNGS):
-        problem = get_problem(rung.problem)
-        causal = rung.problem == PROBLEMS[1]
-        for dtype in rung.dtypes:
-            if ON_GPU:
-                sizes = problem.test_sizes(dtype)
-            else:  # each rung once per problem, alternating dtypes; N = 1 once per rung
-                if dtype != rung.dtypes[-1 if causal else 0]:
-                    continue
-                sizes = SIMULATOR_SIZES[1:] if causal else SIMULATOR_SIZES
-            for size in sizes:
-                marks = quick_unless(not causal and size != SIMULATOR_SIZES[0])
-                yield pytest.param(rung, dtype, size, id=f"{rung.key}-{dtype}-{size}", marks=marks)
+pytestmark = pytest.mark.usefixtures("quick_thread_switches")  # the simulator's barriers
 
 
 def _run(rung, inputs, dtype, **kwargs):
-    problem = get_problem(rung.problem)
     batch, heads, n, d = inputs[0].shape
-    shape = problem.output_shape((batch, heads, inputs[1].shape[1], n, d))
-    out = to_device(np.full(shape, np.nan, resolve(dtype)))  # poisoned: unwritten = NaN
-    returned = rung.launch(*[to_device(x) for x in inputs], out, **kwargs)
-    assert returned is out
-    return to_host(out)
+    size = (batch, heads, inputs[1].shape[1], n, d)
+    return run_poisoned(rung, inputs, get_problem(rung.problem).output_shape(size), dtype, **kwargs)
 
 
-@pytest.mark.parametrize(("rung", "dtype", "size"), list(_cases()))
+@pytest.mark.parametrize(
+    ("rung", "dtype", "size"), list(twin_cases(RUNGS, PROBLEMS, SIMULATOR_SIZES))
+)
 def test_backward_rung_matches_float64_gradients(rung, dtype, size):
-    problem = get_problem(rung.problem)
-    inputs = problem.make_inputs(size, dtype, seed=sum(size))
-    try:
-        out = _run(rung, inputs, dtype)
-    except NotApplicable as err:  # an SDPA backend pinned to inputs it does not take
-        assert rung.reference, f"{rung.key} is not a library: it must take every input"
-        pytest.skip(str(err))
-    assert out.dtype == resolve(dtype)
-    assert np.all(np.isfinite(out)), "an element was never written (still NaN) or overflowed"
-    assert timing.relative_error(out, problem.reference(inputs)) <= problem.tolerance(dtype)
+    check_against_reference(rung, dtype, size, _run)
 
 
 @pytest.mark.parametrize("causal", [False, True])

@@ -7,7 +7,7 @@ of each canonical layer); in the simulator, smaller shapes of the same kinds.
 
 import numpy as np
 import pytest
-from conftest import ON_GPU, gpu_only, quick_unless, swept
+from conftest import ON_GPU, gpu_only, quick_unless, run_poisoned, swept
 
 from ladder.conv.layers import CONV1, CONV2
 from ladder.conv.problem import SIMULATOR_SIZES, conv_numpy
@@ -36,10 +36,7 @@ def _run(rung, inputs, dtype, **kwargs):
         out = np.full(shape, np.nan, resolve(dtype))
         assert rung.launch(*inputs, out) is out
         return out
-    out = to_device(np.full(shape, np.nan, resolve(dtype)))  # poisoned: unwritten = NaN
-    returned = rung.launch(*[to_device(x) for x in inputs], out, **kwargs)
-    assert returned is out
-    return to_host(out)
+    return run_poisoned(rung, inputs, shape, dtype, **kwargs)
 
 
 @pytest.mark.parametrize(("rung", "dtype", "size"), list(_cases()))

@@ -7,7 +7,7 @@ in the simulator, smaller shapes of the same kinds, since it runs every thread i
 
 import numpy as np
 import pytest
-from conftest import ON_GPU, quick_unless, swept
+from conftest import ON_GPU, quick_unless, run_poisoned, swept
 
 from ladder.core import timing
 from ladder.core.dtypes import resolve, to_device, to_host
@@ -37,12 +37,7 @@ def _cases():
 
 
 def _run(rung, inputs, dtype):
-    problem = get_problem(rung.problem)
-    shape = problem.reference(inputs).shape
-    out = to_device(np.full(shape, np.nan, resolve(dtype)))  # poisoned: unwritten = NaN
-    returned = rung.launch(*[to_device(x) for x in inputs], out)
-    assert returned is out
-    return to_host(out)
+    return run_poisoned(rung, inputs, get_problem(rung.problem).reference(inputs).shape, dtype)
 
 
 @pytest.mark.parametrize(("rung", "dtype", "size"), list(_cases()))

@@ -14,7 +14,7 @@ import warnings
 
 import numpy as np
 import pytest
-from conftest import ON_GPU, gpu_only
+from conftest import ON_GPU, gpu_only, run_poisoned
 
 from ladder.conv.layers import CONV1, CONV2
 from ladder.core import compiled, timing
@@ -152,9 +152,8 @@ def test_conv_library_rows_take_the_problems_plain_arrays(library, eager):
         pytest.skip(library.unavailable_reason())
     dtype = library.dtypes[-1]
     problem, inputs, ref = _conv_inputs(dtype)
-    out = to_device(np.full(ref.shape, np.nan, resolve(dtype)))
-    assert library.launch(*[to_device(x) for x in inputs], out) is out
-    assert timing.relative_error(to_host(out), ref) <= problem.tolerance(dtype)
+    out = run_poisoned(library, inputs, ref.shape, dtype)
+    assert timing.relative_error(out, ref) <= problem.tolerance(dtype)
 
 
 def test_cudnn_rows_keep_their_input_in_the_configuration_and_name_it():
