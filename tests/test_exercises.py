@@ -113,8 +113,8 @@ WRONG = {
     "mma_count": {"block": 256, "warp": 256},
     "epilogue_sectors": {"direct": 32, "staged": 16, "direct_fill": 1.0},  # a sector per lane
     "copy_instructions": {"cp_async": 6, "tma": 5},  # one thread's cp.async, not the block's
-    "copy_waits": {"rung_17": 1, "rung_18": 4},  # the barrier read as a one-tile lag
-    "fp8_stage": {"k_elements": 64, "wgmma": 4, "ratio": 1},  # rung 20's K counted again
+    "copy_waits": {"wgmma_descriptors": 1, "wgmma": 4},  # the barrier read as a one-tile lag
+    "fp8_stage": {"k_elements": 64, "wgmma": 4, "ratio": 1},  # persistent's K counted again
     "conv1_shape_flops": {**solutions.conv1_shape_flops, "output_shape": (10000, 4, 86, 86)},
     "quads_per_window": {"quads": 40, "mma": 40},
     "pipeline_time": {**solutions.pipeline_time, "pipelined_ms": 4.0},

@@ -6,17 +6,18 @@
   of one ``mma.sync.m16n8k16`` with FP16 inputs and FP32 sums.
 - ``check_mma_count(dict)``: mma.sync per k-step for a block tile and for one warp's tile.
 - ``check_copy_instructions(dict)``: copy instructions a block issues per 64 of K, with
-  ``cp.async`` (rung 15) and with the bulk tensor copy (rung 16).
+  ``cp.async`` (`warp-tile-64`) and with the bulk tensor copy (`tma`).
 - ``check_copy_waits(dict)``: how many K tiles behind tile t is the tile whose multiplies
-  must be done before t's copy is issued, in rung 17 and in rung 18.
+  must be done before t's copy is issued, in `wgmma-descriptors` and in `wgmma`.
 - ``check_epilogue_sectors(dict)``: the 32-byte sectors one warp store instruction touches in
-  rung 18's epilogue and in rung 19's, and how full rung 18's are.
-- ``check_fp8_stage(dict)``: what one stage of rung 21 (8-bit floats) holds and feeds, against
-  rung 20's stage of halves.
-- ``check_descriptor_fields(dict)``: decode a shared-memory descriptor rung 17 builds: its start
-  address, leading and stride byte offsets and swizzle (``gemm.diagrams.draw_wgmma_descriptor``).
+  `wgmma`'s epilogue and in `smem-epilogue`'s, and how full `wgmma`'s are.
+- ``check_fp8_stage(dict)``: what one stage of `fp8` (8-bit floats) holds and feeds, against
+  `persistent`'s stage of halves.
+- ``check_descriptor_fields(dict)``: decode a shared-memory descriptor `wgmma-descriptors`
+  builds: its start address, leading and stride byte offsets and swizzle
+  (``gemm.diagrams.draw_wgmma_descriptor``).
 - ``check_core_matrix(dict)``: which k16 step and core matrix read one element of A's tile in
-  rung 17, and at which byte the 128-byte swizzle put it.
+  `wgmma-descriptors`, and at which byte the 128-byte swizzle put it.
 """
 
 from __future__ import annotations
@@ -64,7 +65,7 @@ def check_bank_conflicts(answer: Any) -> str:
         require(found[key] == right[key], f"{key}: {hints[key]}")
     return (
         "right: padding spreads a column over every bank at the cost of a word per row; a "
-        "swizzle does it for 16-byte rows at no cost in space (rung 15's ldmatrix)"
+        "swizzle does it for 16-byte rows at no cost in space (`swizzle`'s ldmatrix)"
     )
 
 
@@ -107,11 +108,11 @@ SECTOR = 32  # bytes: the unit in which L2 and DRAM take writes
 
 def check_epilogue_sectors(answer: Any) -> str:
     """One warp store instruction of C (row-major half, rows of many columns, C's rows 16-byte
-    aligned). Rung 18: lane ``lane`` writes 4 bytes, the halves at columns 8j + 2 (lane % 4) and
-    + 1 of row lane // 4, for one 8-column group j. Rung 19: lane ``lane`` writes 16 bytes,
-    columns 8 lane .. 8 lane + 7 of one row. Keys: direct (32-byte sectors rung 18's instruction
-    touches), staged (rung 19's), direct_fill (the share of those sectors' bytes rung 18 writes,
-    a fraction)."""
+    aligned). `wgmma`: lane ``lane`` writes 4 bytes, the halves at columns 8j + 2 (lane % 4) and
+    + 1 of row lane // 4, for one 8-column group j. `smem-epilogue`: lane ``lane`` writes 16
+    bytes, columns 8 lane .. 8 lane + 7 of one row. Keys: direct (32-byte sectors `wgmma`'s
+    instruction touches), staged (`smem-epilogue`'s), direct_fill (the share of those sectors'
+    bytes `wgmma` writes, a fraction)."""
     found = as_dict(answer, ("direct", "staged", "direct_fill"), "check_epilogue_sectors")
     j = 3
     direct = {(lane // 4, ((8 * j + 2 * (lane % 4)) * HALF) // SECTOR)
@@ -124,8 +125,8 @@ def check_epilogue_sectors(answer: Any) -> str:
             "sectors")  # fmt: skip
     require(abs(float(found["direct_fill"]) - fill) < 1e-9,
             "direct_fill: bytes written / bytes of the sectors touched")  # fmt: skip
-    return (f"right: rung 18 touches {len(direct)} sectors, {fill:.0%} written each; rung 19 "
-            f"{len(staged)} whole ones for 4 times the bytes")  # fmt: skip
+    return (f"right: wgmma touches {len(direct)} sectors, {fill:.0%} written each; "
+            f"smem-epilogue {len(staged)} whole ones for 4 times the bytes")  # fmt: skip
 
 
 CP_ASYNC_BYTES = 16  # what one cp.async moves
@@ -135,8 +136,8 @@ TMA_BOX_BYTES = 128  # the widest row of a 128-byte-swizzled box
 def check_copy_instructions(answer: Any) -> str:
     """A block's tile of C is 128 x 256, and for every 64 of K it needs A's 128 x 64 tile and
     B's 64 x 256, of halves (2 bytes each). Keys: cp_async (instructions the block's threads
-    issue in rung 15, 16 bytes each), tma (instructions its one copying thread issues in
-    rung 16: one box per instruction, a box's rows at most 128 bytes, A as one box of 128
+    issue in `warp-tile-64`, 16 bytes each), tma (instructions its one copying thread issues in
+    `tma`: one box per instruction, a box's rows at most 128 bytes, A as one box of 128
     rows, B as boxes of 64 k-rows)."""
     from ladder.gemm import r19_warp_tile_64 as r19
     from ladder.gemm import r20_tma as r20
@@ -153,34 +154,34 @@ def check_copy_instructions(answer: Any) -> str:
 
 
 def check_copy_waits(answer: Any) -> str:
-    """A ring of STAGES = 4 stages; K tile t lives in stage t % 4. Rung 17: in iteration kt
-    each warpgroup issues tile kt's wgmma, waits until only that group is in flight
+    """A ring of STAGES = 4 stages; K tile t lives in stage t % 4. `wgmma-descriptors`: in
+    iteration kt each warpgroup issues tile kt's wgmma, waits until only that group is in flight
     (``wait_group 1``: tile kt - 1's multiplies are done), all threads meet at
-    ``__syncthreads``, then thread 0 copies tile kt + 3 into its stage. Rung 18: the producer
+    ``__syncthreads``, then thread 0 copies tile kt + 3 into its stage. `wgmma`: the producer
     copies tile t once the stage's ``empty`` barrier has every consumer's arrival; a consumer
-    arrives for tile j after its ``wait_group 1`` in iteration j + 1. Keys: rung_17, rung_18:
-    for a tile t >= 4, t minus the newest tile whose multiplies must be done before t's copy
-    is issued."""
+    arrives for tile j after its ``wait_group 1`` in iteration j + 1. Keys: wgmma_descriptors,
+    wgmma: for a tile t >= 4, t minus the newest tile whose multiplies must be done before t's
+    copy is issued."""
     from ladder.gemm import r22_wgmma as r22
 
-    found = as_dict(answer, ("rung_17", "rung_18"), "check_copy_waits")
+    found = as_dict(answer, ("wgmma_descriptors", "wgmma"), "check_copy_waits")
     stages = r22.STAGES
-    # rung 17: t = kt + stages - 1, issued after tile kt - 1 is done -> t - stages
-    # rung 18: empty[t % stages] completes when tile t - stages is released
-    require(found["rung_17"] == stages, "rung_17: write t = kt + 3; which tile did wait_group 1 "
-            "finish in iteration kt?")  # fmt: skip
-    require(found["rung_18"] == stages, "rung_18: which tile held the stage before t?")
+    # wgmma-descriptors: t = kt + stages - 1, issued after tile kt - 1 is done -> t - stages
+    # wgmma: empty[t % stages] completes when tile t - stages is released
+    require(found["wgmma_descriptors"] == stages, "wgmma_descriptors: write t = kt + 3; which "
+            "tile did wait_group 1 finish in iteration kt?")  # fmt: skip
+    require(found["wgmma"] == stages, "wgmma: which tile held the stage before t?")
     return (f"right: {stages} in both. The copy of tile t waits for the same multiplies in "
             "either rung; the block barrier adds only the wait for the slower warpgroup, which "
             "is why warp specialization alone gained little here")  # fmt: skip
 
 
 def check_fp8_stage(answer: Any) -> str:
-    """Rung 21 keeps rung 20's ring: stages of A's 128 rows and B's 256 columns (as Bᵀ's 256
-    rows), each row 128 bytes, 48 KB a stage. Its elements are 1 byte (rung 20's 2), and its
+    """`fp8` keeps `persistent`'s ring: stages of A's 128 rows and B's 256 columns (as Bᵀ's 256
+    rows), each row 128 bytes, 48 KB a stage. Its elements are 1 byte (`persistent`'s 2), and its
     wgmma is m64n256k32: each of the two consumers multiplies its 64 rows by 32 of K per
     instruction. Keys: k_elements (elements of K one stage holds), wgmma (instructions one
-    consumer issues per stage), ratio (multiply-adds per stage, rung 21's over rung 20's)."""
+    consumer issues per stage), ratio (multiply-adds per stage, `fp8`'s over `persistent`'s)."""
     from ladder.gemm import r24_persistent as r24
     from ladder.gemm import r25_fp8 as r25
 
@@ -197,15 +198,15 @@ def check_fp8_stage(answer: Any) -> str:
             "per stage doubles, as the tensor cores' 8-bit rate does")  # fmt: skip
 
 
-# check_descriptor_fields: rung 17's descriptor of B at stage 1, k16 step 2 (print it in hex)
+# check_descriptor_fields: wgmma-descriptors' descriptor of B, stage 1, k16 step 2 (print in hex)
 DESCRIPTOR = gemm_diagrams.wgmma_descriptor("B", stage=1, warpgroup=0, kk=2)
 ELEMENT = (13, 42)  # check_core_matrix: (row, k) of a warpgroup's 64 x 64 tile of A
 
 
 def check_descriptor_fields(answer: Any) -> str:
-    """DESCRIPTOR is a 64-bit shared-memory descriptor rung 17 gives wgmma. Its fields (PTX
-    ISA, "Matrix Descriptor Format"): bits 0-13 the start address, bits 16-29 the leading
-    dimension byte offset (LBO), bits 32-45 the stride byte offset (SBO), each stored as
+    """DESCRIPTOR is a 64-bit shared-memory descriptor `wgmma-descriptors` gives wgmma. Its
+    fields (PTX ISA, "Matrix Descriptor Format"): bits 0-13 the start address, bits 16-29 the
+    leading dimension byte offset (LBO), bits 32-45 the stride byte offset (SBO), each stored as
     bytes >> 4; bits 62-63 the swizzle mode (0 none, 1 the 128-byte swizzle, 2 64-byte, 3
     32-byte). Keys: start_address, lbo, sbo (bytes), swizzle (the swizzle's width in bytes, 0
     for none)."""
@@ -235,9 +236,9 @@ def check_descriptor_fields(answer: Any) -> str:
 
 
 def check_core_matrix(answer: Any) -> str:
-    """Rung 17's stage holds a warpgroup's 64 x BK (64) tile of A as TMA wrote it: row r at
-    byte 128 r (BK halves of 2 bytes), then the 128-byte swizzle: the 16-byte chunk c of row r
-    is stored at chunk c XOR (r % 8). A k16 step kk reads the 64 x 16 slice k = 16 kk ..
+    """`wgmma-descriptors`' stage holds a warpgroup's 64 x BK (64) tile of A as TMA wrote it:
+    row r at byte 128 r (BK halves of 2 bytes), then the 128-byte swizzle: the 16-byte chunk c of
+    row r is stored at chunk c XOR (r % 8). A k16 step kk reads the 64 x 16 slice k = 16 kk ..
     16 kk + 15 as 8 x 2 core matrices (i, kh) of 8 rows x 8 halves: rows 8i .. 8i + 7, k
     16 kk + 8 kh .. + 7. For A's element (row, k) = ELEMENT = (13, 42): keys kk, core_matrix
     ((i, kh)) and byte (its byte offset in the tile)."""

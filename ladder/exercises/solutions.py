@@ -54,8 +54,8 @@ mma_count = {"block": 8 * 16 * 2, "warp": 8 * 16 * 2 // 8}
 epilogue_sectors = {"direct": 8, "staged": 512 // 32, "direct_fill": 16 / 32}
 # (128 x 64 + 64 x 256) halves of 2 bytes, 16 per cp.async; one A box + 512 / 128 B boxes
 copy_instructions = {"cp_async": (128 * 64 + 64 * 256) * 2 // 16, "tma": 1 + 4}
-copy_waits = {"rung_17": 4, "rung_18": 4}
-# 128-byte rows of 1-byte elements; 32 of K per m64n256k32; twice rung 20's K per stage
+copy_waits = {"wgmma_descriptors": 4, "wgmma": 4}
+# 128-byte rows of 1-byte elements; 32 of K per m64n256k32; twice persistent's K per stage
 fp8_stage = {"k_elements": 128, "wgmma": 128 // 32, "ratio": 2}
 # bits 0-13 = 4352, 16-29 = 512, 32-45 = 64, each x 16; mode 1 at bits 62-63: 128-byte swizzle
 descriptor_fields = {"start_address": 4352 * 16, "lbo": 512 * 16, "sbo": 64 * 16, "swizzle": 128}

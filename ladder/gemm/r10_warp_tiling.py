@@ -19,8 +19,8 @@ multiply-add, and 6 float4 shared reads per 128 multiply-adds per thread (`wide-
 Prediction: less shared-memory traffic per FMA and twice the independent accumulators per
 thread: a clear step over `wide-loads`. Each K tile's global loads are still exposed between two
 barriers, which is `double-buffered`'s subject.
-Measured: on an NVIDIA H200 by ``ladder bench`` (results/nvidia-h200.json): 0.197 ms at
-1024³ (1.02x `wide-loads`) and 4.477 ms at 4096³ (30.70 TFLOP/s, 0.97x). Nsight Compute at 4096³
+Measured: on an NVIDIA H200 by ``ladder bench`` (results/nvidia-h200.json): 0.200 ms at
+1024³ (1.02x `wide-loads`) and 4.494 ms at 4096³ (30.59 TFLOP/s, 0.97x). Nsight Compute at 4096³
 (lab/gemm/2026-11-22-profiles/nvidia-h200-profile-float32.json): SM throughput 57.5% (`wide-loads`:
 65.9%), occupancy 18.0% (24.3%), shared-store bank conflicts 17.5 million (3.7 million).
 Verdict: missed: no step. Nsight Compute

@@ -16,7 +16,7 @@ gain is largest where the default tile is furthest from the best one for the GPU
 Measured: on an NVIDIA H200, the sweep at 4096³
 (lab/gemm/2026-11-21-tile-sweep/nvidia-h200-gemm-sweep.json) timed the eight candidates from 3.819
 ms to 4.910 ms, and the fastest was `double-buffered`'s own configuration; 8 x 8 per lane and the
-128 x 256 block were within 1.2% of it. ``ladder bench`` (results/nvidia-h200.json): 3.803 ms at
+128 x 256 block were within 1.2% of it. ``ladder bench`` (results/nvidia-h200.json): 3.804 ms at
 4096³ and 0.151 ms at 1024³, the same as `double-buffered` (1.00x at both).
 Verdict: missed: no gain, because the sweep found the default best at 4096³, so ``TUNED`` is
 `double-buffered`'s configuration and the rung runs `double-buffered`'s kernel. At 1024³, where 64

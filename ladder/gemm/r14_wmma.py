@@ -11,15 +11,15 @@ converting the FP32 result to half goes through a 1 KB shared-memory staging til
 Edges: the kernel assumes M and N are multiples of 32 and K of 16; the launcher
 (``tensor_core.TiledLauncher``) pads other sizes with zeros.
 Why: the tensor cores multiply half-precision tiles many times faster than the FP32 lanes
-(cuBLAS HGEMM reaches 771.9 TFLOP/s on the H200, results/nvidia-h200.json).
+(cuBLAS HGEMM reaches 782.5 TFLOP/s at 8192³ on the H200, results/nvidia-h200.json).
 Prediction: nothing is staged in shared memory, so each warp re-reads its 16-row strip of A
 and 16-column strip of B: at M = N = K = 4096 that is 4096/16 = 256 reads of each operand
 instead of one, each fragment load a strided access of 16 rows of 32 bytes. Far above the
 FP32 rungs in peak terms, a small fraction of cuBLAS in practice: the tensor cores sit idle
 waiting for loads.
-Measured: on an NVIDIA H200 by ``ladder bench`` (results/nvidia-h200.json): 4.924 ms at 4096³
-(27.91 TFLOP/s, 0.037x cuBLAS HGEMM, 1.08x `fp16-staging`) and 38.433 ms at 8192³ (28.61 TFLOP/s,
-0.041x). Nsight Compute at 4096³ (lab/gemm/2026-11-22-profiles/nvidia-h200-profile-float16.json): SM
+Measured: on an NVIDIA H200 by ``ladder bench`` (results/nvidia-h200.json): 4.936 ms at 4096³
+(27.85 TFLOP/s, 0.036x cuBLAS HGEMM, 1.08x `fp16-staging`) and 38.431 ms at 8192³ (28.61 TFLOP/s,
+0.037x). Nsight Compute at 4096³ (lab/gemm/2026-11-22-profiles/nvidia-h200-profile-float16.json): SM
 throughput 17.4%, occupancy 72.4%, L2 hit rate 91.6%, DRAM 3.1%.
 Verdict: held: about 4% of cuBLAS. Many warps are resident, yet the SM's busiest unit works
 under a fifth of the time and the loads are served from L2: the warps wait on loads, not on the

@@ -37,11 +37,11 @@ over-large one as infinite); autotuning costs seconds at each new (M, N, K) and 
 choice depend on the machine and its noise, so ``Rung.describe`` records it. Sizes off the
 tile get masked loads; Triton specializes on M, N, K and the pointers being multiples of 16.
 
-Measured (NVIDIA H200, ``results/nvidia-h200.json``): FP32 4096³ 3.081 ms (44.6 TFLOP/s), between
-`tuned`'s 3.802 and cuBLAS's 2.677 (torch.matmul); at 1024³ 0.060 ms, cuBLAS 0.063,
-`double-buffered` 0.151. FP16 4096³ 0.192 ms (718 TFLOP/s) and 8192³ 1.558, against `wgmma`'s 0.206
-and 1.606 and cuBLAS's 0.183 and 1.506. The verdict: the PTX shows ``wgmma`` fed by ``cp.async`` (no
-bulk copies): the same tensor-core instruction as `wgmma` without its copy warpgroup, and within 4
+Measured (NVIDIA H200, ``results/nvidia-h200.json``): FP32 4096³ 3.080 ms (44.6 TFLOP/s), between
+`tuned`'s 3.804 and cuBLAS's 2.688; at 1024³ 0.060 ms, cuBLAS 0.064, `double-buffered` 0.151.
+FP16 4096³ 0.188 ms (732 TFLOP/s) and 8192³ 1.434, against `wgmma`'s 0.203 and 1.474 and cuBLAS's
+0.179 and 1.405. The verdict: the PTX shows ``wgmma`` fed by ``cp.async`` (no
+bulk copies): the same tensor-core instruction as `wgmma` without its copy warpgroup, and within 2
 to 5% of cuBLAS in FP16.
 """
 

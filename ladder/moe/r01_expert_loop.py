@@ -13,7 +13,7 @@ Why: it is the shape of the PyTorch loop (``torch.where`` per expert, index, two
 ``index_add_``), so its costs are the ones to remove: the host waits for the GPU once per call
 (the ids), each expert launches four kernels and allocates its buffers, and a small expert's
 GEMM fills only a few of the GPU's 132 SMs while the others idle.
-Prediction: the GEMMs at about the GEMM ladder's shared-tiling rate (`gemm/shared-tiling`: 7.86
+Prediction: the GEMMs at about the GEMM ladder's shared-tiling rate (`gemm/shared-tiling`: 7.82
 TFLOP/s in float32 at 4096³ on an H200, results/nvidia-h200.json): about 490 ms at the Mixtral-like
 size (3.85 TFLOP) and 70 ms at OLMoE's (0.55 TFLOP), and at E = 64 the host's loop on top.
 Measured: on an NVIDIA H100 (lab/moe/2026-11-26-bench/nvidia-h100-80gb-hbm3-moe.json, ``ladder

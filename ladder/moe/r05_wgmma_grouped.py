@@ -17,8 +17,8 @@ the caller's offsets on the GPU as `grouped` does (``grouped_gemm``).
 Why: `fused-gather-scatter`'s GEMM is `gemm/shared-tiling`'s loop on 16 × 16 tiles, 7.15 TFLOP/s, a
 ninth of the FP32 peak. This rung changes two things at once, on purpose: the tiles become
 `gemm/wgmma`'s pipeline (the GEMM ladder's rungs `gemm/thread-tiling-1d` to `gemm/tma`, climbed in
-notebooks 01 and 02) and the products move to the tensor cores. `gemm/wgmma` reaches 665.89 and
-684.51 TFLOP/s at 4096³ and 8192³, 0.886x and 0.973x cuBLAS (results/nvidia-h200.json, an H200).
+notebooks 01 and 02) and the products move to the tensor cores. `gemm/wgmma` reaches 678.03 and
+746.08 TFLOP/s at 4096³ and 8192³, 0.885x and 0.953x cuBLAS (results/nvidia-h200.json, an H200).
 Prediction: the GEMMs near 650 TFLOP/s: 5.9 ms at the Mixtral-like size, 0.85 ms at OLMoE's;
 plus the copies (the gather and the combine move about 0.47 and 0.84 GB: 0.16 and 0.28 ms at
 the 3.01 TB/s copy bandwidth ``ladder info`` measured) and tens of µs of routing: about 6.1

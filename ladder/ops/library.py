@@ -99,7 +99,7 @@ def _transposed_rungs(dtype: str) -> list[Any]:
 def _in_place(layout: str, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor | None:
     """Aᵀ·B (``layout="tn"``, ``x`` = A) or A·Bᵀ (``"nt"``, ``y`` = B), the transposed
     operand read where it lies, by the highest GEMM rung that offers it (``Rung.transposed``:
-    rung 18 on Hopper), is available here and takes these sizes; else None, and the caller
+    `wgmma` on Hopper), is available here and takes these sizes; else None, and the caller
     copies the operand."""
     if unsupported(x) or unsupported(y):
         return None
