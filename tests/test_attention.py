@@ -13,8 +13,7 @@ import numpy as np
 import pytest
 from conftest import check_against_reference, gpu_only, run_poisoned, twin_cases
 
-import ladder.attention  # noqa: F401  (registers the problems and rungs)
-from ladder.attention import lane_model, memory
+from ladder.attention import LADDER, lane_model, memory  # (registers the problems and rungs)
 from ladder.attention.memory import AttentionMemoryError
 from ladder.attention.problem import SIMULATOR_SIZES, attention_numpy
 from ladder.core import timing
@@ -238,20 +237,7 @@ def long_case():
 
 
 @gpu_only
-@pytest.mark.parametrize(
-    "name",
-    [
-        "flash",
-        "flash-fp16",
-        "tensor-core-flash",
-        "gqa-packed",
-        "wgmma-flash",
-        "overlap-flash",
-        "producer-flash",
-        "pingpong-flash",
-        "wide-keys-flash",
-    ],
-)
+@pytest.mark.parametrize("name", LADDER[LADDER.index("flash") :])  # every rung from flash on
 def test_flash_rungs_run_at_n_32768(name, long_case):
     rung = get_rung("attention-causal", name)
     if rung.unavailable_reason():
