@@ -12,6 +12,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
+from ladder.core import canonical as _files
 from ladder.core import derived, device, report, roofline, timing
 from ladder.core.rung import Rung
 
@@ -389,6 +390,6 @@ def measured(
         "",
     ]
     for group in derived.groups(runs).values():
-        lines += report.group_table(group, canonical.ceilings_for(doc, problem))
+        lines += report.group_table(group, _files.ceilings_for(doc, problem))
     display(Markdown("\n".join(lines)))
     return doc
