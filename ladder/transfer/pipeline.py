@@ -73,9 +73,11 @@ mean nothing; the runs check that the chunking, the staging and the results are 
 
 from __future__ import annotations
 
+import contextlib
 import os
 import queue
 import time
+from collections.abc import Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
 from typing import Any
@@ -398,26 +400,23 @@ class Pipelined:
         src = self.pin_in[s][slot][:n] if self.staging else x[lo : lo + n]
         dst = self.pin_out[s][slot][:n] if self.staging else out[lo : lo + n]
         d_x, d_y = self.d_x[s][:n], self.d_y[s][:n]
-        stamp = self.stamps[i]
-        before = self.stamps[i - 1] if i else None
-        with nvtx_range(f"transfer/chunk {i}/h2d"):
-            if before is not None:
-                before["h2d_end"].wait(stream)
-            stamp["h2d_start"].record(stream)
+        with self._stage(i, "h2d", stream):
             d_x.copy_to_device(src, stream=stream)
-            stamp["h2d_end"].record(stream)
-        with nvtx_range(f"transfer/chunk {i}/kernel"):
-            if before is not None:
-                before["kernel_end"].wait(stream)
-            stamp["kernel_start"].record(stream)
+        with self._stage(i, "kernel", stream):
             self.launch(d_x, self.d_w, d_y, stream=stream)
-            stamp["kernel_end"].record(stream)
-        with nvtx_range(f"transfer/chunk {i}/d2h"):
-            if before is not None:
-                before["d2h_end"].wait(stream)
-            stamp["d2h_start"].record(stream)
+        with self._stage(i, "d2h", stream):
             d_y.copy_to_host(dst, stream=stream)
-            stamp["d2h_end"].record(stream)
+
+    @contextlib.contextmanager
+    def _stage(self, i: int, stage: str, stream: Any) -> Iterator[None]:
+        """Chunk i's ``stage`` (one of STAGES) on ``stream``, behind chunk i - 1's, between
+        its start and end stamps, in an NVTX range named for it."""
+        with nvtx_range(f"transfer/chunk {i}/{stage}"):
+            if i:
+                self.stamps[i - 1][f"{stage}_end"].wait(stream)
+            self.stamps[i][f"{stage}_start"].record(stream)
+            yield
+            self.stamps[i][f"{stage}_end"].record(stream)
 
     def run(self, x: np.ndarray, out: np.ndarray) -> Run:
         """One pass: ``out`` = the layer applied to ``x``, both host arrays."""
