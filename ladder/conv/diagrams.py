@@ -264,11 +264,7 @@ def draw_quads(
     labels = [[str(r) for r in plan.quad_words(q)] for q in range(quads)]
     colors = [[dg.RED if q == k else "#dbe4f0" for _ in range(4)] for q in range(quads)]
     dg.cell_grid(column, labels, colors, fontsize=6.5, gid="quad")
-    column.set_xlim(0, 4)
-    column.set_ylim(quads, 0)
-    _ticks(column, "x", range(4), [f"a{r}" for r in range(4)])
-    _ticks(column, "y", range(quads), [f"quad {q}" for q in range(quads)])
-    column.tick_params(labelsize=6, length=0)
+    dg.cell_axes(column, [f"a{r}" for r in range(4)], [f"quad {q}" for q in range(quads)])
     column.set_xlabel("register (the input row it holds)", fontsize=7)
     column.set_title(
         f"(b) its quad column: quad k =\n(F(2k), F(2k + 1), F(2k + 1), F(2k + 2)),\n"
@@ -282,12 +278,8 @@ def draw_quads(
         [dg.RED if i + j == k else "#dbe4f0" for j in range(plan.PAIRS)] for i in range(tiles)
     ]
     dg.cell_grid(table, labels, colors, fontsize=7, gid="tile-step")
-    table.set_xlim(0, plan.PAIRS)
-    table.set_ylim(tiles, 0)
+    dg.cell_axes(table, [f"j{j}" for j in range(plan.PAIRS)], [f"tile {i}" for i in range(tiles)])
     table.set_aspect("equal")
-    _ticks(table, "x", range(plan.PAIRS), [f"j{j}" for j in range(plan.PAIRS)])
-    _ticks(table, "y", range(tiles), [f"tile {i}" for i in range(tiles)])
-    table.tick_params(labelsize=6, length=0)
     table.set_xlabel("k16 step (filter rows 2j, 2j + 1)", fontsize=7)
     table.set_title(
         f"(c) quad k = i + j: T = {tiles} tiles ×\nPAIRS = {plan.PAIRS} steps = "
@@ -486,11 +478,12 @@ def draw_filters_on_m(
     labels = [[f"f{plan.fm_row(16 * w + r)[0]}" for w in range(warps)] for r in range(16)]
     colors = [[SHIFT_COLORS[plan.fm_row(16 * w + r)[1:]] for w in range(warps)] for r in range(16)]
     dg.cell_grid(rows_ax, labels, colors, fontsize=6, gid="a-row")
-    rows_ax.set_xlim(0, warps)
-    rows_ax.set_ylim(16, 0)
-    _ticks(rows_ax, "x", range(warps), [f"warp {w}" for w in range(warps)])
-    _ticks(rows_ax, "y", range(16), [f"i {r % 8}: dy {r % 8 // 4}, dx {r // 8}" for r in range(16)])
-    rows_ax.tick_params(labelsize=5.5, length=0)
+    dg.cell_axes(
+        rows_ax,
+        [f"warp {w}" for w in range(warps)],
+        [f"i {r % 8}: dy {r % 8 // 4}, dx {r // 8}" for r in range(16)],
+        labelsize=5.5,
+    )
     rows_ax.set_title(
         f"(a) A's {r13.ROWS} rows, 16 filters × SHIFTS = {r13.SHIFTS}:\nrow 16·warp + 8·dx + i "
         "has f = 4 (i mod 4) + warp,\ndy = i // 4 (lane (i, t) holds i, i + 8)",

@@ -172,6 +172,19 @@ def cell_grid(
                 )
 
 
+def cell_axes(
+    ax: Axes, columns: Sequence[str], rows: Sequence[str], labelsize: float = 6.0
+) -> None:
+    """Axes over a grid of unit cells (``cell_grid``'s), ``len(columns)`` wide and
+    ``len(rows)`` tall, row 0 on top: each column and row labelled at its centre, no tick
+    marks."""
+    ax.set_xlim(0, len(columns))
+    ax.set_ylim(len(rows), 0)
+    ax.set_xticks(np.arange(len(columns)) + 0.5, columns)
+    ax.set_yticks(np.arange(len(rows)) + 0.5, rows)
+    ax.tick_params(labelsize=labelsize, length=0)
+
+
 def spread(targets: Sequence[float], gap: float) -> list[float]:
     """Positions as close to ``targets`` as possible (least squares) with at least ``gap``
     between any two, keeping their order: labels beside a column of points."""

@@ -358,12 +358,8 @@ def mma_fragments() -> Figure:
         colors = [[palette[o[0] % 4] for o in row] for row in owners]
         dg.cell_grid(ax, labels, colors, fontsize=5.5, gid=f"{key}-element")
         rows, cols = owners.shape[:2]
-        ax.set_xlim(0, cols)
-        ax.set_ylim(rows, 0)
+        dg.cell_axes(ax, [str(i) for i in range(cols)], [str(i) for i in range(rows)])
         ax.set_aspect("equal")
-        ax.set_xticks(np.arange(cols) + 0.5, [str(i) for i in range(cols)])
-        ax.set_yticks(np.arange(rows) + 0.5, [str(i) for i in range(rows)])
-        ax.tick_params(labelsize=6, length=0)
         ax.set_xlabel("k" if key == "A" else "n", fontsize=8)
         ax.set_ylabel("k" if key == "B" else "m", fontsize=8)
         ax.set_title(shapes[key], fontsize=9)
@@ -811,11 +807,12 @@ def draw_wgmma_descriptor(
             )
             if read:
                 tile.text(c + 0.5, i + 0.5, f"({i}, {half})", ha="center", va="center", fontsize=6)
-    tile.set_xlim(0, chunks)
-    tile.set_ylim(groups, 0)
-    tile.set_xticks(np.arange(chunks) + 0.5, [f"k {8 * c}–{8 * c + 7}" for c in range(chunks)])
-    tile.set_yticks(np.arange(groups) + 0.5, [f"rows {8 * i}–{8 * i + 7}" for i in range(groups)])
-    tile.tick_params(labelsize=5.5, length=0)
+    dg.cell_axes(
+        tile,
+        [f"k {8 * c}–{8 * c + 7}" for c in range(chunks)],
+        [f"rows {8 * i}–{8 * i + 7}" for i in range(groups)],
+        labelsize=5.5,
+    )
     tile.set_xlabel("colour: the k16 step kk that reads the column", fontsize=7)
     tile.set_title(
         f"(b) warpgroup {warpgroup}'s 64 × BK = 64 × {r21.BK} tile of A: 8 × {chunks} core "
@@ -842,11 +839,11 @@ def draw_wgmma_descriptor(
                 )
             )
             atom.text(column + 0.5, r + 0.5, f"k{8 * c}", ha="center", va="center", fontsize=6)
-    atom.set_xlim(0, chunks)
-    atom.set_ylim(CORE_ROWS, 0)
-    atom.set_xticks(np.arange(chunks) + 0.5, [f"{4 * b}–{4 * b + 3}" for b in range(chunks)])
-    atom.set_yticks(np.arange(CORE_ROWS) + 0.5, [f"row {r}" for r in range(CORE_ROWS)])
-    atom.tick_params(labelsize=6, length=0)
+    dg.cell_axes(
+        atom,
+        [f"{4 * b}–{4 * b + 3}" for b in range(chunks)],
+        [f"row {r}" for r in range(CORE_ROWS)],
+    )
     atom.set_xlabel("banks (16-byte chunk of the 128-byte row)", fontsize=7)
     atom.set_title(
         f"(c) rows 0–7 in shared memory, one 1024-byte atom: chunk c of row r\nat c XOR r; "
