@@ -26,6 +26,7 @@ from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
+from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 from matplotlib.patches import FancyArrowPatch, Polygon, Rectangle
 
@@ -51,6 +52,17 @@ def flash_tile_sizes(d: int = 64) -> dict[str, tuple[int, int]]:
         "r03_flash": (r03.SIDE * tm, r03.SIDE * tn),
         "r05_tensor_core_flash": (MMA_M * mi * warps, r05.BKV),
     }
+
+
+def _score_axes(ax: Axes, n: int, bq: int, bk: int) -> None:
+    """The N x N plane of S, queries down and keys across, ticked at tile edges (every
+    ``bq`` queries and ``bk`` keys, or every N / 8 where tiles are smaller)."""
+    ax.set_xlim(0, n)
+    ax.set_ylim(n, 0)
+    ax.set_aspect("equal")
+    ax.set_xticks(range(0, n + 1, max(bk, n // 8)))
+    ax.set_yticks(range(0, n + 1, max(bq, n // 8)))
+    ax.tick_params(labelsize=7)
 
 
 def flash_tiles(n: int = 512, d: int = 64, query_tile: int = 1) -> Figure:
@@ -106,12 +118,7 @@ def flash_tiles(n: int = 512, d: int = 64, query_tile: int = 1) -> Figure:
             va="top",
             fontsize=8,
         )
-        ax.set_xlim(0, n)
-        ax.set_ylim(n, 0)
-        ax.set_aspect("equal")
-        ax.set_xticks(range(0, n + 1, max(bkv, n // 8)))
-        ax.set_yticks(range(0, n + 1, max(bq, n // 8)))
-        ax.tick_params(labelsize=7)
+        _score_axes(ax, n, bq, bkv)
         ax.set_xlabel("key index j (a column of S, a row of K and V)")
         ax.set_ylabel("query index i (a row of S and of the output)")
         ax.set_title(
@@ -279,12 +286,7 @@ def backward_tiles(n: int = 512, d: int = 64, causal: bool = True, block: int = 
                           ec="black", lw=0.5, gid="visited-tile")
             )  # fmt: skip
             ax.text(k0 + bk / 2, q0 + bq / 2, str(visited), ha="center", va="center", fontsize=7)
-        ax.set_xlim(0, n)
-        ax.set_ylim(n, 0)
-        ax.set_aspect("equal")
-        ax.set_xticks(range(0, n + 1, max(bk, n // 8)))
-        ax.set_yticks(range(0, n + 1, max(bq, n // 8)))
-        ax.tick_params(labelsize=7)
+        _score_axes(ax, n, bq, bk)
         ax.set_xlabel("key index j")
         ax.set_ylabel("query index i")
         if by_keys:
