@@ -26,9 +26,9 @@ TFLOP/s at 4096³ on an H200), with the softmax's 26 GB a few milliseconds on to
 milliseconds at the SDPA shape. The causal problem counts half the FLOPs but this rung does all
 the work, so its TFLOP/s halve.
 Measured: on an NVIDIA H200 (results/nvidia-h200.json, ``ladder bench``), at the SDPA shape
-[4, 16, 16, 4096, 64] (B, H, HKV, N, d): 301.258 ms and 0.9 TFLOP/s in float32 (SDPA: 7.907 ms)
-and 296.994 ms in float16 (SDPA: 0.599 ms, 495.6x faster); causal, 227.992 ms in float32,
-0.6 TFLOP/s.
+[4, 16, 16, 4096, 64] (B, H, HKV, N, d): 301.727 ms and 0.9 TFLOP/s in float32 (SDPA: 7.849 ms)
+and 297.608 ms in float16 (SDPA: 0.600 ms, 496.3x faster); causal (the file's earlier run,
+2026-11-25), 227.992 ms in float32, 0.6 TFLOP/s.
 Verdict: the time held; the rate is about 1.8x the naive GEMM's, likely because a warp of
 ``scores_kernel`` loads from 16 rows of k and 2 of q where the naive GEMM's warp loads from 32
 rows of A, and a warp of ``pv_kernel`` reads one row of v (not profiled). The causal TFLOP/s

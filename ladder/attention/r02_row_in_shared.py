@@ -24,11 +24,11 @@ of one head run together), but still two loads (q and k) per multiply-add in ste
 Prediction: faster than `naive` by the passes over S, 1.5 to 3x; still far from the tensor
 cores, since each score costs about as many load instructions as in `naive`.
 Measured: on an NVIDIA H200 (results/nvidia-h200.json, ``ladder bench``), at the SDPA shape
-[4, 16, 16, 4096, 64] (B, H, HKV, N, d): 313.264 ms in float32 (`naive`: 301.258 ms) and
-311.494 ms in float16 (`naive`: 296.994 ms), 0.9 TFLOP/s; causal, 158.535 ms in float32
-against `naive`'s 227.992 ms.
+[4, 16, 16, 4096, 64] (B, H, HKV, N, d): 313.550 ms in float32 (`naive`: 301.727 ms) and
+311.366 ms in float16 (`naive`: 297.608 ms), 0.9 TFLOP/s; causal (the file's earlier run,
+2026-11-25), 158.535 ms in float32 against `naive`'s 227.992 ms.
 Verdict: missed without the mask: 0.96x `naive`. The S traffic it removes is likely worth only a
-few of `naive`'s 301 ms, and step 1 likely costs more than `naive`'s ``scores_kernel``: a warp
+few of `naive`'s 302 ms, and step 1 likely costs more than `naive`'s ``scores_kernel``: a warp
 holds 32 consecutive keys, so each load of k touches 32 rows (16 in `naive`), and the 128
 partials are read one by one after each barrier (neither rung is profiled). With the causal
 mask it wins, 1.44x `naive`, likely because its rows stop at key i in both the scores and

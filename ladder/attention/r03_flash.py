@@ -30,9 +30,9 @@ Prediction: roughly the GEMM ladder's shared-tiling rung (7.8 TFLOP/s at 4096³ 
 the softmax work: 3 to 8 TFLOP/s in float32, tens of times faster than `naive` at N = 4096, and
 far below SDPA, capped by FP32 arithmetic on the CUDA cores.
 Measured: on an NVIDIA H200 (results/nvidia-h200.json, ``ladder bench``), at the SDPA shape [4, 16,
-16, 4096, 64] (B, H, HKV, N, d): 28.736 ms and 9.6 TFLOP/s in float32 (`row-in-shared`: 313.264 ms,
-`naive`: 301.258 ms, SDPA: 7.907 ms) and 28.897 ms in float16 (`row-in-shared`: 311.494 ms).
-Verdict: the rate beat the prediction (10.90x `row-in-shared`, 10.48x `naive` in float32; 0.28x
+16, 4096, 64] (B, H, HKV, N, d): 28.783 ms and 9.5 TFLOP/s in float32 (`row-in-shared`: 313.550 ms,
+`naive`: 301.727 ms, SDPA: 7.849 ms) and 29.104 ms in float16 (`row-in-shared`: 311.366 ms).
+Verdict: the rate beat the prediction (10.89x `row-in-shared`, 10.48x `naive` in float32; 0.27x
 SDPA), likely because each shared value serves 4 or 2 multiply-adds where the GEMM's shared-tiling
 rung does two shared loads per multiply-add; the ratio to `naive` is about 10x, not tens, because
 `naive` ran at 0.9 TFLOP/s, not the 0.5 the prediction assumed.

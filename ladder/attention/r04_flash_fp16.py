@@ -16,9 +16,10 @@ Prediction: 1.2 to 1.5x `flash` in float16, from the wider tiles, less the conve
 instruction per value read from shared memory). Still FP32 arithmetic on the CUDA cores: the
 tensor cores of `tensor-core-flash` are the step that matters.
 Measured: on an NVIDIA H200 (results/nvidia-h200.json, ``ladder bench``), at the SDPA shape
-[4, 16, 16, 4096, 64] (B, H, HKV, N, d) in float16: 24.013 ms and 11.4 TFLOP/s (`flash`:
-28.897 ms; SDPA: 0.599 ms); causal, 12.541 ms (`flash`: 15.255 ms).
-Verdict: held at its low end, 1.20x `flash` (causal 1.22x); 0.02x SDPA. Likely because only
+[4, 16, 16, 4096, 64] (B, H, HKV, N, d) in float16: 24.073 ms and 11.4 TFLOP/s (`flash`:
+29.104 ms; SDPA: 0.600 ms); causal (the file's earlier run, 2026-11-25), 12.541 ms (`flash`:
+15.255 ms).
+Verdict: held at its low end, 1.21x `flash` (causal 1.22x); 0.02x SDPA. Likely because only
 Q·Kᵀ gains from the wider tiles, while ``P·V`` keeps `flash`'s 16 multiply-adds per 8 shared
 loads and every value read from shared memory now pays a conversion (not profiled).
 

@@ -30,15 +30,16 @@ shared reads), 64 ``ex2`` per lane. At the mma.sync rate of the GEMM ladder (451
 the exponentials and the shared reads each take about as long as the mma, so they must overlap
 across warps: a little above half that rate, 220 to 300 TFLOP/s, about 20x `flash-fp16`, and below
 SDPA, which on Hopper can use wgmma, TMA and warp-specialized pipelines.
-Measured: on an NVIDIA H200 (results/nvidia-h200.json, ``ladder bench``), float16, SDPA shape
-[4, 16, 16, 4096, 64] (B, H, HKV, N, d): 0.899 ms and 305.6 TFLOP/s (`flash-fp16`: 24.013 ms; SDPA:
-0.599 ms, 458.7 TFLOP/s); causal, 0.519 ms and 264.9 TFLOP/s (SDPA: 0.354 ms). GQA shape
-[4, 16, 4, 4096, 64]: 0.903 ms (SDPA: 0.601 ms); causal, 0.520 ms (SDPA: 0.356 ms).
-Verdict: held, slightly exceeded: 0.69 of the mma.sync GEMM's rate, 26.70x `flash-fp16` against
-about 20x, 0.67x SDPA (causal 0.68x; GQA 0.66x and 0.68x). The causal rate is 0.87 of the
-non-causal one, likely because a causal block walks half as many key tiles on average, so loading
-q, filling the pipeline and the final normalization weigh more, and its diagonal tiles do masked
-work (not profiled).
+Measured: on an NVIDIA H200 (results/nvidia-h200.json, ``ladder bench``), float16, SDPA shape [4,
+16, 16, 4096, 64] (B, H, HKV, N, d): 0.903 ms and 304.3 TFLOP/s (`flash-fp16`: 24.073 ms; SDPA:
+0.600 ms, 458.4 TFLOP/s); causal (the file's earlier run, 2026-11-25), 0.519 ms and 264.9 TFLOP/s
+(SDPA: 0.354 ms). GQA shape [4, 16, 4, 4096, 64]: 0.897 ms (SDPA: 0.600 ms); causal, 0.520 ms (SDPA:
+0.356 ms).
+Verdict: held, slightly exceeded: 0.68 of the fastest mma.sync GEMM's rate (`gemm/warp-tile-64`,
+449.31 TFLOP/s), 26.65x `flash-fp16` against about 20x, 0.66x SDPA (causal 0.68x; GQA 0.67x and
+0.68x). The causal rate is 0.87 of the non-causal one, likely because a causal block walks half as
+many key tiles on average, so loading q, filling the pipeline and the final normalization weigh
+more, and its diagonal tiles do masked work (not profiled).
 
 Lab notes: docs/notes/attention.md
 """

@@ -19,18 +19,18 @@ instead of 128, so less work lands on masked keys (about 3% of the causal work a
 Prediction: within a few percent of `tensor-core-flash` at the benchmark's GQA shape (G = 4, N =
 4096), slightly ahead on the causal problem, and faster than `tensor-core-flash` at short
 sequences.
-Measured: on an NVIDIA H200 (results/nvidia-h200.json, ``ladder bench``), float16. GQA shape [4,
-16, 4, 4096, 64] (B, H, HKV, N, d): 0.913 ms and 301.1 TFLOP/s (`tensor-core-flash`: 0.903 ms;
-SDPA: 0.601 ms), fastest of 100 repeats 0.910 ms; causal, 0.514 ms (`tensor-core-flash`: 0.520 ms).
-SDPA shape [4, 16, 16, 4096, 64] (G = 1): 0.922 ms (`tensor-core-flash`: 0.899 ms); causal, 0.534
-ms (`tensor-core-flash`: 0.519 ms).
-Verdict: "within a few percent" held (0.99x `tensor-core-flash`; causal GQA 1.01x), but the packed
+Measured: on an NVIDIA H200 (results/nvidia-h200.json, ``ladder bench``), float16. GQA shape [4, 16,
+4, 4096, 64] (B, H, HKV, N, d): 0.911 ms and 301.6 TFLOP/s (`tensor-core-flash`: 0.897 ms; SDPA:
+0.600 ms), fastest of 100 repeats 0.909 ms; causal (the file's earlier run, 2026-11-25), 0.514 ms
+(`tensor-core-flash`: 0.520 ms). SDPA shape [4, 16, 16, 4096, 64] (G = 1): 0.913 ms
+(`tensor-core-flash`: 0.903 ms); causal, 0.534 ms (`tensor-core-flash`: 0.519 ms).
+Verdict: "within a few percent" held (0.98x `tensor-core-flash`; causal GQA 1.01x), but the packed
 rung is not faster at the GQA shape: even its fastest repeat is slower than `tensor-core-flash`'s
-median, and its causal lead is within the spread of the repeats. Likely cause:
-`tensor-core-flash`'s four blocks of a group already read k and v from L2, so packing saves only L2
-traffic, while every row pays the packed addressing (a division and a remainder by G) and 3 more
-registers; a like 0.98x at G = 1, where packing buys nothing, points the same way (not profiled).
-The short sequences where packing should win are not in the benchmark.
+median, and its causal lead is within the spread of the repeats. Likely cause: `tensor-core-flash`'s
+four blocks of a group already read k and v from L2, so packing saves only L2 traffic, while every
+row pays the packed addressing (a division and a remainder by G) and 3 more registers; a like 0.99x
+at G = 1, where packing buys nothing, points the same way (not profiled). The short sequences where
+packing should win are not in the benchmark.
 
 Lab notes: docs/notes/attention.md
 """

@@ -23,24 +23,22 @@ The GEMM ladder's same step gained 1.49x (`gemm/wgmma-descriptors` against `gemm
 Prediction: less than the GEMM's 1.49x: the exponentials (64 per row and key tile, 32 per lane
 here) and the rescaling do not change, and nothing yet overlaps them with the products within a
 warpgroup (only across warpgroups and blocks). About 1.1-1.3x `tensor-core-flash`.
-Measured: on an NVIDIA H100 by ``ladder run``, `tensor-core-flash` (below, "mma.sync") and SDPA's
-cuDNN and FlashAttention-2 backends in the same run, [B, H, HKV, N] = [4, 16, 16, 4096], float16:
-d = 64, 0.702 ms (391.59 TFLOP/s; mma.sync 0.900 ms, cuDNN 0.602 ms, lab/attention/2026-11-27-
-wgmma-flash/nvidia-h100-80gb-hbm3-attention-64-wgmma-flash.json); d = 128, 1.421 ms (mma.sync
-1.844 ms, cuDNN 1.034 ms, lab/attention/2026-11-27-wgmma-flash/nvidia-h100-80gb-hbm3-attention-128-
-wgmma-flash.json); causal d = 64, 0.412 ms (mma.sync 0.514 ms, cuDNN 0.553 ms, FlashAttention-2
-0.546 ms, lab/attention/2026-11-27-wgmma-flash/nvidia-h100-80gb-hbm3-attention-causal-64-wgmma-
-flash.json); causal d = 128, 0.801 ms (mma.sync 0.989 ms, cuDNN 0.667 ms, lab/attention/2026-11-27-
-wgmma-flash/nvidia-h100-80gb-hbm3-attention-causal-128-wgmma-flash.json). ptxas: 101 registers
-at d = 64, 149 at d = 128, no spills. Nsight Compute at the GQA shape: 701.0 us, 57.4% SM busy
-against 913.0 us and 46.4% for `gqa-packed`, the profiler's rung below (packed, not mma.sync)
-(lab/attention/2026-11-27-wgmma-flash/nvidia-h100-80gb-hbm3-profile-attention-wgmma-flash.json).
-Verdict: held: 1.28x and 1.30x `tensor-core-flash` (causal 1.25x and 1.23x). Against the fastest
-SDPA backend: 0.86x at d = 64, 0.73x at d = 128, 0.83x causal at d = 128; causal d = 64 1.32x is
-not a win (both backends ran slow in that run). At N = 16384 0.68x to 0.90x, causal d = 64 0.81x
-(lab/attention/2026-11-27-wgmma-flash/nvidia-h100-80gb-hbm3-attention-causal-16384-64-wgmma-
-flash.json and the other -16384- files). What is left is FlashAttention-3's: copies by TMA and a
-producer warpgroup, and the softmax of one warpgroup under the other's products.
+Measured: on an NVIDIA H200 by ``ladder bench`` (results/nvidia-h200.json), [B, H, N, d] = [4, 16,
+4096, 64] with 16 and 4 KV heads: float16 0.707 and 0.704 ms (388.89 and 390.19 TFLOP/s; the
+mma.sync rung 0.903 and 0.897 ms; the fastest SDPA call, cuDNN, 0.600 and 0.599 ms), bfloat16 0.706
+and 0.707 ms (SDPA's default call 0.593 and 0.599 ms; the mma.sync rungs take no bfloat16). Causal,
+float16, 16 KV heads, in the lab's H200 bench (lab/attention/2026-11-28-h200/nvidia-h200-bench-
+attention.json): 0.413 ms (mma.sync 0.517 ms, SDPA 0.356 ms). At d = 128 on an NVIDIA H100 by
+``ladder run``, float16: 1.421 ms (mma.sync 1.844 ms, cuDNN 1.034 ms, lab/attention/2026-11-27-
+wgmma-flash/nvidia-h100-80gb-hbm3-attention-128-wgmma-flash.json); causal 0.801 ms (0.989 ms, cuDNN
+0.667 ms, lab/attention/2026-11-27-wgmma-flash/nvidia-h100-80gb-hbm3-attention-causal-128-wgmma-
+flash.json). ptxas: 101 registers at d = 64, 149 at d = 128, no spills. Nsight Compute (H100, GQA
+shape): 57.4% SM busy against 46.4% for `gqa-packed` (lab/attention/2026-11-27-wgmma-flash/nvidia-
+h100-80gb-hbm3-profile-attention-wgmma-flash.json).
+Verdict: held: 1.28x and 1.27x the mma.sync rung at d = 64 on the H200 (causal 1.25x), 1.30x at d =
+128 on the H100 (causal 1.23x). Against the fastest SDPA call: 0.85x in float16, 0.84x and 0.85x in
+bfloat16, 0.86x causal; 0.73x at d = 128 (causal 0.83x). What is left is FlashAttention-3's: copies
+by TMA and a producer warpgroup, and the softmax of one warpgroup under the other's products.
 
 Lab notes: docs/notes/attention.md
 """

@@ -20,25 +20,27 @@ The compiler: ptxas moves a wgmma wait up past arithmetic that nothing ties to i
 help it put wait_group 0 right after wait_group 1, before the 34 exponentials (cuobjdump).
 One st.shared of the row sums (which need every exponential) just before the wait keeps them
 between the two waits (``store_before_wait``, wgmma.cuh: one word a thread, never read).
-Measured: on an NVIDIA H100 by ``ladder run``, `wgmma-flash` and SDPA (default call, cuDNN and
-FlashAttention-2 pinned) in the same run, [B, H, HKV, N] = [4, 16, 16, 4096], float16: d = 64,
-0.689 ms (`wgmma-flash` 0.700 ms, fastest SDPA 0.621 ms, lab/attention/2026-11-27-producer-
-flash/nvidia-h100-80gb-hbm3-attention-64-producer-flash.json); d = 128, 1.261 ms (1.431 ms, SDPA
-0.887 ms, lab/attention/2026-11-27-producer-flash/nvidia-h100-80gb-hbm3-attention-128-producer-
-flash.json); causal d = 64, 0.398 ms (0.409 ms, lab/attention/2026-11-27-producer-flash/nvidia-
-h100-80gb-hbm3-attention-causal-64-producer-flash.json); causal d = 128, 0.703 ms (0.790 ms,
-lab/attention/2026-11-27-producer-flash/nvidia-h100-80gb-hbm3-attention-causal-128-producer-
-flash.json); bfloat16 in the -bfloat16- files beside them, the same pattern (1.01-1.13x).
-Without the store (lab/attention/2026-11-27-overlap-flash/nvidia-h100-80gb-hbm3-attention-128-
-overlap-flash.json, an earlier run): 1.297 ms at d = 128, 1.10x `wgmma-flash`. Nsight Compute
-at [4, 16, 4, 4096, 64] without the store: 6.6% fewer warp instructions than `wgmma-flash`
-(lab/attention/2026-11-27-overlap-flash/nvidia-h100-80gb-hbm3-profile-attention-overlap-flash.json).
-Verdict: held at d = 128 (1.13x `wgmma-flash`, 1.12x causal), small at d = 64 (1.02x, 1.03x
-causal), where two blocks an SM already hid one block's exponentials under the other's
-products. The store (the overlap itself) took d = 128 from 1.10x to 1.13x (two runs); the rest
-is one barrier and one copy group a tile and the products back to back. Still behind SDPA:
-0.90x at d = 64, 0.70x at d = 128 (0.75x causal). Left: every warpgroup still issues copies
-and waits at a block barrier each tile (`producer-flash`).
+Measured: on an NVIDIA H200 by ``ladder bench`` (results/nvidia-h200.json), [B, H, N, d] = [4, 16,
+4096, 64] with 16 and 4 KV heads: float16 0.685 and 0.681 ms (`wgmma-flash` 0.707 and 0.704 ms; the
+fastest SDPA call, cuDNN, 0.600 and 0.599 ms), bfloat16 0.682 and 0.679 ms (`wgmma-flash` 0.706 and
+0.707 ms; SDPA's default call 0.593 and 0.599 ms). Causal, float16, 16 KV heads, in the lab's H200
+bench (lab/attention/2026-11-28-h200/nvidia-h200-bench-attention.json): 0.404 ms (`wgmma-flash`
+0.413 ms). At d = 128 on an NVIDIA H100 by ``ladder run``, float16: 1.261 ms (`wgmma-flash` 1.431
+ms, fastest SDPA 0.887 ms, lab/attention/2026-11-27-producer-flash/nvidia-h100-80gb-hbm3-attention-
+128-producer-flash.json); causal 0.703 ms (0.790 ms, lab/attention/2026-11-27-producer-flash/nvidia-
+h100-80gb-hbm3-attention-causal-128-producer-flash.json); bfloat16 in the -bfloat16- files beside
+them, 1.13x at d = 128. Without the store (lab/attention/2026-11-27-overlap-flash/nvidia-h100-80gb-
+hbm3-attention-128-overlap-flash.json, an earlier run): 1.297 ms at d = 128, 1.10x `wgmma-flash`.
+Nsight Compute at [4, 16, 4, 4096, 64] without the store: 6.6% fewer warp instructions than
+`wgmma-flash` (lab/attention/2026-11-27-overlap-flash/nvidia-h100-80gb-hbm3-profile-attention-
+overlap-flash.json).
+Verdict: held at d = 128 (1.13x `wgmma-flash`, 1.12x causal, H100); below the range at d = 64, where
+two blocks an SM already hid one block's exponentials under the other's products: 1.03x in float16
+and 1.04x in bfloat16 on the H200 (both KV-head settings, every repeat faster than every repeat of
+`wgmma-flash`), causal 1.02x (within the spread of the repeats). The store (the overlap itself) took
+d = 128 from 1.10x to 1.13x (two runs); the rest is one barrier and one copy group a tile and the
+products back to back. Against the fastest SDPA call: 0.87-0.88x at d = 64, 0.70x at d = 128. Left:
+every warpgroup still issues copies and waits at a block barrier each tile (`producer-flash`).
 
 Lab notes: docs/notes/attention.md
 """

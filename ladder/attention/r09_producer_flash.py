@@ -18,29 +18,28 @@ warpgroup arrives; TMA moves a 64 x 64 box with one instruction from one thread.
 Prediction: FlashAttention-3's ablation credits warp specialization with 1.16x at d = 128
 (661 against 570 TFLOP/s, with the softmax overlap on); `overlap-flash` keeps its overlap, so
 about 1.05-1.15x, more at d = 128 (one block an SM, where a barrier stall idles the SM).
-Measured: on an NVIDIA H100 by ``ladder run``, rungs `wgmma-flash` and `overlap-flash` and SDPA
-(default call, cuDNN and FlashAttention-2 pinned) in the same run, [B, H, HKV, N] = [4, 16, 16,
-4096], float16: d = 64, 0.626 ms (`overlap-flash` 0.689 ms, fastest SDPA 0.621 ms,
-lab/attention/2026-11-27-producer-flash/nvidia-h100-80gb-hbm3-attention-64-producer-flash.json);
-d = 128, 1.041 ms (`overlap-flash` 1.261 ms, SDPA 0.887 ms, lab/attention/2026-11-27-producer-
-flash/nvidia-h100-80gb-hbm3-attention-128-producer-flash.json); causal d = 64 0.391 ms (SDPA
-0.425 ms, lab/attention/2026-11-27-producer-flash/nvidia-h100-80gb-hbm3-attention-causal-64-
-producer-flash.json), causal d = 128 0.580 ms (SDPA 0.531 ms, lab/attention/2026-11-27-producer-
-flash/nvidia-h100-80gb-hbm3-attention-causal-128-producer-flash.json); bfloat16 d = 128 1.021 ms
-(SDPA 1.020 ms, lab/attention/2026-11-27-producer-flash/nvidia-h100-80gb-hbm3-attention-128-
-bfloat16-producer-flash.json; the other dtype and N = 16384 files beside it). Three consumers at
-d = 64 (192 rows, 160 registers): 0.690 ms (lab/attention/2026-11-27-producer-flash/nvidia-h100-
-80gb-hbm3-attention-producer-consumers-try.json). Nsight Compute at [4, 16, 4, 4096, 64]: 607.0
-us against `overlap-flash`'s 675.5 us (lab/attention/2026-11-27-producer-flash/nvidia-h100-80gb-
-hbm3-profile-attention-producer-flash.json).
-Verdict: above the prediction at d = 128: 1.21x `overlap-flash` (causal 1.21x, N = 16384 1.19x);
-a hypothesis: its one block an SM idled at each barrier there. 1.10x at d = 64 once the freed
-registers held a fourth consumer (with three, 0.98x `overlap-flash` in the try's own run);
-causal d = 64 only 1.02x (likely: 256-row blocks compute more masked tiles). Against the
-fastest SDPA call: d = 64 near parity (0.99x; N = 16384 1.00x), d = 128 0.85x (causal 0.92x,
-N = 16384 0.86x); bfloat16 d = 128 1.00x here and 0.87x in `pingpong-flash`'s run: SDPA's
-samples spread 0.851-1.165 ms. Next, FlashAttention-3's ping-pong: `pingpong-flash`, which
-gained nothing.
+Measured: on an NVIDIA H200 by ``ladder bench`` (results/nvidia-h200.json), [B, H, N, d] = [4, 16,
+4096, 64] with 16 and 4 KV heads: float16 0.623 and 0.617 ms (`overlap-flash` 0.685 and 0.681 ms;
+the fastest SDPA call, cuDNN, 0.600 and 0.599 ms), bfloat16 0.625 and 0.615 ms (`overlap-flash`
+0.682 and 0.679 ms; SDPA's default call 0.593 and 0.599 ms). Causal, float16, 16 KV heads, in the
+lab's H200 bench (lab/attention/2026-11-28-h200/nvidia-h200-bench-attention.json): 0.394 ms
+(`overlap-flash` 0.404 ms, SDPA 0.356 ms). At d = 128 on an NVIDIA H100 by ``ladder run``, float16:
+1.041 ms (`overlap-flash` 1.261 ms, fastest SDPA 0.887 ms, lab/attention/2026-11-27-producer-
+flash/nvidia-h100-80gb-hbm3-attention-128-producer-flash.json); causal 0.580 ms (0.703 ms, SDPA
+0.531 ms, lab/attention/2026-11-27-producer-flash/nvidia-h100-80gb-hbm3-attention-causal-128-
+producer-flash.json; the bfloat16 and N = 16384 files beside them). Three consumers at d = 64 (192
+rows, 160 registers) on the H100: 0.690 ms (lab/attention/2026-11-27-producer-flash/nvidia-h100-
+80gb-hbm3-attention-producer-consumers-try.json). Nsight Compute at [4, 16, 4, 4096, 64] (H100):
+607.0 us against `overlap-flash`'s 675.5 us (lab/attention/2026-11-27-producer-flash/nvidia-h100-
+80gb-hbm3-profile-attention-producer-flash.json).
+Verdict: above the prediction at d = 128: 1.21x `overlap-flash` (causal 1.21x, N = 16384 1.19x;
+H100); a hypothesis: its one block an SM idled at each barrier there. At d = 64 on the H200
+1.09-1.10x in both dtypes and KV-head settings, once the freed registers held a fourth consumer
+(with three, 0.98x `overlap-flash` in the try's own run); causal only 1.02x (likely: 256-row blocks
+compute more masked tiles). Against the fastest SDPA call: behind at d = 64, 0.96x and 0.97x in
+float16, 0.95x and 0.97x in bfloat16, not parity (the rung's fastest repeat is slower than SDPA's
+slowest in each); 0.90x causal; 0.85x at d = 128 (causal 0.92x, N = 16384 0.86x). Next,
+FlashAttention-3's ping-pong: `pingpong-flash`, which gained nothing.
 
 Lab notes: docs/notes/attention.md
 """

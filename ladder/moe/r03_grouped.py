@@ -24,9 +24,18 @@ Measured: on an NVIDIA H100 (lab/moe/2026-11-26-bench/nvidia-h100-80gb-hbm3-moe.
 536.623 ms at the Mixtral-like size (`sorted-tokens`: 536.201 ms), 73.920 ms at OLMoE's
 (`sorted-tokens`: 77.195 ms); host time per call 765 and 845 µs. Float32 at a quarter of OLMoE's
 widths (T = 2048, d = 512, f = 256): 1.516 ms against `sorted-tokens`'s 26.828 ms, and a CUDA graph
-replays it.
+replays it. The first expert GEMM alone (``grouped-gemm``) on an NVIDIA H200 by ``ladder bench``
+(results/nvidia-h200.json), against PyTorch's loop of one matmul per group (offsets read on the
+host): float32 at a quarter of the widths, 0.696 ms with 64 groups (16384 × 512 × 256) against the
+loop's 1.375 ms, 4.035 ms with 8 (4096 × 1024 × 3584) against its 0.898 ms; float16 at the full
+sizes, 270.085 and 36.368 ms (7.12 and 7.56 TFLOP/s), half the rows in group 0 270.243 and 36.079
+ms, against ``torch._grouped_mm``'s 2.518 and 1.440 ms.
 Verdict: held: 1.00x and 1.04x at the benchmark sizes; 17.7x at the quarter size, where
-`sorted-tokens`'s host time per call (26,527 µs) was nearly all of its 26.828 ms.
+`sorted-tokens`'s host time per call (26,527 µs) was nearly all of its 26.828 ms. The GEMM alone on
+the H200 shows the same trade against a host loop: 1.98x the loop's speed with 64 small groups,
+where the loop's host time per call (1,416 µs) is about all of its time, and 0.22x with 8 large
+ones, where cuBLAS's FP32 GEMM (33.47 TFLOP/s) outruns these 16 × 16 tiles (7.45); in float16 0.009x
+and 0.040x the tensor cores of ``torch._grouped_mm``, the step `wgmma-grouped` takes.
 
 Lab notes: docs/notes/moe.md
 """

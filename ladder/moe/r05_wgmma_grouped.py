@@ -24,19 +24,23 @@ plus the copies (the gather and the combine move about 0.47 and 0.84 GB: 0.16 an
 the 3.01 TB/s copy bandwidth ``ladder info`` measured) and tens of µs of routing: about 6.1
 and 1.2 ms. Each expert's last row tile is partly empty (at most E tiles of padding over
 T·k / 128: 6% at the Mixtral-like size, 12% at OLMoE's).
-Measured: on an NVIDIA H100 (lab/moe/2026-11-26-bench/nvidia-h100-80gb-hbm3-moe.json), float16:
-6.891 ms at the Mixtral-like size, 558.46 TFLOP/s (PyTorch's loop 7.498 ms, the layer on
-``torch._grouped_mm`` 7.339 ms); 2.140 ms at OLMoE's (loop 10.654 ms, ``torch._grouped_mm`` 4.365
-ms); with half the tokens on expert 0, 7.014 and 2.127 ms; bfloat16, in another run: 6.444 and 2.106
-ms (loop 7.243 and 11.537 ms). Stage by stage (lab/moe/2026-11-26-split/nvidia-h100-80gb-hbm3-moe-
-split.json) the GEMMs take 91% of the Mixtral-like layer and 52% of OLMoE's, where the gather takes
-0.666 ms (31%) and the routing 0.125 ms.
-Verdict: close at the Mixtral-like size, 6.891 against 6.1 ms (the grouped GEMM alone ran at
-611.02 TFLOP/s, 0.79x the H100's measured cuBLAS rate of 772); missed at OLMoE's, 2.140 against
-1.2 ms: the gather ran at 0.8 TB/s, not near the copy bandwidth, and the routing (one thread per
-token over 64 logits, 65,536 atomic adds on 64 counters, twice) took 0.125 ms. Against PyTorch's
-loop: 1.09x, where big experts hide the loop's cost; 4.98x at OLMoE's, where its 64 iterations,
-each a host wait (``torch.where``) and about eight launches, do not.
+Measured: the layer on an NVIDIA H100 (lab/moe/2026-11-26-bench/nvidia-h100-80gb-hbm3-moe.json),
+float16: 6.891 ms at the Mixtral-like size (PyTorch's loop 7.498 ms), 2.140 ms at OLMoE's (loop
+10.654 ms); at OLMoE's size the gather took 0.666 ms (31%) and the routing 0.125 ms (lab/moe/2026-
+11-26-split/nvidia-h100-80gb-hbm3-moe-split.json). The first GEMM alone (``grouped-gemm``) on an
+NVIDIA H200 (results/nvidia-h200.json), balanced, then half the rows in expert 0: float16 2.841 and
+2.825 ms at the Mixtral-like size (`grouped` 270.085 ms; ``torch._grouped_mm`` 2.518 and 2.592 ms),
+0.502 and 0.495 ms at OLMoE's (``torch._grouped_mm`` 1.440 and 0.981 ms); bfloat16 2.714 and
+2.686 ms (PyTorch's loop 2.444 and 2.492 ms), 0.488 and 0.481 ms (``torch._grouped_mm`` 0.424 and
+0.431 ms): 677-716 TFLOP/s at the Mixtral-like size, 548-571 at OLMoE's.
+Verdict: the layer: close at the Mixtral-like size, 6.891 against 6.1 ms; missed at OLMoE's, 2.140
+against 1.2 ms: the gather ran at 0.8 TB/s and the routing (65,536 atomic adds on 64 counters,
+twice) took 0.125 ms. Against PyTorch's loop 1.09x, where big experts hide its cost, and 4.98x at
+OLMoE's, where its 64 iterations of host waits and launches do not. The GEMM alone: above the
+prediction's 650 TFLOP/s at the Mixtral-like size, 95.07x `grouped`, yet 0.89x and 0.92x the fastest
+library in float16, 0.90x and 0.93x in bfloat16; below it at OLMoE's, likely the padded row tiles
+counted above (not profiled): 0.87x and 0.89x ``torch._grouped_mm`` in bfloat16, 2.87x and 1.98x in
+float16, where it is slow at small groups.
 
 Lab notes: docs/notes/moe.md
 """
