@@ -39,6 +39,7 @@ from ladder.core.dtypes import resolve
 from ladder.core.fastcall import Operand, PlanCache, c_contiguous, intake, output
 from ladder.core.geometry import rung_launcher
 from ladder.core.rung import Problem, register_problem, rung
+from ladder.gemm.tensor_core import padded_sizes
 
 DTYPES = ("float8_e4m3fn", "float8_e5m2")
 LARGEST = {"float8_e4m3fn": 448.0, "float8_e5m2": 57344.0}
@@ -182,10 +183,6 @@ def operands(
     return a, b, sa, sb, output(C, (m, n), OUT_DTYPE, "C"), m, n, k
 
 
-def _round_up(x: int, tile: int) -> int:
-    return (x + tile - 1) // tile * tile
-
-
 # a kernel's launch for tile-multiple sizes: kernel_for(M, N, K, dtype) -> launch(a, bt, c,
 # scale_a, scale_b) with device pointers (a ``TensorMapLaunch`` of three pointers)
 KernelFor = Callable[[int, int, int, str], Callable[..., None]]
@@ -212,8 +209,7 @@ class Fp8Launcher:
             return lambda *ops: None
         if k == 0:
             return lambda a, b, sa, sb, c: bits_view(c).fill(0)  # C = A @ B = 0
-        tm, tn, tk = self.tiles
-        padded = (_round_up(m, tm), _round_up(n, tn), _round_up(k, tk))
+        padded = padded_sizes(m, n, k, self.tiles)
         kernel = self.kernels(*padded, a.dtype)
         if padded == (m, n, k) and all(x.align >= ALIGN for x in (a, b, c)):
             return lambda a, b, sa, sb, c: kernel(a.ptr, b.ptr, c.ptr, sa.ptr, sb.ptr)

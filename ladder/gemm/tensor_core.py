@@ -80,7 +80,9 @@ class _Padded:
         bits_view(c)[...] = self.pc[:m, :n]
 
 
-def _padded_sizes(m: int, n: int, k: int, tiles: tuple[int, int, int]) -> tuple[int, int, int]:
+def padded_sizes(m: int, n: int, k: int, tiles: tuple[int, int, int]) -> tuple[int, int, int]:
+    """M, N and K each rounded up to a multiple of its tile: the sizes a tile-multiple kernel
+    runs at (``TiledLauncher``, ``problem_fp8.Fp8Launcher``)."""
     tm, tn, tk = tiles
     return _round_up(m, tm), _round_up(n, tn), _round_up(k, tk)
 
@@ -137,7 +139,7 @@ class TiledLauncher:
             return _nothing
         if k == 0:
             return _zeros
-        padded = _padded_sizes(m, n, k, self.tiles)
+        padded = padded_sizes(m, n, k, self.tiles)
         kernel = self.kernels(*padded, a.dtype)
         if padded == (m, n, k) and all(x.align >= ALIGN for x in (a, b, c)):
 
