@@ -159,9 +159,6 @@ class AttentionProblem(Problem):
         batch, heads, _, n, d = size
         return (batch, heads, n, d)
 
-    def output_dtype(self, dtype: str) -> str:
-        return dtype
-
     def flops(self, size: tuple[int, ...]) -> float:
         batch, heads, _, n, d = size
         full = 4.0 * batch * heads * n * n * d

@@ -135,9 +135,6 @@ class ConvProblem(Problem):
         b, _, m, _, _, _ = size
         return (b, m, *output_hw(size))
 
-    def output_dtype(self, dtype: str) -> str:
-        return dtype
-
     def flops(self, size: tuple[int, ...]) -> float:
         b, c, m, _, _, k = size
         ho, wo = output_hw(size)

@@ -229,9 +229,9 @@ class Problem(Protocol):
     """What a problem package provides to the harness: everything ``cli``, ``timing`` and the
     reports call, so none of them names a problem.
 
-    A problem class subclasses ``Problem`` to inherit the defaults below (test sizes from the
-    simulator's, no README summary, the generic floor, ``--size`` checked against
-    ``size_names``) and overrides those that say more about it.
+    A problem class subclasses ``Problem`` to inherit the defaults below (the output in the
+    inputs' dtype, test sizes from the simulator's, no README summary, the generic floor,
+    ``--size`` checked against ``size_names``) and overrides those that say more about it.
     """
 
     name: str
@@ -247,11 +247,14 @@ class Problem(Protocol):
     ) -> tuple[np.ndarray, ...]: ...
     def reference(self, inputs: tuple[np.ndarray, ...]) -> np.ndarray: ...
     def output_shape(self, size: tuple[int, ...]) -> tuple[int, ...]: ...
-    def output_dtype(self, dtype: str) -> str: ...
     def flops(self, size: tuple[int, ...]) -> float: ...
     def min_bytes(self, size: tuple[int, ...], dtype: str) -> float: ...
     def tolerance(self, dtype: str) -> float: ...
     def ceiling_key(self, dtype: str) -> str: ...
+
+    def output_dtype(self, dtype: str) -> str:
+        """The output's dtype for inputs of ``dtype``: by default the same."""
+        return dtype
 
     def test_sizes(self, dtype: str) -> list[tuple[int, ...]]:
         """The sizes the registry-parametrized tests run every rung at on a GPU (odd ones, off

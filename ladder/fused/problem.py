@@ -58,9 +58,6 @@ class _RowwiseProblem(Problem):
     def output_shape(self, size: tuple[int, ...]) -> tuple[int, ...]:
         return tuple(size[:2])
 
-    def output_dtype(self, dtype: str) -> str:
-        return dtype
-
     def flops(self, size: tuple[int, ...]) -> float:
         return 0.0  # memory-bound: reported in TB/s
 
@@ -179,9 +176,6 @@ class GemmEpilogueProblem(Problem):
 
     def output_shape(self, size: tuple[int, ...]) -> tuple[int, ...]:
         return (size[0], size[1])
-
-    def output_dtype(self, dtype: str) -> str:
-        return dtype
 
     def flops(self, size: tuple[int, ...]) -> float:
         m, n, k = size

@@ -76,9 +76,6 @@ class GemmProblem(Problem):
         m, n, _ = size
         return (m, n)
 
-    def output_dtype(self, dtype: str) -> str:
-        return dtype
-
     def flops(self, size: tuple[int, ...]) -> float:
         m, n, k = size
         return 2.0 * m * n * k

@@ -213,9 +213,6 @@ class MoEProblem(Problem):
     def output_shape(self, size: tuple[int, ...]) -> tuple[int, ...]:
         return (size[0], size[1])
 
-    def output_dtype(self, dtype: str) -> str:
-        return dtype
-
     def flops(self, size: tuple[int, ...]) -> float:
         tokens, d, f, _, _ = size
         return 4.0 * tokens * self.k * d * f
@@ -293,9 +290,6 @@ class GroupedGemmProblem(Problem):
 
     def output_shape(self, size: tuple[int, ...]) -> tuple[int, ...]:
         return (size[0], size[2])
-
-    def output_dtype(self, dtype: str) -> str:
-        return dtype
 
     def flops(self, size: tuple[int, ...]) -> float:
         rows, inner, cols, _, _ = size
