@@ -49,7 +49,7 @@
 #include "ladder/core/cuda/ldmatrix.cuh"     // ldmatrix_x4, ldmatrix_x4_trans
 #include "ladder/core/cuda/mma_sync.cuh"     // mma_16816: its fragment layout is written there
 
-#include "mma_sync.cuh"  // the swizzle, neg_inf
+#include "swizzled_rows.cuh"  // the swizzle, neg_inf
 
 constexpr int BKV = 64;  // keys per tile
 

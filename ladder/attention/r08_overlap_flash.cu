@@ -25,8 +25,8 @@
 #include "ladder/core/cuda/memory.cuh"       // smem_addr, fence_proxy_async
 #include "ladder/core/cuda/wgmma.cuh"        // wgmma_desc, wgmma_ss, wgmma_rs and their order
 
-#include "mma_sync.cuh"  // neg_inf
-#include "wgmma.cuh"     // the descriptor layout (tile_offset), store_before_wait
+#include "swizzled_rows.cuh"  // neg_inf
+#include "wgmma_tiles.cuh"  // the descriptor layout (tile_offset), store_before_wait
 
 constexpr int BKV = 64;     // keys per tile
 constexpr int BQ = 128;     // query rows per block: 2 warpgroups of 64

@@ -19,7 +19,7 @@ overlap each other's softmax, so about 1.05-1.15x here, most at d = 128 (1 block
 The compiler: ptxas moves a wgmma wait up past arithmetic that nothing ties to it, so without
 help it put wait_group 0 right after wait_group 1, before the 34 exponentials (cuobjdump).
 One st.shared of the row sums (which need every exponential) just before the wait keeps them
-between the two waits (``store_before_wait``, wgmma.cuh: one word a thread, never read).
+between the two waits (``store_before_wait``, wgmma_tiles.cuh: one word a thread, never read).
 Measured: on an NVIDIA H200 by ``ladder bench`` (results/nvidia-h200.json), [B, H, N, d] = [4, 16,
 4096, 64] with 16 and 4 KV heads: float16 0.685 and 0.681 ms (`wgmma-flash` 0.707 and 0.704 ms; the
 fastest SDPA call, cuDNN, 0.600 and 0.599 ms), bfloat16 0.682 and 0.679 ms (`wgmma-flash` 0.706 and

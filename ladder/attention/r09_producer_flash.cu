@@ -30,8 +30,8 @@
 #include "ladder/core/cuda/warpgroup.cuh"    // setmaxnreg, named barriers
 #include "ladder/core/cuda/wgmma.cuh"        // wgmma_desc, wgmma_ss, wgmma_rs and their order
 
-#include "mma_sync.cuh"  // neg_inf
-#include "wgmma.cuh"     // the descriptor layout (tile_offset), store_before_wait
+#include "swizzled_rows.cuh"  // neg_inf
+#include "wgmma_tiles.cuh"  // the descriptor layout (tile_offset), store_before_wait
 
 constexpr int BKV = 64;  // keys per tile
 constexpr int STAGES = 2;

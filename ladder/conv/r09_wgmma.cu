@@ -9,18 +9,18 @@
 // - B is not loaded into registers at all: wgmma reads it from shared memory through a matrix
 //   descriptor. Each 256-byte weight entry is two 8 x 8 "core matrices" (8 n rows of 16 bytes:
 //   8 k), the k8 halves 128 bytes apart (LBO) and the n8 tiles 256 bytes apart (SBO), no
-//   swizzle: the canonical K-major layout (stage_core_matrices in tc/wgmma.cuh).
+//   swizzle: the canonical K-major layout (stage_core_matrices in tc/wgmma_jobs.cuh).
 // - wgmma is asynchronous. A window loads its quads, fences (the registers just written are
 //   ordered before the multiplies that read them), issues its multiplies and commits them as
 //   one group, then waits for it: the next window loads its quads into the same registers, and
 //   an A register must not be written while a wgmma that reads it is in flight
-//   (wgmma_window in tc/wgmma.cuh).
+//   (wgmma_window in tc/wgmma_jobs.cuh).
 // - There is no k8 wgmma for half: an odd last filter row (K = 7: row 6) is a k16 step whose
 //   second row has zero weights. Its A registers hold the next input row, which is staged.
 // - Every job is packed (4 filters x 2 column shifts per n8 tile), whatever M.
 #include "tc/epilogue.cuh"
 #include "tc/staging.cuh"
-#include "tc/wgmma.cuh"
+#include "tc/wgmma_jobs.cuh"
 
 // As rung 8's kernel, packed always (PACK = 1), with warpgroup jobs: SLOTS = NWARPS / 4 jobs
 // per round, warp `member` of a job's 4 taking column group 4 sg + member. CHUNKED: channels

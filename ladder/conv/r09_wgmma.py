@@ -5,7 +5,7 @@ warps instead of one warp, and each k16 step is one ``wgmma.mma_async.m64nNk16``
 group: each warp supplies its own 16 A rows from its registers (the quads, as on `tensor-core`). The
 weights are not loaded into registers at all: wgmma reads them from shared memory through a
 matrix descriptor, so they are staged as 8 x 8 core matrices (``stage_core_matrices`` in
-``ladder/conv/tc/wgmma.cuh``). wgmma is asynchronous: a window loads its quads, fences, issues
+``ladder/conv/tc/wgmma_jobs.cuh``). wgmma is asynchronous: a window loads its quads, fences, issues
 its multiplies as one group and waits for that group before the next window overwrites the same
 A registers (``wgmma_window``). Every job is packed, N = 8, 16 or 32 by the number of filters
 (conv2's 16 filters x 2 column shifts fill m64n32k16); the staging and epilogue are `tensor-core`'s.

@@ -18,7 +18,7 @@
 // per output, and at the same T half the quad loads.
 #include "tc/epilogue.cuh"
 #include "tc/staging.cuh"
-#include "tc/wgmma.cuh"
+#include "tc/wgmma_jobs.cuh"
 
 // Rung 9's kernel on 2 x 2 output blocks (PACK = 2): a job's T tiles cover 4T output rows, a
 // window reads input rows 0 .. 7 below each block row (input rows up to K: filter row K - 1 at

@@ -7,7 +7,7 @@
 // channel: QC == PB == 1), and a job loads every channel's quads at once (C x 4 registers of
 // 16 bytes at T = 1: 64 registers for conv2), fences once, issues all C x 4 x T multiplies and
 // waits once: the address of every quad and every descriptor is a constant offset from the
-// job's first (one_group_job in tc/wgmma.cuh).
+// job's first (one_group_job in tc/wgmma_jobs.cuh).
 //
 // Two of the per-image costs around the multiplies shrink too:
 // - the rewrite (raw input -> quads): a thread walks a third of one quad column down instead of
@@ -20,7 +20,7 @@
 // fit in shared memory at once) runs rung 10's kernels (r11_one_group.py).
 #include "tc/epilogue.cuh"
 #include "tc/staging.cuh"
-#include "tc/wgmma.cuh"
+#include "tc/wgmma_jobs.cuh"
 
 template <int CH, int T, int NT>
 __device__ __forceinline__ void conv_one_group(const Conv& p) {

@@ -1,7 +1,7 @@
 """One wgmma group per job: every channel's quads in registers, one wait (sm_90a only).
 
 What changes: three parts of `wgmma-blocks`'s kernel (``r11_one_group.cu``). (1) One group per job
-(``one_group_job`` in ``ladder/conv/tc/wgmma.cuh``): the channel count is a compile-time
+(``one_group_job`` in ``ladder/conv/tc/wgmma_jobs.cuh``): the channel count is a compile-time
 constant (C = 1 to 4, K <= 7 so that one window covers a channel), and a job loads all
 C x (2T + 2) quads at once (64 registers for conv2), fences once, issues its C x 4T multiplies
 and waits once; every quad address and descriptor is a constant offset from the first.

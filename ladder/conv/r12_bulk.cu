@@ -21,7 +21,7 @@
 
 #include "tc/epilogue.cuh"
 #include "tc/staging.cuh"
-#include "tc/wgmma.cuh"
+#include "tc/wgmma_jobs.cuh"
 
 // Global -> raw slots by bulk copies: the same chunks (and slots) as copy_band_async, but one
 // bulk copy per channel, all issued by one thread and counted in bytes by the mbarrier, which

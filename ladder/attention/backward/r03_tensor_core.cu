@@ -24,7 +24,7 @@
 //           price of writing every gradient once, with no atomics (FlashAttention-2 instead
 //           adds dQ with atomics from the dkdv loop).
 //
-// Fragments (mma.m16n8k16, g = lane / 4, t = lane % 4) and the swizzle are mma_sync.cuh's. No
+// Fragments (mma.m16n8k16, g = lane / 4, t = lane % 4) and the swizzle are swizzled_rows.cuh's. No
 // pipelining: each tile is copied by cp.async, waited for, and used (the next rung's lesson).
 // Causal (key j seen by query i when j <= i): a dkdv block starts at the query tile holding
 // its first key; a dq block stops at the key tile holding its last query and runs longest first.
@@ -37,7 +37,7 @@
 #include "ladder/core/cuda/ldmatrix.cuh"     // ldmatrix_x4, ldmatrix_x4_trans
 #include "ladder/core/cuda/mma_sync.cuh"     // mma_16816: its fragment layout is written there
 
-#include "../mma_sync.cuh"  // the swizzle of forward rung 5
+#include "../swizzled_rows.cuh"  // the swizzle of forward rung 5
 
 constexpr int WARPS = 4, THREADS = 32 * WARPS;
 constexpr int BLOCK_ROWS = 16 * WARPS;  // keys of a dkdv block, queries of a dq block

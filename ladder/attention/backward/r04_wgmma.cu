@@ -13,7 +13,7 @@
 //
 // What changes for shared memory: a warp of rung 3 read every B operand itself (ldmatrix), so
 // each tile was read by all 4 warps; a wgmma reads its B operand once for the warpgroup's 64
-// rows. Tiles are stored in the descriptor layout (wgmma.cuh: 64-half column blocks, 128-byte
+// rows. Tiles are stored in the descriptor layout (wgmma_tiles.cuh: 64-half column blocks, 128-byte
 // swizzle, 1 KB aligned), and cp.async's writes are fenced for the async proxy before the
 // barrier. Query tiles are 64 at both head dimensions. No pipelining, as in rung 3: each batch
 // of wgmma is committed and waited for. Built for half (T = half) and bfloat16 (the _bf16
@@ -26,7 +26,7 @@
 #include "ladder/core/cuda/memory.cuh"       // smem_addr, fence_proxy_async
 #include "ladder/core/cuda/wgmma.cuh"        // wgmma_desc, wgmma_ss, wgmma_rs and their order
 
-#include "../wgmma.cuh"  // the descriptor layout (tile_offset)
+#include "../wgmma_tiles.cuh"  // the descriptor layout (tile_offset)
 
 constexpr int THREADS = 128;  // one warpgroup
 constexpr int ROWS = 64;      // keys of a key-kernel block, queries of a query-kernel block

@@ -8,8 +8,8 @@
 // registers: the A fragment of wgmma's register form is mma.sync's m16n8k16 A fragment) by a
 // k16 x N slice of the weights, N = 8 NT, read from shared memory through a descriptor.
 // Accumulators are laid out as NT m16n8 tiles, as for mma.sync, so the epilogues are shared.
-#ifndef CONV_TC_WGMMA_CUH
-#define CONV_TC_WGMMA_CUH
+#ifndef CONV_TC_WGMMA_JOBS_CUH
+#define CONV_TC_WGMMA_JOBS_CUH
 #include "ladder/core/cuda/memory.cuh"  // fence_proxy_async
 #include "ladder/core/cuda/wgmma.cuh"   // wgmma_desc, wgmma_rs and their order
 
@@ -158,4 +158,4 @@ __device__ __forceinline__ void one_group_job(float (&acc)[T][NT][4], const uint
   wgmma_wait<0>();
 }
 
-#endif  // CONV_TC_WGMMA_CUH
+#endif  // CONV_TC_WGMMA_JOBS_CUH

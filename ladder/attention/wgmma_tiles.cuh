@@ -1,8 +1,8 @@
 // What the wgmma attention kernels share beyond the primitives of ladder/core/cuda (forward rungs
 // 7 to 11, the backward's wgmma rung): the shared-memory layout their descriptors read, and the
 // store that keeps code above a wgmma wait. Build for sm_90a.
-#ifndef LADDER_ATTENTION_WGMMA_CUH
-#define LADDER_ATTENTION_WGMMA_CUH
+#ifndef LADDER_ATTENTION_WGMMA_TILES_CUH
+#define LADDER_ATTENTION_WGMMA_TILES_CUH
 #include "ladder/core/cuda/memory.cuh"  // st_shared_f32
 
 // Byte offset of 16-byte chunk `chunk` of row `row` in a tile of ROWS rows: 64-half column
@@ -20,4 +20,4 @@ __device__ __forceinline__ void store_before_wait(unsigned addr, float v) {
   st_shared_f32(addr, v);
 }
 
-#endif  // LADDER_ATTENTION_WGMMA_CUH
+#endif  // LADDER_ATTENTION_WGMMA_TILES_CUH
