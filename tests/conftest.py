@@ -45,6 +45,22 @@ def run_poisoned(rung, inputs, shape, dtype, **kwargs):
     return to_host(out)
 
 
+def bad_input_cases(rungs, bad_inputs) -> list:
+    """The bad-input test's cases: ``(rung, arrays, error, message)`` for each rung and each
+    ``(name, arrays, error, message)`` that ``bad_inputs(rung)`` yields, id'd ``<key>-<name>``."""
+    return [
+        pytest.param(rung, arrays, error, message, id=f"{rung.key}-{name}")
+        for rung in rungs
+        for name, arrays, error, message in bad_inputs(rung)
+    ]
+
+
+def launch_refuses(rung, arrays, error, message) -> None:
+    """``rung`` on device copies of ``arrays`` raises ``error``, its text matching ``message``."""
+    with pytest.raises(error, match=message):
+        rung.launch(*[to_device(np.ascontiguousarray(x)) for x in arrays])
+
+
 @pytest.fixture(scope="module")
 def quick_thread_switches():
     """The simulator's threads of a block meet at every barrier; letting Python switch threads

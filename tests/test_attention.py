@@ -11,7 +11,14 @@ import math
 
 import numpy as np
 import pytest
-from conftest import check_against_reference, gpu_only, run_poisoned, twin_cases
+from conftest import (
+    bad_input_cases,
+    check_against_reference,
+    gpu_only,
+    launch_refuses,
+    run_poisoned,
+    twin_cases,
+)
 
 from ladder.attention import LADDER, lane_model, memory  # (registers the problems and rungs)
 from ladder.attention.memory import AttentionMemoryError
@@ -106,14 +113,11 @@ def _bad_inputs(rung):
 
 
 @pytest.mark.parametrize(
-    "case",
-    [(r, *c) for r in DEVICE_RUNGS if r.problem == PROBLEMS[0] for c in _bad_inputs(r)],
-    ids=lambda c: f"{c[0].key}-{c[1]}",
+    ("rung", "arrays", "error", "message"),
+    bad_input_cases([r for r in DEVICE_RUNGS if r.problem == PROBLEMS[0]], _bad_inputs),
 )
-def test_bad_input_raises_clear_error(case):
-    rung, _, arrays, error, message = case
-    with pytest.raises(error, match=message):
-        rung.launch(*[to_device(np.ascontiguousarray(x)) for x in arrays])
+def test_bad_input_raises_clear_error(rung, arrays, error, message):
+    launch_refuses(rung, arrays, error, message)
 
 
 @pytest.mark.parametrize("rung", DEVICE_RUNGS, ids=lambda r: r.key)

@@ -7,7 +7,7 @@ in the simulator, smaller shapes of the same kinds, since it runs every thread i
 
 import numpy as np
 import pytest
-from conftest import ON_GPU, quick_unless, run_poisoned, swept
+from conftest import ON_GPU, bad_input_cases, launch_refuses, quick_unless, run_poisoned, swept
 
 from ladder.core import timing
 from ladder.core.dtypes import resolve, to_device, to_host
@@ -91,14 +91,10 @@ def _bad(rung):
 
 
 @pytest.mark.parametrize(
-    "case",
-    [(r, *c) for r in DEVICE_RUNGS for c in _bad(r)],
-    ids=lambda c: f"{c[0].key}-{c[1]}",
+    ("rung", "arrays", "error", "message"), bad_input_cases(DEVICE_RUNGS, _bad)
 )
-def test_fused_bad_input_raises_clear_error(case):
-    rung, _, arrays, error, message = case
-    with pytest.raises(error, match=message):
-        rung.launch(*[to_device(np.ascontiguousarray(x)) for x in arrays])
+def test_fused_bad_input_raises_clear_error(rung, arrays, error, message):
+    launch_refuses(rung, arrays, error, message)
 
 
 @pytest.mark.parametrize("rung", DEVICE_RUNGS, ids=lambda r: r.key)

@@ -21,7 +21,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import ON_GPU, clean_environment, gpu_only, quick_unless
+from conftest import ON_GPU, clean_environment, gpu_only, launch_refuses, quick_unless
 
 from ladder.core import derived, device, timing, triton_kernels
 from ladder.core.dtypes import resolve, to_device, to_host
@@ -249,8 +249,7 @@ def test_attention_peer_refuses_bad_input_as_the_rungs_do():
 
     peer = get_rung("attention", "triton")
     for _, arrays, error, message in _bad_inputs(peer):
-        with pytest.raises(error, match=message):
-            peer.launch(*[to_device(np.ascontiguousarray(x)) for x in arrays])
+        launch_refuses(peer, arrays, error, message)
 
 
 @needs_triton
