@@ -47,7 +47,6 @@ and products.
 
 from __future__ import annotations
 
-import functools
 import math
 from typing import Any
 
@@ -79,19 +78,18 @@ FP32_CONFIGS = [
 ]
 INTERPRETED = -1
 
-# Triton's modules and the kernel's helper, bound by ``_kernels`` at the first call: importing
-# ladder never imports Triton, and Triton (its interpreter above all) finds the names a kernel
-# uses in this module's globals.
+# Triton's modules (bound by ``triton_kernels.builder``) and the kernel's helper, bound at
+# ``_kernels``' first call: importing ladder never imports Triton, and Triton (its interpreter
+# above all) finds the names a kernel uses in this module's globals.
 triton: Any = None
 tl: Any = None
 attend: Any = None
 
 
-@functools.cache
+@triton_kernels.builder
 def _kernels() -> dict[bool, triton_kernels.Tuned]:
     """The autotuned kernel for float32 (True) and for float16 (False)."""
-    global triton, tl, attend
-    triton, tl = triton_kernels.load()
+    global attend
 
     @triton.jit
     def attend(

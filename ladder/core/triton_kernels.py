@@ -3,7 +3,7 @@
 The peers (``triton_peer.py`` beside a problem's rungs) are Triton kernels written the way a
 Triton user writes them, registered with ``peer=True`` and checked and timed like any rung.
 Triton is optional (``pip install 'numba-ladder[triton]'``) and importing ``ladder`` never
-imports it, nor PyTorch: a peer module builds its kernels in a cached loader, at its first call,
+imports it, nor PyTorch: a peer module builds its kernels in a ``builder``, at its first call,
 after ``load()``:
 
 - ``load()`` imports Triton. In Numba's CUDA simulator (no GPU) ``TRITON_INTERPRET=1`` is set
@@ -17,20 +17,21 @@ after ``load()``:
   there the kernel runs with one of them, named by the peer.
 
 Triton looks up ``tl`` in the kernel function's module globals (the interpreter insists on it),
-so a peer module declares ``triton`` and ``tl`` as globals that its loader binds from ``load()``.
+so a peer module declares ``triton`` and ``tl`` as globals (None), which ``builder`` binds.
 """
 
 from __future__ import annotations
 
 import functools
 import os
-from collections.abc import Sequence
-from typing import Any
+from collections.abc import Callable, Sequence
+from typing import Any, TypeVar
 
 from ladder.core import device
 
 VALUES_PER_THREAD = 32  # a row-per-program peer's values per thread (``row_block``)
 MAX_WARPS = 16
+Built = TypeVar("Built")
 
 
 @functools.cache
@@ -45,6 +46,20 @@ def load() -> tuple[Any, Any]:
     if device.simulator():
         _index_scalars_under_numpy_2_4()
     return triton, tl
+
+
+def builder(build: Callable[[], Built]) -> Callable[[], Built]:
+    """A peer's function that makes its kernels, run once, at its first call: Triton imported
+    (``load``) and bound to the names ``triton`` and ``tl`` of the function's module, where
+    Triton looks up what a kernel uses, then ``build()``, whose result is kept."""
+
+    @functools.cache
+    @functools.wraps(build)
+    def built() -> Built:
+        build.__globals__["triton"], build.__globals__["tl"] = load()
+        return build()
+
+    return built
 
 
 def _index_scalars_under_numpy_2_4() -> None:

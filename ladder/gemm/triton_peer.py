@@ -47,7 +47,6 @@ to 5% of cuBLAS in FP16.
 
 from __future__ import annotations
 
-import functools
 from typing import Any
 
 from ladder.core import triton_kernels
@@ -80,17 +79,15 @@ HALF_CONFIGS = [
 ]
 INTERPRETED = -1  # the interpreter cannot time configurations: it runs the smallest
 
-# Triton's modules, bound by ``_kernels`` at the first call: importing ladder never imports
-# Triton, and Triton reads ``tl`` from this module's globals when it compiles the kernel.
+# Triton's modules, bound by ``triton_kernels.builder`` at ``_kernels``'s first call: importing
+# ladder never imports Triton, and Triton reads ``tl`` from this module's globals.
 triton: Any = None
 tl: Any = None
 
 
-@functools.cache
+@triton_kernels.builder
 def _kernels() -> dict[bool, triton_kernels.Tuned]:
     """The autotuned kernel for float32 (True) and for the 16-bit dtypes (False)."""
-    global triton, tl
-    triton, tl = triton_kernels.load()
 
     @triton.jit
     def matmul_kernel(

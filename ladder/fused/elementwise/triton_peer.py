@@ -31,7 +31,6 @@ less of the copy's rate than rung 3.
 
 from __future__ import annotations
 
-import functools
 from typing import Any
 
 from ladder.core import triton_kernels
@@ -43,16 +42,14 @@ MAX_BLOCK_C = 1024  # columns per tile
 TILE_ELEMENTS = 4096  # values per program
 WARPS = 8
 
-# Triton's modules, bound by ``_kernel`` at the first call: importing ladder never imports
-# Triton, and Triton reads ``tl`` from this module's globals when it compiles the kernel.
+# Triton's modules, bound by ``triton_kernels.builder`` at ``_kernel``'s first call: importing
+# ladder never imports Triton, and Triton reads ``tl`` from this module's globals.
 triton: Any = None
 tl: Any = None
 
 
-@functools.cache
+@triton_kernels.builder
 def _kernel() -> Any:
-    global triton, tl
-    triton, tl = triton_kernels.load()
 
     @triton.jit
     def affine_relu_kernel(

@@ -33,7 +33,6 @@ variance on a row in registers costs no extra read.
 
 from __future__ import annotations
 
-import functools
 from typing import Any
 
 from ladder.core import triton_kernels
@@ -44,16 +43,14 @@ from ladder.fused.problem import LAYERNORM, LAYERNORM_EPS, check_arrays
 MAX_BLOCK = 8192  # longest row held whole: 32 values per thread at 8 warps, as rung 2's
 TILE = 4096  # longer rows: the tile of the three passes
 
-# Triton's modules, bound by ``_kernel`` at the first call: importing ladder never imports
-# Triton, and Triton reads ``tl`` from this module's globals when it compiles the kernel.
+# Triton's modules, bound by ``triton_kernels.builder`` at ``_kernel``'s first call: importing
+# ladder never imports Triton, and Triton reads ``tl`` from this module's globals.
 triton: Any = None
 tl: Any = None
 
 
-@functools.cache
+@triton_kernels.builder
 def _kernel() -> Any:
-    global triton, tl
-    triton, tl = triton_kernels.load()
 
     @triton.jit
     def layer_norm_kernel(

@@ -32,7 +32,6 @@ passes ``torch.compile`` (0.152 and 0.153 ms).
 
 from __future__ import annotations
 
-import functools
 from typing import Any
 
 from ladder.core import triton_kernels
@@ -43,16 +42,14 @@ from ladder.fused.problem import SOFTMAX, check_arrays
 MAX_BLOCK = 16384  # longest row held whole: 32 values per thread at 16 warps, as rung 5's
 TILE = 4096  # longer rows: the tile of the two passes
 
-# Triton's modules, bound by ``_kernel`` at the first call: importing ladder never imports
-# Triton, and Triton reads ``tl`` from this module's globals when it compiles the kernel.
+# Triton's modules, bound by ``triton_kernels.builder`` at ``_kernel``'s first call: importing
+# ladder never imports Triton, and Triton reads ``tl`` from this module's globals.
 triton: Any = None
 tl: Any = None
 
 
-@functools.cache
+@triton_kernels.builder
 def _kernel() -> Any:
-    global triton, tl
-    triton, tl = triton_kernels.load()
 
     @triton.jit
     def softmax_kernel(x_ptr, y_ptr, cols, BLOCK: tl.constexpr, ONE_BLOCK: tl.constexpr):
