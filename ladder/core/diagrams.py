@@ -358,6 +358,10 @@ def _label_points(ax: Axes, fig: Figure, points: list[dict[str, Any]]) -> None:
     for column in columns.values():
         px = [ax.transData.transform((p["intensity"], p["tflops"])) for p in column]
         ys = spread([y for _, y in px], gap)
+        box = ax.get_window_extent()  # a long column stays inside the axes, under the title
+        over = max(ys) - (box.y1 - gap / 2)
+        under = (box.y0 + gap / 2) - (min(ys) - max(over, 0.0))
+        ys = [y - max(over, 0.0) + max(under, 0.0) for y in ys]
         for p, (_, y), y_label in zip(column, px, ys, strict=True):
             ax.annotate(
                 str(p["number"]),
