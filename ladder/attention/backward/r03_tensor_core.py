@@ -2,7 +2,7 @@
 
 What changes: the seven products per tile (S, dP, dV, dK in the key kernel; S, dP, dQ in the query
 kernel) move from FP32 FMAs to ``mma.m16n8k16``, with the fragments, ldmatrix addressing and
-swizzle of `attention/tensor-core-flash` (``ladder/attention/swizzled_rows.cuh``, shared by both). One
+swizzle of `attention/tensor-core-flash` (``ladder/attention/swizzled_rows.cuh``, shared). One
 new trick: the key kernel computes the transposes Sᵀ = K·Qᵀ and dPᵀ = V·dOᵀ, keys as the M
 dimension, so that Pᵀ and dSᵀ come out in the accumulator layout that is exactly the A fragment of
 the next products dV += Pᵀ·dO and dK += dSᵀ·Q, as P feeds P·V in the forward: nothing is stored to

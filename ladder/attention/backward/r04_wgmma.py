@@ -9,9 +9,9 @@ transposes still hands them over without shared memory) and B transposed by the 
 block is one warpgroup over 64 keys or 64 queries, whose accumulators are warp by warp
 `tensor-core`'s fragments: the elementwise code and the masks are `tensor-core`'s. Tiles are stored
 in the descriptor layout (64-half column blocks, 128-byte swizzle, 1 KB aligned;
-``ladder/attention/wgmma_tiles.cuh``, shared with `attention/wgmma-flash`) and fenced for the async proxy
-after cp.async; query tiles are 64 at d = 128 too (no ldmatrix fragments to hold, the registers
-that pushed `tensor-core` to 32). Still no pipelining.
+``ladder/attention/wgmma_tiles.cuh``, shared with `attention/wgmma-flash`) and fenced for the
+async proxy after cp.async; query tiles are 64 at d = 128 too (no ldmatrix fragments to hold,
+the registers that pushed `tensor-core` to 32). Still no pipelining.
 Why: in `tensor-core` every warp loads every B operand from shared memory with ldmatrix: per tile,
 72 ldmatrix.x4 (36 KB) a warp of the key kernel against 128 mma.sync, and the four warps read
 the same Q and dO tiles four times: 144 KB a tile, 1152 clocks at 128 bytes a clock per SM,
