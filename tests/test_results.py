@@ -241,3 +241,16 @@ def test_the_headline_has_a_row_per_problem_and_dtype():
 def test_every_ladder_module_is_imported_once():
     for package in ladders():
         assert importlib.import_module(package).LADDER
+
+
+def test_sm90a_stands_for_compute_capability_9_0_exactly():
+    """``sm90a=`` names the arch-specific instructions; the registry keeps the range and the
+    reason ``ladder list --gpus`` gives elsewhere."""
+    from ladder.core.rung import get_rung
+
+    r = get_rung("gemm", "wgmma")
+    assert (r.min_cc, r.max_cc) == ((9, 0), (9, 0))
+    assert r.cc_needs == "wgmma and setmaxnreg, sm_90a-only instructions"
+    assert get_rung("conv", "wgmma").cc_needs == "wgmma, an sm_90a-only instruction"
+    with pytest.raises(ValueError, match="sm90a= sets min_cc"):
+        rung(name="x", title="x", sm90a="wgmma", min_cc=(8, 0))

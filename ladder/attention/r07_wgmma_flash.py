@@ -65,9 +65,7 @@ def shared_bytes(d: int) -> int:
     dtypes=("float16", "bfloat16"),
     needs=("cupy",),
     units="tensor",
-    min_cc=(9, 0),
-    max_cc=(9, 0),
-    cc_needs="wgmma, an sm_90a-only instruction",
+    sm90a="wgmma",
 )
 def geometry(q: Any, k: Any, v: Any, out: Any) -> Any:
     """The kernel for this head dimension and dtype, a block of THREADS per BQ query rows and

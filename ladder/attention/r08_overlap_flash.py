@@ -62,9 +62,7 @@ BQ, BKV, THREADS = r07_wgmma_flash.BQ, r07_wgmma_flash.BKV, r07_wgmma_flash.THRE
     dtypes=("float16", "bfloat16"),
     needs=("cupy",),
     units="tensor",
-    min_cc=(9, 0),
-    max_cc=(9, 0),
-    cc_needs="wgmma, an sm_90a-only instruction",
+    sm90a="wgmma",
 )
 def geometry(q: Any, k: Any, v: Any, out: Any) -> Any:
     """The kernel for this head dimension and dtype, `wgmma-flash`'s grid and shared memory and

@@ -62,9 +62,7 @@ CONSUMERS = {64: 4, 128: 2}  # consumer warpgroups of 64 query rows, per head di
     dtypes=("float16", "bfloat16"),
     needs=("cupy",),
     units="tensor",
-    min_cc=(9, 0),
-    max_cc=(9, 0),
-    cc_needs="wgmma and setmaxnreg, sm_90a-only instructions",
+    sm90a="wgmma and setmaxnreg",
 )
 def geometry(q: Any, k: Any, v: Any, out: Any) -> Any:
     """The kernel for this head dimension and dtype, CONSUMERS warpgroups and a producer a

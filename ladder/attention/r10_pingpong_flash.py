@@ -60,9 +60,7 @@ BKV, CONSUMERS = r09.BKV, r09.CONSUMERS  # rung 9's tiles and warpgroups
     dtypes=("float16", "bfloat16"),
     needs=("cupy",),
     units="tensor",
-    min_cc=(9, 0),
-    max_cc=(9, 0),
-    cc_needs="wgmma and setmaxnreg, sm_90a-only instructions",
+    sm90a="wgmma and setmaxnreg",
 )
 def geometry(q: Any, k: Any, v: Any, out: Any) -> Any:
     """The kernel for this head dimension and dtype on `producer-flash`'s launch."""

@@ -61,9 +61,7 @@ CONSUMERS = {64: 3, 128: 2}  # consumer warpgroups of 64 query rows, per head di
     dtypes=("float16", "bfloat16"),
     needs=("cupy",),
     units="tensor",
-    min_cc=(9, 0),
-    max_cc=(9, 0),
-    cc_needs="wgmma and setmaxnreg, sm_90a-only instructions",
+    sm90a="wgmma and setmaxnreg",
 )
 def geometry(q: Any, k: Any, v: Any, out: Any) -> Any:
     """The kernel for this head dimension and dtype on `producer-flash`'s launch, with 128-key

@@ -123,9 +123,7 @@ def _configured(size: tuple[int, ...], device_id: int, smem_limit: int) -> tc.Co
     dtypes=("float16",),
     needs=("cupy",),
     units="tensor",
-    min_cc=(9, 0),
-    max_cc=(9, 0),
-    cc_needs="wgmma, an sm_90a-only instruction",
+    sm90a="wgmma",
 )
 def geometry(x: Any, w: Any, out: Any) -> Any:
     """The configured kernel for this size on this device (``tc.launch_plan``), or

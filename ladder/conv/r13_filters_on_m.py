@@ -262,9 +262,7 @@ def _configure(size: tuple[int, ...], device_id: int) -> tuple[Plan, Any, int] |
     dtypes=("float16",),
     needs=("cupy",),
     units="tensor",
-    min_cc=(9, 0),
-    max_cc=(9, 0),
-    cc_needs="wgmma, an sm_90a-only instruction",
+    sm90a="wgmma",
 )
 def geometry(x: Any, w: Any, out: Any) -> Any:
     """This rung's configured kernel on a grid of resident blocks, or `wgmma-bulk`'s plan where

@@ -392,6 +392,7 @@ def rung(
     min_cc: tuple[int, int] | None = None,
     max_cc: tuple[int, int] | None = None,
     cc_needs: str = "",
+    sm90a: str = "",
     reference: bool = False,
     peer: bool = False,
     bytes_moved: Callable[[tuple[int, ...], str], float] | None = None,
@@ -414,9 +415,21 @@ def rung(
     returns one (a library that uses tensor cores for some dtypes only:
     ``tensor_cores_below_fp32``). Left out, it is "memory" for a problem whose ``bound`` is
     "memory" and "fp32" otherwise, so only tensor-core rungs (and such libraries) name it.
+
+    ``sm90a`` names the sm_90a-only instructions a rung issues (``"wgmma"``, ``"wgmma and
+    setmaxnreg"``): such a rung runs on compute capability 9.0 exactly, built for sm_90a, and
+    says so on every other GPU. It stands for ``min_cc = max_cc = (9, 0)`` and ``cc_needs``.
     """
 
     dtypes = tuple(dtypes)
+    if sm90a:
+        if min_cc or max_cc or cc_needs:
+            raise ValueError(f"rung {name}: sm90a= sets min_cc, max_cc and cc_needs; give none")
+        plural = " and " in sm90a or "," in sm90a
+        min_cc = max_cc = (9, 0)
+        cc_needs = f"{sm90a}, " + (
+            "sm_90a-only instructions" if plural else "an sm_90a-only instruction"
+        )
 
     def decorate(launch: Launcher) -> Launcher:
         if _CAPTURED:  # a user rung file is loading (capture_rungs): record, do not register

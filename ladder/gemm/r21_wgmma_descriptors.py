@@ -55,9 +55,7 @@ _KERNEL = {"float16": "wgmma_descriptors", "bfloat16": "wgmma_descriptors_bf16"}
     dtypes=("float16", "bfloat16"),
     needs=("cupy",),
     units="tensor",
-    min_cc=(9, 0),
-    max_cc=(9, 0),
-    cc_needs="wgmma, an sm_90a-only instruction",
+    sm90a="wgmma",
     tiles=(BM, BN, BK),
 )
 def geometry(m: int, n: int, k: int, dtype: str) -> Any:

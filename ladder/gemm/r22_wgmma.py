@@ -79,9 +79,7 @@ def transposed_geometry(m: int, n: int, k: int, dtype: str, layout: str) -> Any:
     dtypes=("float16", "bfloat16"),
     needs=("cupy",),
     units="tensor",
-    min_cc=(9, 0),
-    max_cc=(9, 0),
-    cc_needs="wgmma and setmaxnreg, sm_90a-only instructions",
+    sm90a="wgmma and setmaxnreg",
     tiles=(BM, BN, BK),
     transposed=transposed_geometry,
 )

@@ -74,9 +74,7 @@ def staged(r: int, u: int) -> int:
     dtypes=("float16", "bfloat16"),
     needs=("cupy",),
     units="tensor",
-    min_cc=(9, 0),
-    max_cc=(9, 0),
-    cc_needs="wgmma and setmaxnreg, sm_90a-only instructions",
+    sm90a="wgmma and setmaxnreg",
     tiles=(BM, BN, BK),
 )
 def geometry(m: int, n: int, k: int, dtype: str) -> Any:

@@ -66,9 +66,7 @@ _KERNEL = {"float8_e4m3fn": "fp8_e4m3", "float8_e5m2": "fp8_e5m2"}
     title="FP8: persistent on e4m3/e5m2 wgmma, per-tensor scales, bfloat16 out",
     needs=("cupy",),
     units="tensor",
-    min_cc=(9, 0),
-    max_cc=(9, 0),
-    cc_needs="wgmma and setmaxnreg, sm_90a-only instructions",
+    sm90a="wgmma and setmaxnreg",
     tiles=(BM, BN, BK),
 )
 def geometry(m: int, n: int, k: int, dtype: str) -> Any:

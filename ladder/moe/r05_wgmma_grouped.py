@@ -76,7 +76,7 @@ THREADS = 384
 SMEM_BYTES = STAGES * (BM * BK + BK * BN) * 2 + 1024  # + slack to align the tiles to 1 KB
 ALIGN = 8  # elements: TMA needs 16-byte rows and addresses
 DTYPES = ("float16", "bfloat16")
-CC = dict(min_cc=(9, 0), max_cc=(9, 0), cc_needs="wgmma and setmaxnreg, sm_90a-only instructions")
+CC = dict(sm90a="wgmma and setmaxnreg")
 
 
 def padded(n: int) -> int:

@@ -69,9 +69,7 @@ def shared_bytes(kd: int) -> tuple[int, int]:
     dtypes=("float16", "bfloat16"),
     needs=("cupy",),
     units="tensor",
-    min_cc=(9, 0),
-    max_cc=(9, 0),
-    cc_needs="wgmma, an sm_90a-only instruction",
+    sm90a="wgmma",
 )
 def geometry(q: Any, k: Any, v: Any, o: Any, do: Any, lse: Any, out: Any) -> Any:
     """The key and query kernels for this head dimension and dtype, run by ``tensor_core.plan``
