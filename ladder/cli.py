@@ -47,18 +47,33 @@ class _Progress:
     terminal, else one line per step (a log file, a pipe, the child of ``ladder check``).
 
     ``step(text)`` says that the next of ``total`` counted steps starts; ``note(text)`` says
-    what is being done between steps (a reference being computed)."""
+    what is being done between steps (a reference being computed). Each line starts with the
+    seconds since the start, so a log shows where a long bench spends its time."""
 
     def __init__(self, total: int) -> None:
+        import time
+
         from rich.console import Console
 
         self.total, self.done = total, 0
+        self._began, self._clock = time.perf_counter(), time.perf_counter
         stderr = Console(stderr=True)
         self._bar: Any = None
         if stderr.is_terminal:
-            from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
+            from rich.progress import (
+                BarColumn,
+                MofNCompleteColumn,
+                Progress,
+                TextColumn,
+                TimeElapsedColumn,
+            )
 
-            columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn())
+            columns = (
+                TextColumn("{task.description}"),
+                BarColumn(),
+                MofNCompleteColumn(),
+                TimeElapsedColumn(),
+            )
             self._bar = Progress(*columns, console=stderr, transient=True)
             self._task = self._bar.add_task("", total=total)
 
@@ -75,14 +90,18 @@ class _Progress:
         if self._bar is not None:
             self._bar.update(self._task, description=text)
         else:
-            print(f"ladder: {text}", file=sys.stderr, flush=True)
+            print(f"ladder: {self._since()} {text}", file=sys.stderr, flush=True)
 
     def step(self, text: str) -> None:
         if self._bar is not None:
             self._bar.update(self._task, description=text, completed=self.done)
         else:
-            print(f"ladder: [{self.done + 1}/{self.total}] {text}", file=sys.stderr, flush=True)
+            line = f"ladder: {self._since()} [{self.done + 1}/{self.total}] {text}"
+            print(line, file=sys.stderr, flush=True)
         self.done += 1
+
+    def _since(self) -> str:
+        return f"{self._clock() - self._began:6.1f} s"
 
 
 def _simulator_banner(console: Any) -> None:

@@ -3,6 +3,7 @@ that stays readable when piped, progress on stderr, the simulator's time guard a
 simulator's results go. Fast: ``cli.main`` in-process, and one subprocess for piped output."""
 
 import os
+import re
 import subprocess
 import sys
 import time
@@ -94,7 +95,7 @@ def test_a_run_in_the_simulator_shows_answers_not_speeds(capsys, monkeypatch):
     assert "CPU ms (simulator)" in captured.out and "rel err" in captured.out
     assert "unavailable: needs a real CUDA GPU (not available in the simulator)" in captured.out
     # progress on stderr, one line per rung that runs (cuBLAS cannot: not counted)
-    lines = captured.err.splitlines()
+    lines = [_untimed(line) for line in captured.err.splitlines()]
     assert lines == [
         "ladder: gemm float32 2 x 3 x 4: reference (float64)",
         "ladder: [1/2] gemm float32 2 x 3 x 4: naive",
@@ -102,11 +103,22 @@ def test_a_run_in_the_simulator_shows_answers_not_speeds(capsys, monkeypatch):
     ]
 
 
+def _untimed(line: str) -> str:
+    """A progress line without its leading seconds since the start ("ladder:   12.3 s ...")."""
+    return re.sub(r"^ladder: +[0-9.]+ s ", "ladder: ", line)
+
+
+def test_progress_lines_say_the_seconds_since_the_start(capsys):
+    with cli._Progress(1) as progress:
+        progress.step("work")
+    assert re.fullmatch(r"ladder: +[0-9]+\.[0-9] s \[1/1\] work\n", capsys.readouterr().err)
+
+
 def test_progress_counts_only_the_rungs_that_run(capsys):
     pick = [get_rung("gemm", n) for n in ("naive", "wmma", "cublas")]  # wmma: float16 only
     runs = cli._measure_all([("gemm", (2, 2, 2), "float32")], {"gemm": pick}, None)
     assert [r["rung"] for r in runs] == ["naive", "cublas"]
-    steps = [line for line in capsys.readouterr().err.splitlines() if "[" in line]
+    steps = [_untimed(line) for line in capsys.readouterr().err.splitlines() if "[" in line]
     total = 1 if pick[2].unavailable_reason() else 2
     assert steps[0] == f"ladder: [1/{total}] gemm float32 2 x 2 x 2: naive"
 
@@ -179,7 +191,7 @@ def test_simulator_results_are_written_only_where_asked(tmp_path, monkeypatch, c
 def test_check_shows_its_progress_on_stderr_through_its_child(capfd):
     assert cli.main(["check", "gemm", "--rungs", "naive"]) == 0
     captured = capfd.readouterr()
-    assert "ladder: [1/1] compiling gemm/naive\n" in captured.err
+    assert "ladder: [1/1] compiling gemm/naive" in map(_untimed, captured.err.splitlines())
     assert "kernel builds, all compiled" in captured.out
 
 
