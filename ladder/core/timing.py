@@ -17,7 +17,7 @@ The recipe (docs/design.md, "Measuring"):
    library alike, however heavy its launcher, and every contestant short of the heaviest
    gets the same head start;
 5. what a call costs the program that makes it, measured apart (``time_calls``): the host
-   time of one call with the GPU idle before it (median of ``HOST_CALLS``), the time per
+   time of one call with the GPU idle before it (median of ``host_calls_for``), the time per
    call of many calls in a row with no wait between them (back-to-back), and the same for
    replays of a CUDA graph that captured one call (``graphs.capture_call``);
 6. the output of one more call, poisoned before it, is checked again, so a kernel that is
@@ -58,8 +58,10 @@ MIN_REPEATS = 5
 MAX_REPEATS = 100
 WARMUP = 3
 HOST_CALLS = 30  # calls timed on the host, each after the GPU has finished the one before
+HOST_CALLS_S = 0.5  # ... fewer where they would wait longer than this for the GPU in all,
+MIN_HOST_CALLS = 5  # ... but never fewer than this (a slow FP32 rung at a large size)
 BACK_TO_BACK_S = 0.05  # calls in a row for the back-to-back time: about this long on the GPU
-BACK_TO_BACK_CALLS = (10, 1000)  # ... but at least and at most this many
+BACK_TO_BACK_CALLS = (3, 1000)  # ... but at least and at most this many
 
 
 def relative_error(out: np.ndarray, ref: np.ndarray) -> float:
@@ -570,12 +572,20 @@ def _in_a_row(run: Callable[[], Any], count: int) -> float:
     return (time.perf_counter() - start) / count
 
 
+def host_calls_for(gpu_ms: float) -> int:
+    """How many calls ``time_calls`` times on the host for a call of ``gpu_ms`` on the GPU:
+    ``HOST_CALLS``, fewer where each waits long for the one before (about ``HOST_CALLS_S`` in
+    all), never fewer than ``MIN_HOST_CALLS``: a 300 ms rung is timed 5 times, not 30."""
+    fit = int(HOST_CALLS_S / max(gpu_ms * 1e-3, 1e-9))
+    return max(MIN_HOST_CALLS, min(HOST_CALLS, fit))
+
+
 def time_calls(
     call: Callable[[], Any],
     gpu_ms: float,
     *,
     graph: bool = True,
-    host_calls: int = HOST_CALLS,
+    host_calls: int | None = None,
     in_a_row: int | None = None,
 ) -> CallCosts:
     """What a call costs a program that makes it, in µs per call.
@@ -588,14 +598,14 @@ def time_calls(
     captured into a CUDA graph (``graphs.capture_call``), then replays in a row, timed like
     the back-to-back calls: what a program that replays a graph pays per call. Where capture
     fails (a launcher that allocates or synchronizes), ``graph_error`` says why. ``host_calls``
-    and ``in_a_row`` set the counts (by default ``HOST_CALLS``, and enough calls in a row for
-    about ``BACK_TO_BACK_S`` of GPU work at ``gpu_ms`` a call)."""
+    and ``in_a_row`` set the counts (by default ``host_calls_for(gpu_ms)``, and enough calls
+    in a row for about ``BACK_TO_BACK_S`` of GPU work at ``gpu_ms`` a call)."""
     from numba import cuda
 
     from ladder.core import graphs
 
     samples = []
-    for _ in range(host_calls):
+    for _ in range(host_calls or host_calls_for(gpu_ms)):
         cuda.synchronize()
         start = time.perf_counter()
         call()
