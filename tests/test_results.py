@@ -254,3 +254,28 @@ def test_sm90a_stands_for_compute_capability_9_0_exactly():
     assert get_rung("conv", "wgmma").cc_needs == "wgmma, an sm_90a-only instruction"
     with pytest.raises(ValueError, match="sm90a= sets min_cc"):
         rung(name="x", title="x", sm90a="wgmma", min_cc=(8, 0))
+
+
+def test_a_piece_says_how_long_it_took_for_a_bench_with_a_deadline(tmp_path):
+    from ladder.core import report
+
+    path = tmp_path / "g.json"
+    assert canonical.piece_seconds(path, "gemm") is None
+    doc = canonical.merged(None, _piece("G", [_run("gemm", "naive")]))
+    report.write_results(doc, path)
+    assert canonical.piece_seconds(path, "gemm") == 1.0
+    assert canonical.piece_seconds(path, "conv") is None
+
+
+def test_the_gpu_script_skips_a_piece_that_cannot_finish_before_its_deadline(tmp_path):
+    """.ci/gpu bench with DEADLINE_S: a piece that would be killed part-way is not started."""
+    import os
+    import subprocess
+
+    env = os.environ | {"DEADLINE_S": "0", "LOG": str(tmp_path), "BENCH_OUT": str(tmp_path / "o")}
+    done = subprocess.run(
+        ["bash", str(ROOT / ".ci" / "gpu"), "bench", "gemm"], env=env, capture_output=True
+    )
+    assert done.returncode == 0, done.stderr
+    assert "bench-gemm skipped" in (tmp_path / "status").read_text()
+    assert not (tmp_path / "o").exists()

@@ -153,6 +153,20 @@ def pieces_of(doc: dict[str, Any]) -> list[dict[str, Any]]:
     return found
 
 
+def piece_seconds(path: Path, problem: str) -> float | None:
+    """How long the latest piece of the canonical file at ``path`` that measured ``problem``
+    took, or None (no file, never measured, not recorded): what a bench with a deadline
+    expects of it."""
+    if not path.is_file():
+        return None
+    from ladder.core import report
+
+    for record in reversed(report.read_results(path).get("pieces") or []):
+        if any(m.split("/")[0] == problem for m in record.get("measured", [])):
+            return record.get("seconds")
+    return None
+
+
 def piece_record(
     runs: list[dict[str, Any]],
     sections: list[str],
