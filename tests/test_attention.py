@@ -260,18 +260,36 @@ def test_naive_rung_at_n_32768_says_what_it_needed():
         rung.launch(*[to_device(x) for x in (q, k, v)])
 
 
-def test_readme_summary_gives_the_two_target_ratios():
+def test_results_summary_names_the_fastest_tensor_core_rung_and_its_verdict():
     shape = [4, 16, 16, 4096, 64]
 
-    def run(rung, ms, dtype="float16"):
-        return {"rung": rung, "dtype": dtype, "shape": shape, "ok": True, "median_ms": ms}
+    def run(rung, ms, dtype="float16", spread=0.0):
+        row = {"rung": rung, "dtype": dtype, "shape": shape, "ok": True, "median_ms": ms}
+        return row | {"min_ms": ms - spread, "max_ms": ms + spread}
 
     runs = [run("naive", 300.0), run("flash", 30.0), run("tensor-core-flash", 1.0)]
-    runs += [run("sdpa", 0.6), run("naive", 300.0, "float32"), run("flash", 25.0, "float32")]
+    runs += [run("wide-keys-flash", 0.5, spread=0.01), run("sdpa-cudnn", 0.6, spread=0.01)]
+    runs += [run("sdpa", 0.61), run("naive", 300.0, "float32"), run("flash", 25.0, "float32")]
+    runs += [run("wide-keys-flash", 0.59, "bfloat16", 0.02), run("sdpa", 0.6, "bfloat16", 0.02)]
     text = get_problem("attention").readme_summary(runs, {})
-    assert "| float16 | 4 × 16 × 16 × 4096 × 64 | 10.00 | 0.60 |" in text
-    assert "| float32 | 4 × 16 × 16 × 4096 × 64 | 12.00 | — |" in text
+    assert "| float16 | 4 × 16 × 16 × 4096 × 64 | 10.00 | `wide-keys-flash` | 1.20× " in text
+    assert "`sdpa-cudnn` | ahead |" in text
+    assert "| float32 | 4 × 16 × 16 × 4096 × 64 | 12.00 | — | — | — |" in text
+    assert (
+        "| bfloat16 | 4 × 16 × 16 × 4096 × 64 | — | `wide-keys-flash` | 1.02× `sdpa` | parity |"
+        in text
+    )
     assert get_problem("attention").readme_summary([], {}) == ""
+
+
+def test_one_slow_repeat_does_not_turn_a_loss_into_parity():
+    from ladder.attention.problem import margin
+
+    rung = {"median_ms": 0.51, "samples_ms": [0.50 + 0.001 * i for i in range(20)]}
+    library = {"median_ms": 0.36, "samples_ms": [0.36] * 19 + [0.94]}
+    assert margin(rung, library) == "behind"
+    assert margin(library, rung) == "ahead"
+    assert margin(rung, rung) == "parity"
 
 
 @gpu_only
