@@ -486,3 +486,32 @@ def test_a_slow_launchers_host_time_is_not_counted_as_gpu_time():
     tiny[1, 1](out)  # compiled here, not in a warm-up call
     samples = timing.time_ms(slow_launch, repeats=10)
     assert np.median(samples) < 0.5, samples
+
+
+def test_float64_products_are_numpys_below_the_gpu_threshold(monkeypatch):
+    """A small reference product never touches a GPU; a large one would where PyTorch sees
+    one, and here (no GPU) falls back to NumPy with the same answer."""
+    from ladder.core import device, float64
+
+    rng = np.random.default_rng(0)
+    a = rng.standard_normal((5, 7)).astype(np.float16)
+    b = rng.standard_normal((7, 3)).astype(np.float16)
+    monkeypatch.setattr(device, "torch_cuda_available", lambda: pytest.fail("asked the GPU"))
+    assert np.array_equal(float64.matmul(a, b), a.astype(np.float64) @ b.astype(np.float64))
+    assert float64.matmul(a, b).dtype == np.float64
+
+
+@gpu_only
+def test_float64_products_on_the_gpu_agree_with_numpy():
+    from ladder.core import device, float64
+
+    if not device.torch_cuda_available():
+        pytest.skip("the GPU product goes through PyTorch with CUDA, not installed here")
+    rng = np.random.default_rng(1)
+    a = rng.standard_normal((1024, 1031)).astype(np.float16)
+    b = rng.standard_normal((1031, 1024)).astype(np.float16)
+    assert 1024 * 1024 * 1031 >= float64.GPU_FROM
+    want = a.astype(np.float64) @ b.astype(np.float64)
+    got = float64.matmul(a, b)
+    assert got.dtype == np.float64
+    assert np.max(np.abs(got - want)) <= 1e-12 * np.max(np.abs(want))

@@ -18,7 +18,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from ladder.core import device
+from ladder.core import device, float64
 from ladder.core.dtypes import resolve
 from ladder.core.fastcall import Operand, PlanCache, intake, numba_array, output
 from ladder.core.geometry import plan_of, rung_launcher
@@ -70,7 +70,7 @@ class GemmProblem(Problem):
 
     def reference(self, inputs: tuple[np.ndarray, ...]) -> np.ndarray:
         a, b = inputs
-        return a.astype(np.float64) @ b.astype(np.float64)
+        return float64.matmul(a, b)
 
     def output_shape(self, size: tuple[int, ...]) -> tuple[int, ...]:
         m, n, _ = size

@@ -35,6 +35,7 @@ from typing import Any
 
 import numpy as np
 
+from ladder.core import float64
 from ladder.core.dtypes import resolve
 from ladder.core.fastcall import Operand, PlanCache, c_contiguous, intake, output
 from ladder.core.geometry import rung_launcher
@@ -91,7 +92,7 @@ class Fp8GemmProblem(Problem):
     def reference(self, inputs: tuple[np.ndarray, ...]) -> np.ndarray:
         a, b, scale_a, scale_b = inputs
         scale = float(scale_a[0]) * float(scale_b[0])
-        return scale * (a.astype(np.float64) @ b.astype(np.float64))
+        return scale * float64.matmul(a, b)
 
     def output_shape(self, size: tuple[int, ...]) -> tuple[int, ...]:
         m, n, _ = size

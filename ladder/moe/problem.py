@@ -38,6 +38,7 @@ from typing import Any, NamedTuple
 import numpy as np
 from numba import cuda
 
+from ladder.core import float64
 from ladder.core.dtypes import resolve
 from ladder.core.fastcall import (
     PLANS_PER_CACHE,
@@ -125,8 +126,8 @@ def moe_numpy(
     for e in range(w1.shape[0]):
         tokens, slots = np.nonzero(ids == e)
         if tokens.size:
-            h = silu(x[tokens].astype(np.float64) @ w1[e].astype(np.float64))
-            y[tokens] += gates[tokens, slots, None] * (h @ w2[e].astype(np.float64))
+            h = silu(float64.matmul(x[tokens], w1[e]))
+            y[tokens] += gates[tokens, slots, None] * float64.matmul(h, w2[e])
     return y
 
 
@@ -285,7 +286,7 @@ class GroupedGemmProblem(Problem):
         out = np.empty((a.shape[0], w.shape[2]), np.float64)
         for e in range(w.shape[0]):
             lo, hi = offsets[e], offsets[e + 1]
-            out[lo:hi] = a[lo:hi].astype(np.float64) @ w[e].astype(np.float64)
+            out[lo:hi] = float64.matmul(a[lo:hi], w[e])
         return out
 
     def output_shape(self, size: tuple[int, ...]) -> tuple[int, ...]:
