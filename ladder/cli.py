@@ -340,7 +340,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     return _exit_code(runs)
 
 
-SECTIONS = ("transfer", "models")  # benchmarks that are not ladders, kept in the same file
+SECTIONS = ("gemm-shapes", "transfer", "models")  # benchmarks beside the ladders, same file
 
 
 def _section(name: str, dtypes: list[str] | None) -> dict[str, Any]:
@@ -353,6 +353,10 @@ def _section(name: str, dtypes: list[str] | None) -> dict[str, Any]:
         from ladder.transfer import bench as transfer_bench
 
         return transfer_bench.run(log=log)
+    if name == "gemm-shapes":
+        from ladder.gemm import shapes
+
+        return shapes.run(tuple(dtypes) if dtypes else None, log=log)
     try:
         from ladder.models import bench as models_bench
     except ImportError as err:
@@ -741,8 +745,8 @@ def build_parser() -> argparse.ArgumentParser:
         "--problems",
         nargs="+",
         metavar="PROBLEM",
-        help=f"only these: {PROBLEMS}; also {', '.join(SECTIONS)} (data movement, and the "
-        "models on the ladder's operators)",
+        help=f"only these: {PROBLEMS}; also {', '.join(SECTIONS)} (GEMM at the shapes models "
+        "call, data movement, and the models on the ladder's operators)",
     )
     p.add_argument("--dtypes", nargs="+", metavar="DTYPE", help="only these dtypes")
     p.add_argument("--repeats", type=_positive)

@@ -106,7 +106,13 @@ def merged(earlier: dict[str, Any] | None, piece: dict[str, Any]) -> dict[str, A
         raise ValueError(
             f"a piece measured on {piece['gpu']} cannot go into the file of {earlier['gpu']}"
         )
-    sections = piece.get("sections") or {}
+    sections = dict(piece.get("sections") or {})
+    for name, section in sections.items():  # a section measured a dtype at a time
+        before = ((earlier or {}).get("sections") or {}).get(name)
+        if section.get("runs_by_dtype") and before and before.get("runs"):
+            mine = {r["dtype"] for r in section["runs"]}
+            kept = [r for r in before["runs"] if r["dtype"] not in mine]
+            sections[name] = section | {"runs": kept + section["runs"]}
     redone = _pairs(piece["runs"]) | set(sections)
     kept_runs = [] if earlier is None else earlier["runs"]
     kept_runs = [r for r in kept_runs if f"{r['problem']}/{r['dtype']}" not in redone]

@@ -190,6 +190,7 @@ def _lacking(doc: dict[str, Any]) -> list[str]:
 
 
 SECTION_TITLES = {
+    "gemm-shapes": "GEMM at the shapes models call (ladder bench --problems gemm-shapes)",
     "transfer": "data movement (ladder bench --problems transfer)",
     "models": "models on the ladder's operators (ladder bench --problems models)",
 }
@@ -218,6 +219,10 @@ def section_page(name: str, docs: dict[str, dict[str, Any]], root: Path = ROOT) 
             from ladder.transfer import bench
 
             body = bench.markdown(section, links)
+        elif name == "gemm-shapes":
+            from ladder.gemm import shapes
+
+            body = shapes.markdown(section, links)
         else:
             from ladder.models import bench as models
 
