@@ -45,6 +45,14 @@ def test_the_page_gives_each_shape_the_fastest_rung_and_the_geometric_mean():
     assert f"geometric mean {mean:.2f}× the fastest library; the worst 0.40× ({b})" in text
 
 
+def test_the_figure_names_the_gpu_and_draws_each_shape(tmp_path):
+    a = shapes.SHAPES[0][0]
+    doc = {"gpu": "NVIDIA H200", "runs": [_run("persistent", a, 0.8), _run("cublas", a, 0.9)]}
+    (path,) = shapes.figures(doc, tmp_path, "g")
+    assert path.name == "g-ratios.png" and path.stat().st_size > 0
+    assert shapes.figures({"gpu": "G", "runs": [_run("cublas", a, 0.9)]}, tmp_path, "h") == []
+
+
 def test_a_bench_of_one_dtype_keeps_the_sections_runs_of_the_other():
     def piece(dtype, ms):
         section = {"runs": [_run("persistent", shapes.SHAPES[0][0], ms, dtype)]}

@@ -417,6 +417,10 @@ def draw(root: Path = ROOT, say: Callable[[str], None] = print) -> list[Path]:
         except ValueError:  # no library or peer measured (a simulated file)
             pass
         sections = doc.get("sections") or {}
+        if "gemm-shapes" in sections:
+            from ladder.gemm import shapes
+
+            drawn += shapes.figures(sections["gemm-shapes"], folder, f"{slug}-gemm-shapes")
         if "transfer" in sections:
             from ladder.transfer import bench
 

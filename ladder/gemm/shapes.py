@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 from ladder.core import device, report, timing
@@ -175,3 +176,32 @@ def markdown(doc: dict[str, Any], figures: list[str]) -> str:
 
 def _x(value: float | None) -> str:
     return f"{value:.2f}" if value else "—"
+
+
+def figures(doc: dict[str, Any], folder: str | Path, stem: str) -> list[Path]:
+    """``<stem>-ratios.png`` in ``folder``: per shape, the fastest rung's and the Triton peer's
+    speed as a multiple of the fastest library's, a panel per dtype, the GPU named."""
+    import matplotlib.pyplot as plt
+
+    dtypes = list(dict.fromkeys(r["dtype"] for r in doc["runs"]))
+    found = {dtype: rows(doc, dtype) for dtype in dtypes}
+    if not any(row["ratio"] for rows_ in found.values() for row in rows_):
+        return []
+    count = max(len(rows_) for rows_ in found.values())
+    fig, axes = plt.subplots(
+        1, len(dtypes), figsize=(6 * len(dtypes), 0.32 * count + 1.6), sharey=True, squeeze=False
+    )
+    for ax, dtype in zip(axes[0], dtypes, strict=True):
+        table = found[dtype]
+        y = range(len(table))
+        ax.barh([i - 0.2 for i in y], [row["ratio"] or 0 for row in table], 0.4, label="rung")
+        ax.barh([i + 0.2 for i in y], [row["peer_ratio"] or 0 for row in table], 0.4,
+                label="Triton peer", color="tab:gray")  # fmt: skip
+        ax.axvline(1.0, color="black", lw=0.8)
+        ax.set_yticks(list(y), [row["label"] for row in table], fontsize=7)
+        ax.set_xlabel("× the fastest library (its time over the contender's)")
+        ax.set_title(dtype, fontsize=9)
+    axes[0][0].invert_yaxis()  # the first shape on top (the axes share y: once)
+    axes[0][-1].legend(fontsize=7, loc="upper right", bbox_to_anchor=(1.0, 1.0))
+    fig.suptitle(f"GEMM at the shapes models call, on {doc['gpu']}", fontsize=10)
+    return [report._save(fig, Path(folder) / f"{stem}-ratios.png", doc)]
