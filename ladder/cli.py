@@ -444,9 +444,11 @@ def cmd_bench(args: argparse.Namespace) -> int:
         console.print(report.NOT_WRITTEN)
     else:
         kept = len(doc["runs"]) - len(runs)
+        what = [f"{len(runs)} runs"] if runs or not sections else []
         console.print(
-            f"wrote {out}: {len(runs)} runs measured in {piece['piece']['seconds']:.0f} s"
-            + (f", {kept} kept from earlier pieces" if kept else "")
+            f"wrote {out}: {' and '.join([*what, *sections])} measured in "
+            f"{piece['piece']['seconds']:.0f} s"
+            + (f", {kept} runs kept from earlier pieces" if kept else "")
         )
     return _exit_code(runs)
 

@@ -67,9 +67,10 @@ def test_a_bench_of_one_dtype_keeps_the_sections_runs_of_the_other():
     assert got == {"float16": 3.0, "bfloat16": 2.0}
 
 
-def test_ladder_bench_writes_the_section_in_the_simulator(tmp_path):
+def test_ladder_bench_writes_the_section_in_the_simulator(tmp_path, capsys):
     out = tmp_path / "g.json"
     assert cli.main(["bench", "--problems", "gemm-shapes", "--out", str(out)]) == 0
+    assert ": gemm-shapes measured in" in " ".join(capsys.readouterr().out.split())
     section = report.read_results(out)["sections"]["gemm-shapes"]
     assert {r["dtype"] for r in section["runs"]} == set(shapes.DTYPES)
     assert {r["label"] for r in section["runs"]} == {label for label, _ in shapes.shapes()}
