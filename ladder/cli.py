@@ -747,11 +747,16 @@ def build_parser() -> argparse.ArgumentParser:
         "--problems",
         nargs="+",
         metavar="PROBLEM",
-        help=f"only these: {PROBLEMS}; also {', '.join(SECTIONS)} (GEMM at the shapes models "
-        "call, data movement, and the models on the ladder's operators)",
+        help=f"only these (default: every problem, then every section): {PROBLEMS}; also "
+        f"{', '.join(SECTIONS)} (GEMM at the shapes models call, data movement, and the models "
+        "on the ladder's operators)",
     )
     p.add_argument("--dtypes", nargs="+", metavar="DTYPE", help="only these dtypes")
-    p.add_argument("--repeats", type=_positive)
+    p.add_argument(
+        "--repeats",
+        type=_positive,
+        help="timed repeats per case (default: until about a second has run, 5 to 100)",
+    )
     p.add_argument(
         "--out",
         help="results file (default: results/<gpu>.json, the GPU's canonical file; in the "

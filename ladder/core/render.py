@@ -256,7 +256,7 @@ def index_page(docs: dict[str, dict[str, Any]]) -> str:
             f"{len(doc['runs'])} runs. The overview: "
             f"[`results/{_figure(slug)}`](../../results/{_figure(slug)}).",
             "",
-            "| piece | measured | date | commit | seconds | GPU of the machine |",
+            "| piece | measured | date | commit | seconds | CUDA_VISIBLE_DEVICES (— unset) |",
             "|---:|---|---|---|---:|---|",
         ]
         for i, piece in enumerate(doc.get("pieces", []), 1):
@@ -265,7 +265,12 @@ def index_page(docs: dict[str, dict[str, Any]]) -> str:
                 f"{str(piece.get('date'))[:16]} | {str(piece.get('commit') or '—')[:12]} | "
                 f"{piece.get('seconds') or '—'} | {piece.get('visible_devices') or '—'} |"
             )
-        lines += ["", *_lacking(doc), ""]
+        notes = [
+            f"Piece {i}: {piece['note']}."
+            for i, piece in enumerate(doc.get("pieces", []), 1)
+            if piece.get("note")
+        ]
+        lines += ["", *notes, *([""] if notes else []), *_lacking(doc), ""]
     lines += ["## Which GPU generations each rung runs on", ""]
     lines += [report.generations_markdown(rungs()).rstrip(), ""]
     return "\n".join(lines).rstrip() + "\n"
