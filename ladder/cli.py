@@ -353,10 +353,12 @@ def _section(name: str, dtypes: list[str] | None) -> dict[str, Any]:
         from ladder.transfer import bench as transfer_bench
 
         return transfer_bench.run(log=log)
-    if name == "gemm-shapes":
+    if name == "gemm-shapes":  # the GEMM's contenders at each shape, measured as a ladder is
         from ladder.gemm import shapes
 
-        return shapes.run(tuple(dtypes) if dtypes else None, log=log)
+        wanted = shapes.checked(tuple(dtypes) if dtypes else None)
+        cases = [("gemm", size, dtype) for dtype in wanted for _, size in shapes.shapes()]
+        return shapes.document(_measure_all(cases, {"gemm": shapes.contenders()}, None))
     try:
         from ladder.models import bench as models_bench
     except ImportError as err:

@@ -283,13 +283,13 @@ def test_results_summary_names_the_fastest_tensor_core_rung_and_its_verdict():
 
 
 def test_one_slow_repeat_does_not_turn_a_loss_into_parity():
-    from ladder.attention.problem import margin
+    from ladder.core.derived import verdict
 
     rung = {"median_ms": 0.51, "samples_ms": [0.50 + 0.001 * i for i in range(20)]}
     library = {"median_ms": 0.36, "samples_ms": [0.36] * 19 + [0.94]}
-    assert margin(rung, library) == "behind"
-    assert margin(library, rung) == "ahead"
-    assert margin(rung, rung) == "parity"
+    assert verdict(rung, library) == "behind"
+    assert verdict(library, rung) == "ahead"
+    assert verdict(rung, rung) == "parity"
 
 
 @gpu_only

@@ -75,4 +75,4 @@ def test_ladder_bench_writes_the_section_in_the_simulator(tmp_path, capsys):
     assert {r["dtype"] for r in section["runs"]} == set(shapes.DTYPES)
     assert {r["label"] for r in section["runs"]} == {label for label, _ in shapes.shapes()}
     with pytest.raises(ValueError, match="--dtypes float32: gemm-shapes takes"):
-        shapes.run(("float32",))
+        shapes.checked(("float32",))

@@ -181,7 +181,7 @@ class AttentionProblem(Problem):
         """For the results page: per dtype and size, from runs measured together, the Numba
         flash rung's speed over the Numba naive rung's, and the fastest tensor-core rung
         against the fastest SDPA call, with the verdict the spread of their repeats allows
-        (``margin``)."""
+        (``derived.verdict``)."""
         passed = [r for r in runs if derived.passed(r) and r.get("median_ms")]
         cases = list(dict.fromkeys((r["dtype"], tuple(r["shape"])) for r in passed))
         lines = []
@@ -197,7 +197,7 @@ class AttentionProblem(Problem):
                 lib = min(sdpa, key=lambda r: r["median_ms"])
                 against = (
                     f"`{best['rung']}` | {lib['median_ms'] / best['median_ms']:.2f}× "
-                    f"`{lib['rung']}` | {margin(best, lib)}"
+                    f"`{lib['rung']}` | {derived.verdict(best, lib)}"
                 )
             else:
                 against = "— | — | —"
@@ -226,27 +226,6 @@ def on_tensor_cores(problem: str, dtype: str) -> set[str]:
         for r in rungs(problem, references=False)
         if dtype in r.dtypes and r.units_for(dtype) == "tensor"
     }
-
-
-def margin(rung: dict[str, Any], library: dict[str, Any]) -> str:
-    """ "ahead", "behind" or "parity": ahead only if the rung's 90th-percentile time beat the
-    library's 10th-percentile time, behind only the reverse; a lone slow repeat (a clock
-    step, a context switch) widens neither (with fewer than 10 samples: min and max)."""
-    lo, hi = _band(rung)
-    lib_lo, lib_hi = _band(library)
-    if hi < lib_lo:
-        return "ahead"
-    if lo > lib_hi:
-        return "behind"
-    return "parity"
-
-
-def _band(run: dict[str, Any]) -> tuple[float, float]:
-    samples = run.get("samples_ms") or []
-    if len(samples) >= 10:
-        lo, hi = np.percentile(samples, [10, 90])
-        return float(lo), float(hi)
-    return run.get("min_ms") or run["median_ms"], run.get("max_ms") or run["median_ms"]
 
 
 def attention_numpy(

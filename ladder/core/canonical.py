@@ -167,9 +167,16 @@ def piece_seconds(path: Path, problem: str) -> float | None:
         return None
     from ladder.core import report
 
-    for record in reversed(report.read_results(path).get("pieces") or []):
+    record = latest_piece(report.read_results(path), problem)
+    return record.get("seconds") if record else None
+
+
+def latest_piece(doc: dict[str, Any], problem: str) -> dict[str, Any] | None:
+    """The record of the latest piece of ``doc`` that measured ``problem`` (a problem or a
+    section), or None."""
+    for record in reversed(doc.get("pieces") or []):
         if any(m.split("/")[0] == problem for m in record.get("measured", [])):
-            return record.get("seconds")
+            return record
     return None
 
 
@@ -203,12 +210,8 @@ def ceilings_for(doc: dict[str, Any], problem: str) -> dict[str, Any]:
     """The ceilings measured beside ``problem``'s runs: those of the latest piece that
     measured it, else the file's own. A problem measured days before another keeps the roofs
     of its own day, so re-measuring one problem moves no other problem's derived figures."""
-    for record in reversed(doc.get("pieces") or []):
-        if record.get("ceilings") and any(
-            m.split("/")[0] == problem for m in record.get("measured", [])
-        ):
-            return record["ceilings"]
-    return doc.get("ceilings") or {}
+    record = latest_piece(doc, problem)
+    return (record or {}).get("ceilings") or doc.get("ceilings") or {}
 
 
 def now() -> str:

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
+
 from ladder.core import roofline
 from ladder.core.rung import Problem, get_problem, rungs
 from ladder.core.timing import Status, run_status
@@ -201,3 +203,25 @@ def problem_summary(problem: str, runs: list[dict[str, Any]], ceilings: dict[str
     longer registered."""
     found = _registered(problem)
     return found.readme_summary(runs, ceilings) if found is not None else ""
+
+
+def verdict(rung: dict[str, Any], library: dict[str, Any]) -> str:
+    """ "ahead", "behind" or "parity" of two runs measured together: ahead only if the rung's
+    90th-percentile time beat the library's 10th-percentile time, behind only the reverse; a
+    lone slow repeat (a clock step, a context switch) widens neither band (with fewer than 10
+    samples: min and max)."""
+    lo, hi = _band(rung)
+    lib_lo, lib_hi = _band(library)
+    if hi < lib_lo:
+        return "ahead"
+    if lo > lib_hi:
+        return "behind"
+    return "parity"
+
+
+def _band(run: dict[str, Any]) -> tuple[float, float]:
+    samples = run.get("samples_ms") or []
+    if len(samples) >= 10:
+        lo, hi = np.percentile(samples, [10, 90])
+        return float(lo), float(hi)
+    return run.get("min_ms") or run["median_ms"], run.get("max_ms") or run["median_ms"]

@@ -318,11 +318,10 @@ def contenders(
 def canonical_path(slug: str | None = None) -> Path | None:
     """The canonical results file of the GPU the README reports (or of ``slug``); None where
     it is not here (an installed package has no repository)."""
-    from ladder.core import canonical as files
     from ladder.core import render
 
     slug = slug or render.readme_gpu()
-    path = files.path_for(slug, files.RESULTS) if slug else None
+    path = _files.path_for(slug, _files.RESULTS) if slug else None
     return path if path is not None and path.is_file() else None
 
 

@@ -17,12 +17,11 @@ In the simulator the shapes are tiny and every tensor-core rung is unavailable.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from ladder.core import device, report, timing
-from ladder.core.rung import get_problem, get_rung
+from ladder.core import derived, device, report, timing
+from ladder.core.rung import get_rung
 
 # (what it is, (M, N, K)): C (M × N) = A (M × K) @ B (K × N); the token counts are a batch of
 # 8 sequences of 1024 (GPT-2) or 4096 tokens (Llama-3-8B, Mixtral)
@@ -65,26 +64,25 @@ def shapes() -> tuple[tuple[str, tuple[int, int, int]], ...]:
     return SIMULATOR_SHAPES if device.simulator() else SHAPES
 
 
-def run(
-    dtypes: tuple[str, ...] | None = None, *, log: Callable[[str], None] = print
-) -> dict[str, Any]:
-    """Measure every shape in each of ``dtypes`` (default ``DTYPES``) and return the section's
-    document: the machine's header and every run, each with its shape's ``label``."""
-    problem = get_problem("gemm")
-    wanted = dtypes or DTYPES
-    for dtype in wanted:
+def checked(dtypes: tuple[str, ...] | None) -> tuple[str, ...]:
+    """``dtypes`` (default ``DTYPES``), each one this benchmark takes, or a clear error."""
+    for dtype in dtypes or ():
         if dtype not in DTYPES:
             raise ValueError(f"--dtypes {dtype}: gemm-shapes takes {', '.join(DTYPES)}")
-    contenders = [get_rung("gemm", name) for name in (*RUNGS, *LIBRARIES, *PEERS)]
-    runs = []
-    for dtype in wanted:
-        for label, size in shapes():
-            log(f"{dtype} {' x '.join(map(str, size))} ({label})")
-            case = timing.prepare(problem, size, dtype)
-            for r in contenders:
-                if dtype in r.dtypes:
-                    runs.append(timing.measure(case, r).to_dict() | {"label": label})
-    doc = report.results_document(runs, None)
+    return tuple(dtypes or DTYPES)
+
+
+def contenders() -> list[Any]:
+    """The rungs, libraries and peer measured at every shape."""
+    return [get_rung("gemm", name) for name in (*RUNGS, *LIBRARIES, *PEERS)]
+
+
+def document(runs: list[dict[str, Any]]) -> dict[str, Any]:
+    """The section's document from the bench's runs (``ladder bench --problems gemm-shapes``
+    measures ``shapes()`` × the dtypes with ``contenders()``): each run labelled with what
+    its shape is."""
+    label = {size: name for name, size in shapes()}
+    doc = report.results_document([r | {"label": label[tuple(r["shape"])]} for r in runs], None)
     doc["kind"] = "gemm-shapes"
     doc["runs_by_dtype"] = True  # a bench of one dtype keeps the file's runs of the other
     return doc
@@ -93,8 +91,6 @@ def run(
 def rows(doc: dict[str, Any], dtype: str) -> list[dict[str, Any]]:
     """Per shape of ``dtype``: the fastest rung that passed, the fastest library, the peer, the
     ratio (the library's time over the rung's) and the verdict of their repeats."""
-    from ladder.attention.problem import margin
-
     out = []
     runs = [r for r in doc["runs"] if r["dtype"] == dtype and timing.run_status(r) == "ok"]
     for label in dict.fromkeys(r["label"] for r in doc["runs"] if r["dtype"] == dtype):
@@ -113,7 +109,7 @@ def rows(doc: dict[str, Any], dtype: str) -> list[dict[str, Any]]:
                 "peer": peer,
                 "ratio": ratio,
                 "peer_ratio": lib["median_ms"] / peer["median_ms"] if peer and lib else None,
-                "verdict": margin(rung, lib) if rung and lib else None,
+                "verdict": derived.verdict(rung, lib) if rung and lib else None,
             }
         )
     return out
