@@ -179,6 +179,53 @@ def test_check_in_parallel_reports_what_one_process_does_and_keeps_it(tmp_path, 
     assert not check._in_package(tmp_path / "my_rung.py")  # a user's rung is never kept
 
 
+SUMMARY_ONLY = """info    : 8 bytes gmem
+info    : Function properties for 'k':
+info    : used 32 registers, used 0 barriers, 64 stack, 0 bytes smem, 536 bytes cmem[0]
+"""
+PTXAS_LINES = (
+    """ptxas info    : Function properties for k
+ptxas         .     64 bytes stack frame, 4 bytes spill stores, 4 bytes spill loads
+ptxas info    : Used 32 registers, used 0 barriers, 536 bytes cmem[0]
+"""
+    + SUMMARY_ONLY
+)
+
+
+def test_a_link_from_the_compute_cache_is_made_again_for_its_figures(monkeypatch):
+    """nvJitLink 13.0 with a GPU driver takes a PTX it has seen from CUDA's compute cache and
+    logs only its summary, without spills (seen on the H200): the report links again with a
+    PTX no cache holds and reads ptxas's own lines."""
+    logs, seen = [SUMMARY_ONLY, PTXAS_LINES], []
+
+    def link_log(ptx, arch):
+        seen.append(ptx)
+        return logs.pop(0)
+
+    monkeypatch.setattr(check, "_link_log", link_log)
+    figures = check._nvjitlink_report(".entry k() { ret; }", "sm_80")
+    assert figures == {
+        "k": {
+            "stack_bytes": 64,
+            "spill_stores": 4,
+            "spill_loads": 4,
+            "registers": 32,
+            "smem_bytes": 0,
+        }
+    }
+    assert len(seen) == 2 and seen[1].startswith(seen[0]) and seen[1] != seen[0]
+
+
+def test_the_cache_follows_ladder_cache_set_after_import(tmp_path, monkeypatch):
+    """A check with one job runs in this process, long after ``ladder`` was imported: the
+    cache must be where ``LADDER_CACHE`` says now (on a GPU, where no child process re-reads
+    the environment, it once stayed where the import found it)."""
+    monkeypatch.setenv("LADDER_CACHE", str(tmp_path))
+    assert check.Cache().folder.parent == tmp_path / "check"
+    monkeypatch.delenv("LADDER_CACHE")
+    assert check.cache_dir() == Path.home() / ".cache" / "ladder" / "check"
+
+
 def test_the_fingerprint_follows_the_packages_files(tmp_path, monkeypatch):
     package = tmp_path / "ladder"
     (package / "gemm").mkdir(parents=True)

@@ -391,11 +391,16 @@ def test_peer_replays_from_a_graph(peer):
 def test_the_interpreter_survives_pytorch_importing_triton_first():
     """``torch.profiler`` (and ``torch.compile``) import ``triton.language`` unasked; in the
     simulator that must still give interpreted kernels, or the peers' ``tl.sum`` fails inside
-    them ("Cannot call @triton.jit'd outside of the scope of a kernel")."""
+    them ("Cannot call @triton.jit'd outside of the scope of a kernel"). Run in the simulator
+    on any machine, with the profiler on the CPU only: on a GPU the question does not arise,
+    and there the profiler's CUDA activity and a Triton launch have ended this script in a
+    double free at exit, inside PyTorch."""
+    env = {**clean_environment(), "NUMBA_ENABLE_CUDASIM": "1"}
+    env.pop("TRITON_INTERPRET", None)  # ladder must choose the interpreter itself
     code = (
         "import ladder, torch\n"
-        "from torch.profiler import profile\n"
-        "with profile():\n"
+        "from torch.profiler import ProfilerActivity, profile\n"
+        "with profile(activities=[ProfilerActivity.CPU]):\n"
         "    torch.ones(2) + 1\n"
         "from ladder.core import timing\n"
         "from ladder.core.rung import get_problem, get_rung\n"
@@ -403,8 +408,6 @@ def test_the_interpreter_survives_pytorch_importing_triton_first():
         "m = timing.measure(case, get_rung('softmax', 'triton'))\n"
         "print(m.status, m.error)\n"
     )
-    done = subprocess.run(
-        [sys.executable, "-c", code], env=clean_environment(), capture_output=True, text=True
-    )
+    done = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True)
     assert done.returncode == 0, done.stderr[-2000:]
     assert done.stdout.strip().splitlines()[-1].startswith("ok"), done.stdout

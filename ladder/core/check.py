@@ -22,7 +22,7 @@ So that five architectures stay cheap, Numba lowers a kernel to LLVM IR once and
 and ptxas run per architecture (see ``SAME_LOWERING_FROM``), and a kernel that two rungs
 share (attention and attention-causal launch the same kernels; attention rungs 5 and 6 the
 same ``.cu``) is built once per architecture. Groups of rungs that share no build compile in
-parallel processes (``--jobs``). The figures of each build are kept on disk (``CACHE_DIR``)
+parallel processes (``--jobs``). The figures of each build are kept on disk (``cache_dir()``)
 under a fingerprint of every file of the ladder package and of the compilers' versions
 (``fingerprint``): a change to any of them builds everything again; a failed build is never
 kept. Only the package's own kernels are kept: a user's rung is built each time.
@@ -40,6 +40,7 @@ import os
 import re
 import shutil
 import sys
+import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -59,8 +60,6 @@ ARCHS = tuple(g.arch for g in GENERATIONS)
 # tests/test_tools.py checks that the PTX is compile_ptx's for each.
 SAME_LOWERING_FROM = (7, 5)
 
-# beside cuda_cpp's cubins: $LADDER_CACHE/check, by default ~/.cache/ladder/check
-CACHE_DIR = cuda_cpp.CACHE_DIR.parent / "check"
 KEPT_FINGERPRINTS = 4  # the cache keeps the builds of this many recent fingerprints
 PACKAGE = Path(ladder.__file__).resolve().parent
 # what a build depends on besides the package's files (and Numba's settings, NUMBA_*)
@@ -130,11 +129,11 @@ def ptx_static_smem(ptx: str) -> int:
     return sum(int(n) for n in _SHARED_DECL.findall(ptx))
 
 
-def _nvjitlink_report(ptx: str, arch: str) -> dict[str, dict[str, int]]:
-    """Assemble PTX for ``arch`` with nvJitLink and return ptxas's per-function figures."""
+def _link_log(ptx: str, arch: str) -> str:
+    """nvJitLink's info log for assembling ``ptx`` for ``arch``."""
     from cuda.bindings import nvjitlink
 
-    options = [f"-arch={arch}", "-verbose"]
+    options = [f"-arch={arch}", "-verbose", "-Xptxas=-v"]
     handle = nvjitlink.create(len(options), options)
     try:
         data = ptx.encode()
@@ -150,7 +149,22 @@ def _nvjitlink_report(ptx: str, arch: str) -> dict[str, dict[str, int]]:
         nvjitlink.get_info_log(handle, info)
     finally:
         nvjitlink.destroy(handle)
-    return parse_ptxas(info.decode(errors="replace"))
+    return info.decode(errors="replace")
+
+
+def _nvjitlink_report(ptx: str, arch: str) -> dict[str, dict[str, int]]:
+    """Assemble PTX for ``arch`` with nvJitLink and return ptxas's per-function figures.
+
+    Where a GPU driver is installed, nvJitLink 13.0 keeps what it assembled in CUDA's
+    compute cache (``~/.nv/ComputeCache``); a PTX it has seen before is not assembled again,
+    and its log then holds only nvJitLink's own summary, which lacks the spills. So when the
+    log has no ptxas figures, the PTX is assembled again with a comment that no earlier PTX
+    had (``CUDA_CACHE_DISABLE`` is read once, when the driver loads, too late to set here)."""
+    found = parse_ptxas(_link_log(ptx, arch))
+    if not found or any("registers" not in f for f in found.values()):
+        fresh = f"{ptx}\n// ladder check {os.getpid()} {time.time_ns()}\n"
+        found = parse_ptxas(_link_log(fresh, arch))
+    return found
 
 
 def numba_kernels(module: Any) -> dict[str, Any]:
@@ -227,6 +241,14 @@ def _nvjitlink_version() -> Any:
     return nvjitlink.version()
 
 
+def cache_dir() -> Path:
+    """Where kept figures live, beside cuda_cpp's cubins: ``$LADDER_CACHE/check``, by default
+    ``~/.cache/ladder/check``; read at each check, so setting ``LADDER_CACHE`` after ``ladder``
+    was imported still takes effect (a check with one job runs in this process)."""
+    root = os.environ.get("LADDER_CACHE") or Path.home() / ".cache" / "ladder"
+    return Path(root) / "check"
+
+
 def _in_package(path: str | Path) -> bool:
     """Whether a file is the ladder package's own, so that ``fingerprint`` covers it."""
     return Path(path).resolve().is_relative_to(PACKAGE)
@@ -237,8 +259,8 @@ class Cache:
     ``fingerprint``; reading or writing it never fails a check (a file that cannot be read
     is built again)."""
 
-    def __init__(self, root: Path = CACHE_DIR) -> None:
-        self.folder = root / fingerprint()
+    def __init__(self, root: Path | None = None) -> None:
+        self.folder = (root or cache_dir()) / fingerprint()
 
     def _path(self, name: str) -> Path:
         return self.folder / f"{hashlib.sha256(name.encode()).hexdigest()[:32]}.json"

@@ -68,14 +68,14 @@ _CHILD = """
 import importlib, json, re, sys
 import ladder
 from numba import cuda
-from ladder.core.check import _nvjitlink_report
+from ladder.core.check import Builds
 module = importlib.import_module(sys.argv[1])
-found = {}
+builds, found = Builds(), {}
 try:
     for name, signature in module.compile_signatures().items():
-        ptx, _ = cuda.compile_ptx(getattr(module, name), signature, cc=(8, 0))
-        (figures,) = _nvjitlink_report(ptx, "sm_80").values()
-        figures["f64"] = ".f64" in ptx
+        kernel = cuda.jit(getattr(module, name))
+        figures = builds.numba(kernel, signature, "sm_80")  # as ladder check builds it
+        figures["f64"] = ".f64" in builds.numba_ptx(kernel, signature, "sm_80")
         found[name] = figures
 except Exception as err:
     text = f"{type(err).__name__}: {err}"
