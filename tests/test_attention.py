@@ -320,7 +320,7 @@ def test_tensor_core_rungs_take_misaligned_operands(name, dtype):
 @gpu_only
 @pytest.mark.parametrize("causal", [False, True])
 def test_the_gpu_reference_is_the_cpu_reference(causal):
-    """Past GPU_REFERENCE_FROM scores the float64 reference runs on the GPU (PyTorch): it must
+    """From GPU_REFERENCE_FROM scores the float64 reference runs on the GPU (PyTorch): it must
     be the CPU's definition, to float64 rounding, at odd sizes and with GQA."""
     torch = pytest.importorskip("torch")
     if not torch.cuda.is_available():

@@ -185,8 +185,10 @@ def test_get_rung_by_name_or_number():
         get_rung("gemm", "nope")
 
 
-@pytest.mark.slow  # a whole bench of every problem, in the simulator
-def test_cli_run_bench_plot(tmp_path, capsys):
+@pytest.mark.slow  # a whole bench of one problem, every rung
+def test_cli_run_bench_plot(tmp_path, capsys, monkeypatch):
+    if ON_GPU:  # the path, not the standard sizes (four minutes of GEMMs on an H200)
+        monkeypatch.setattr(PROBLEM, "standard_sizes", lambda dtype: PROBLEM.test_sizes(dtype)[:1])
     out = tmp_path / "bench.json"
     assert cli.main(["bench", "--problems", "gemm", "--out", str(out), "--repeats", "1"]) == 0
     doc = report.read_results(out)
