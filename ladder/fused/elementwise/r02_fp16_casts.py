@@ -24,11 +24,11 @@ Prediction: 20 bytes per element where a float16 kernel that converts in registe
 five times `fused`'s float16 time, somewhat less if the casts run closer to the copy bandwidth
 than `fused` does, and slower than `fused` in float32 too (20 bytes per element against 8).
 Measured: on an NVIDIA H200 (results/nvidia-h200.json, ``ladder bench``, 8192 x 8192, float16):
-0.354 ms, 3.792 TB/s on the bytes it moves (0.89 of the 4.269 TB/s copy); `fused` takes 0.068 ms
-in float16 and 0.131 ms in float32, `three-kernels` 0.622 ms in float16.
-Verdict: held: 5.21x `fused`'s float16 time and 2.71x its float32 time. The five kernels run near
+0.356 ms, 3.772 TB/s on the bytes it moves (0.88 of the 4.268 TB/s copy); `fused` takes 0.069 ms
+in float16 and 0.130 ms in float32, `three-kernels` 0.621 ms in float16.
+Verdict: held: 5.18x `fused`'s float16 time and 2.73x its float32 time. The five kernels run near
 the copy bandwidth on five times the bytes, so the time is five times: the rung is bound by its
-bytes, and the remedy is not a faster cast but no cast through memory. It is 1.76x faster than
+bytes, and the remedy is not a faster cast but no cast through memory. It is 1.75x faster than
 `three-kernels` in float16 while moving more bytes (1.34 GB against 805 MB), as its casts keep 8
 loads per thread in flight where `three-kernels` keeps one (a count; neither is profiled).
 

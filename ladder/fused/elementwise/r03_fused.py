@@ -26,14 +26,14 @@ Prediction: close to the copy bandwidth in float32, about three times `three-ker
 the bytes, one launch instead of three); float16 half the bytes, so about half float32's time and
 about a fifth of `fp16-casts`'s, perhaps a little further from the copy (8-byte vectors: twice the
 instructions per byte and half the bytes in flight per thread).
-Measured: on an NVIDIA H200 (results/nvidia-h200.json, ``ladder bench``, 8192 x 8192): 0.131 ms in
-float32, 4.105 TB/s, 0.96 of the 4.269 TB/s copy (`three-kernels`: 0.694 ms); 0.068 ms in float16,
-3.948 TB/s, 0.92 of the copy (`fp16-casts`: 0.354 ms, `three-kernels`: 0.622 ms). The library,
-CuPy's fused ``ElementwiseKernel``: 0.320 ms in float32 and 0.320 ms in float16.
-Verdict: held, and beat the 3x over `three-kernels` (5.31x), because `three-kernels` also fell
-short of the copy on its own bytes (0.54). float16 takes 0.52 of float32's time, 5.21x faster than
-`fp16-casts`, and sits a little further from the copy (0.92), as predicted. CuPy is 2.45x slower in
-float32 and 4.70x in float16 with the same minimum bytes in one kernel: it runs at the pace of
+Measured: on an NVIDIA H200 (results/nvidia-h200.json, ``ladder bench``, 8192 x 8192): 0.130 ms in
+float32, 4.122 TB/s, 0.97 of the 4.268 TB/s copy (`three-kernels`: 0.694 ms); 0.069 ms in float16,
+3.910 TB/s, 0.92 of the copy (`fp16-casts`: 0.356 ms, `three-kernels`: 0.621 ms). The library,
+CuPy's fused ``ElementwiseKernel``: 0.321 ms in float32 and 0.320 ms in float16.
+Verdict: held, and beat the 3x over `three-kernels` (5.32x), because `three-kernels` also fell
+short of the copy on its own bytes (0.54). float16 takes 0.53 of float32's time, 5.18x faster than
+`fp16-casts`, and sits a little further from the copy (0.92), as predicted. CuPy is 2.46x slower in
+float32 and 4.66x in float16 with the same minimum bytes in one kernel: it runs at the pace of
 CuPy's own copy kernel whatever the element size (``references.py`` counts it).
 
 Lab notes: docs/notes/fused.md

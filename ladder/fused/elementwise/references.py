@@ -7,8 +7,8 @@ It is not a straw man: one kernel, no intermediate in memory and no cast through
 conversions to float are in registers), so it moves the problem's minimum, read x and write y:
 537 MB in float32 and 268 MB in float16 at 8192 x 8192, the same bytes as rung 3 (a and b are
 broadcast along the rows and stay in cache). Yet on an NVIDIA H200 (results/nvidia-h200.json)
-it takes 0.320 ms in float32 and 0.320 ms in float16, 2.45x and 4.70x rung 3's 0.131 and
-0.068 ms. What the same file shows: in float32 it runs at 1.675 TB/s, the pace of the plainest
+it takes 0.321 ms in float32 and 0.320 ms in float16, 2.46x and 4.66x rung 3's 0.130 and
+0.069 ms. What the same file shows: in float32 it runs at 1.673 TB/s, the pace of the plainest
 CuPy kernel, ``y = x``, which the ceilings measure at 1.69 TB/s ("cupy kernel" under
 ``copy_methods_tbps``) against 4.27 TB/s for PyTorch's ``copy_``; and it takes the same time
 for 2-byte elements as for 4-byte ones, so it is bound per element, not per byte, where rung 3

@@ -3,13 +3,14 @@ SGEMM (``cupy.matmul``) followed by one fused CuPy elementwise kernel for bias +
 kernels, the intermediate C written and read once.
 
 This is rung 1's structure with library kernels, and it is faster than either rung on an NVIDIA H200
-(results/nvidia-h200.json, 4096³): 2.760 ms against rung 2's 3.579 ms, because cuBLAS's SGEMM alone
+(results/nvidia-h200.json, 4096³): 2.759 ms against rung 2's 3.578 ms, because cuBLAS's SGEMM alone
 (the gemm ladder's cublas row, 2.688 ms) is faster than `gemm/double-buffered` (3.804 ms); both rows
-are from a later run than this problem's (2026-11-29 and 2026-11-25). The epilogue costs what rung
-1's does, one more pass over C (2 x 67 MB on top of the GEMM's 201 MB minimum): the difference of
-the two library medians, 0.072 ms across the two runs, is about 1.9 TB/s, near the pace of CuPy's
-elementwise kernels (the elementwise ladder's ``references.py``). cuBLASLt can fuse a bias + GELU
-epilogue into the GEMM; this reference does not use it.
+are from a separate run on the same day as this problem's (2026-11-29), another piece of the file.
+The epilogue costs what rung 1's does, one more pass over C (2 x 67 MB on top of the GEMM's 201 MB
+minimum): the difference of the two library medians, 0.071 ms across the two runs, is about
+1.9 TB/s, near the pace of CuPy's elementwise kernels (the elementwise ladder's
+``references.py``). cuBLASLt can fuse a bias + GELU epilogue into the GEMM; this reference does
+not use it.
 
 ``torch-compile``: ``F.gelu(A @ B + bias)`` (GELU's erf form, the problem's) compiled by
 ``torch.compile`` (Inductor's default mode, one graph per shape, ``ladder.core.compiled``), TF32

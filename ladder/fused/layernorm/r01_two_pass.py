@@ -25,16 +25,16 @@ Prediction: bound by memory on twice the minimum bytes, so at best about half th
 one-read kernel; the statistics kernel, one row per block, ten barriers per reduction and one
 4-byte load per thread in flight, is likely to fall short of the copy bandwidth as well.
 Measured: on an NVIDIA H200 (results/nvidia-h200.json, ``ladder bench``, 8192 x 8192,
-float32): 0.371 ms, 2.898 TB/s on the bytes it asks for (0.68 of the 4.269 TB/s copy); `welford`
+float32): 0.370 ms, 2.904 TB/s on the bytes it asks for (0.68 of the 4.269 TB/s copy); `welford`
 takes 0.138 ms. Nsight Compute (lab/fused/2026-11-22-profiles/nvidia-h200-profile-layernorm.json):
 ``row_stats_kernel`` 130.208 µs at 43.28% of peak DRAM throughput, ``normalize_kernel``
 237.568 µs at 45.32% (70.93% occupancy), 367.776 µs in all.
-Verdict: held at its bound (`welford` is 2.69x faster, more than the 2x of the bytes), but the
+Verdict: held at its bound (`welford` is 2.68x faster, more than the 2x of the bytes), but the
 kernel that falls short is the other one. The statistics kernel, asked for two reads of x,
 draws less DRAM in total than the normalization kernel (43.28% of peak for 130.208 µs against
 45.32% for 237.568 µs): its second read comes mostly from L2. The normalization kernel moves x
 and y once each, 537 MB in 237.568 µs, about 2.26 TB/s: one element per thread, as elementwise
-`two-pass`, which also reaches about half the copy.
+`three-kernels`, which also reaches about half the copy.
 
 Lab notes: docs/notes/fused.md
 """

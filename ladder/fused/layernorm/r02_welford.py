@@ -31,12 +31,14 @@ reduce and store while the others load.
 Prediction: close to the copy bandwidth at 8192 x 8192, at least 0.9 of the measured
 device-to-device copy; about twice `two-pass` (half the bytes, one launch).
 Measured: on an NVIDIA H200 (results/nvidia-h200.json, ``ladder bench``, 8192 x 8192,
-float32): 0.138 ms, 3.890 TB/s, 0.91 of the 4.269 TB/s copy; `two-pass` 0.371 ms; PyTorch's
-``layer_norm`` 0.352 ms. Nsight Compute (lab/fused/2026-11-22-profiles/nvidia-h200-profile-
-layernorm.json): 131.616 µs at 80.71% of peak DRAM throughput, 47.59% occupancy.
-Verdict: held: 0.91 of the copy; 2.69x `two-pass` rather than 2x, because `two-pass`'s normalization
-kernel also fell short of the copy on its own bytes. PyTorch is 2.55x slower: its kernel reads
-x twice (``references.py`` counts it), and part of its time is not yet accounted for.
+float32): 0.138 ms, 3.888 TB/s, 0.91 of the 4.269 TB/s copy; `two-pass` 0.370 ms; PyTorch's
+``layer_norm`` 0.351 ms, ``torch.compile`` of it 0.131 ms. Nsight Compute
+(lab/fused/2026-11-22-profiles/nvidia-h200-profile-layernorm.json): 131.616 µs at 80.71% of peak
+DRAM throughput, 47.59% occupancy.
+Verdict: held: 0.91 of the copy; 2.68x `two-pass` rather than 2x, because `two-pass`'s normalization
+kernel also fell short of the copy on its own bytes. PyTorch's ``layer_norm`` is 2.54x slower: its
+kernel reads x twice (``references.py`` counts it), and part of its time is not yet accounted for.
+``torch.compile`` (0.131 ms) is 1.05x faster than this rung; why is not yet measured.
 
 Lab notes: docs/notes/fused.md
 """

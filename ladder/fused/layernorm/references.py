@@ -13,7 +13,7 @@ takes 131.616 µs at 80.71%. DRAM % x duration is 1.52x rung 2's: PyTorch's kern
 twice (``compute_stats``, then a second loop over x to normalize, in
 ``aten/src/ATen/native/cuda/layer_norm_kernel.cu``), 12 bytes per element against rung 2's 8, 805 MB
 against 537 MB, at nearly the same rate: that accounts for the 1.62x of the profile. ``ladder
-bench`` (results/nvidia-h200.json) shows a larger gap, 0.352 ms against rung 2's 0.138 ms, 2.55x:
+bench`` (results/nvidia-h200.json) shows a larger gap, 0.351 ms against rung 2's 0.138 ms, 2.54x:
 about 0.14 ms of the library row's time is outside that kernel, and where it goes (the call's host
 work, the per-call allocation) is not yet measured.
 

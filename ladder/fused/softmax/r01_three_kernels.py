@@ -24,14 +24,14 @@ a GPU that holds 270,000 (132 SMs x 2048): 68 SMs idle, the other 64 with 4 warp
 Prediction: the two reduction kernels, latency-bound with half the GPU idle, take most of the
 time; the rung runs at a small fraction of the copy bandwidth, several times slower than the
 one-kernel rungs above it.
-Measured: on an NVIDIA H200 (results/nvidia-h200.json, ``ladder bench``, 8192 x 8192): 1.571 ms
-in float32 (0.683 TB/s on its bytes, 0.16 of the 4.269 TB/s copy), 1.453 ms in float16. Nsight
+Measured: on an NVIDIA H200 (results/nvidia-h200.json, ``ladder bench``, 8192 x 8192): 1.568 ms
+in float32 (0.685 TB/s on its bytes, 0.16 of the 4.269 TB/s copy), 1.450 ms in float16. Nsight
 Compute (lab/fused/2026-11-22-profiles/nvidia-h200-profile-softmax.json, float32):
 ``row_max_kernel`` 585.056 µs and ``row_sum_kernel`` 805.44 µs of 1574.72 µs, both at 6.23%
 occupancy and under 10% of peak DRAM throughput; ``normalize_kernel`` 184.224 µs at 91.92% occupancy
 and 58.34% of DRAM.
 Verdict: held: the two reductions are 88% of the time, bound by latency (4 warps on a busy SM),
-not by bytes; `block-per-row`, one kernel with a block per row, is 6.64x faster.
+not by bytes; `block-per-row`, one kernel with a block per row, is 6.63x faster.
 
 Lab notes: docs/notes/fused.md
 """

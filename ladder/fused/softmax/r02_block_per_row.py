@@ -22,13 +22,13 @@ Against the copy, well short: four passes where two would do, each a strided loo
 with at most 4 in flight per thread (LLVM unrolls it by 4), and 19 barriers per row: half the copy
 bandwidth if every pass went to DRAM, somewhat more where L2 catches re-reads.
 Measured: on an NVIDIA H200 (results/nvidia-h200.json, ``ladder bench``, 8192 x 8192): 0.237 ms
-in float32, 2.267 TB/s on the minimum bytes (0.53 of the 4.269 TB/s copy), against 1.571 ms for
-`three-kernels`; 0.213 ms in float16 (`three-kernels`: 1.453 ms). Nsight Compute
+in float32, 2.270 TB/s on the minimum bytes (0.53 of the 4.269 TB/s copy), against 1.568 ms for
+`three-kernels`; 0.213 ms in float16 (`three-kernels`: 1.450 ms). Nsight Compute
 (lab/fused/2026-11-22-profiles/nvidia-h200-profile-softmax.json, float32): 237.472 µs, 53.75% of
 peak DRAM throughput, 58.17% L2 hit rate, 90.6% occupancy.
-Verdict: held on both counts: 6.64x `three-kernels` in float32 (6.81x in float16), and 0.53 of the
+Verdict: held on both counts: 6.63x `three-kernels` in float32 (6.81x in float16), and 0.53 of the
 copy, "somewhat more" than half, because L2 serves re-reads: the bytes the kernel asks for flow at
-4.534 TB/s, more than the copy's 4.269, which only L2 hits allow.
+4.540 TB/s, more than the copy's 4.269, which only L2 hits allow.
 
 Lab notes: docs/notes/fused.md
 """

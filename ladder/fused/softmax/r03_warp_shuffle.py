@@ -22,8 +22,8 @@ instruction between registers.
 Prediction: a modest step over `block-per-row`. The reductions were the smaller part of the time;
 the three passes over the row, twice the problem's minimum in bytes, are unchanged and now
 dominate.
-Measured: on an NVIDIA H200 (results/nvidia-h200.json, ``ladder bench``, 8192 x 8192): 0.228 ms in
-float32 (`block-per-row`: 0.237 ms), 0.552 of the 4.269 TB/s copy; 0.211 ms in float16
+Measured: on an NVIDIA H200 (results/nvidia-h200.json, ``ladder bench``, 8192 x 8192): 0.227 ms in
+float32 (`block-per-row`: 0.237 ms), 0.554 of the 4.269 TB/s copy; 0.210 ms in float16
 (`block-per-row`: 0.213 ms). Nsight Compute
 (lab/fused/2026-11-22-profiles/nvidia-h200-profile-softmax.json, float32): 225.632 µs against
 `block-per-row`'s 237.472, 55.66% of peak DRAM throughput, 59.31% L2 hit rate; shared-memory store

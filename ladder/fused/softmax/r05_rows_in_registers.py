@@ -30,12 +30,12 @@ Prediction: at 8192 x 8192 float32, 0.9 or more of the device-to-device copy, wh
 same bytes with no arithmetic; float16 halves the bytes and keeps the arithmetic (plus the
 conversions), so its ratio to the copy may come out lower.
 Measured: on an NVIDIA H200 (results/nvidia-h200.json, ``ladder bench``, 8192 x 8192): 0.134 ms
-in float32, 4.007 TB/s, 0.94 of the 4.269 TB/s copy (`online`: 0.250 ms); 0.071 ms in float16,
-3.806 TB/s, 0.89 of the copy (`online`: 0.231 ms). Nsight Compute
+in float32, 4.002 TB/s, 0.94 of the 4.269 TB/s copy (`online`: 0.250 ms); 0.070 ms in float16,
+3.821 TB/s, 0.90 of the copy (`online`: 0.232 ms). Nsight Compute
 (lab/fused/2026-11-22-profiles/nvidia-h200-profile-softmax.json, float32): 128.448 µs at 82.69% of
-peak DRAM throughput. PyTorch's ``torch.softmax``: 0.279 ms in float32, 0.255 ms in float16.
-Verdict: held: 0.94 of the copy, 1.87x `online` (3.27x in float16), float16 lower at 0.89 as
-predicted. PyTorch is 2.08x slower in float32 and 3.62x in float16 with the same bytes in one
+peak DRAM throughput. PyTorch's ``torch.softmax``: 0.278 ms in float32, 0.255 ms in float16.
+Verdict: held: 0.94 of the copy, 1.86x `online` (3.31x in float16), float16 lower at 0.90 as
+predicted. PyTorch is 2.07x slower in float32 and 3.64x in float16 with the same bytes in one
 kernel; ``references.py`` says what the profile shows of it.
 
 Lab notes: docs/notes/fused.md

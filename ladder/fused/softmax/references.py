@@ -10,7 +10,7 @@ float16 out, float32 inside, as every rung). The profile on an NVIDIA H200
 single kernel, ``cunn_SoftMaxForwardReg`` (the row held in registers, as rung 5), 274.432 µs at
 39.13% of peak DRAM throughput, where rung 5 takes 128.448 µs at 82.69%. DRAM % x duration is 1.01x
 rung 5's: the same bytes, the minimum (one read and one write, 537 MB), drawn at under half the
-rate. So the 2.08x (float32) and 3.62x (float16) by which rung 5 is faster in
+rate. So the 2.07x (float32) and 3.64x (float16) by which rung 5 is faster in
 results/nvidia-h200.json do not come from extra passes, kernels or casts. What holds PyTorch's
 kernel to that rate is not yet measured (its occupancy, 49.13%, is rung 5's 47.5%, so it is not
 fewer resident warps); the float16 kernel was not profiled.
