@@ -478,3 +478,50 @@ def test_the_gemm_backward_asks_the_registry_for_a_transposed_entry(monkeypatch)
         in_place = sorted(r.why for r in ran if r.path == "gemm/fake")
         assert in_place == ([] if refuse else ["Aᵀ read in place", "Bᵀ read in place"]), ran
         assert refuse == any(r.op == "ladder::matmul" and r.path != "gemm/fake" for r in ran)
+
+
+def _fresh(*shapes, grad=False):
+    gen = torch.Generator().manual_seed(3)
+    return [torch.randn(s, generator=gen).to(DEVICE).requires_grad_(grad) for s in shapes]
+
+
+def test_the_eager_path_gives_the_operators_answers_and_gradients():
+    """A call nothing watches skips torch.ops' dispatch (``library.eager``): without gradients
+    the operator's body runs alone, with them an ``autograd.Function`` around it. Same values,
+    same gradients as the dispatched operator, bit for bit."""
+    from ladder.ops import library
+
+    a, b = _fresh((5, 7), (7, 3))
+    assert ops.matmul(a, b).grad_fn is None
+    fast = _fresh((5, 7), (7, 3), grad=True)
+    slow = _fresh((5, 7), (7, 3), grad=True)
+    y_fast, y_slow = ops.matmul(*fast), library.matmul_op(*slow)
+    assert type(y_fast.grad_fn).__name__ == "MatmulBackward"  # ours, not the operator's node
+    assert torch.equal(y_fast, y_slow)
+    y_fast.square().sum().backward()
+    y_slow.square().sum().backward()
+    assert all(torch.equal(f.grad, s.grad) for f, s in zip(fast, slow, strict=True))
+    x, g, beta = _fresh((3, 13), (13,), (13,), grad=True)
+    ops.layer_norm(x, g, beta).sum().backward()  # an operator with a non-tensor argument
+    assert x.grad is not None and g.grad is not None and beta.grad is not None
+
+
+def test_what_watches_a_call_sees_the_operator():
+    """The profiler, fake tensors and meta tensors (as torch.compile's tracing does) get the
+    dispatched ``torch.ops.ladder.*``, so each sees the operator by name."""
+    from torch._subclasses.fake_tensor import FakeTensorMode
+    from torch.profiler import ProfilerActivity, profile
+
+    from ladder.ops import library
+
+    a, b = _fresh((5, 7), (7, 3))
+    assert not library.watched((a, b))
+    with profile(activities=[ProfilerActivity.CPU]) as prof:
+        ops.matmul(a, b)
+    assert "ladder::matmul" in {e.key for e in prof.key_averages()}
+    with FakeTensorMode():
+        fake = torch.empty(5, 7), torch.empty(7, 3)
+        assert library.watched(fake)
+        assert tuple(ops.matmul(*fake).shape) == (5, 3)
+    meta = torch.empty(5, 7, device="meta"), torch.empty(7, 3, device="meta")
+    assert library.watched(meta) and ops.matmul(*meta).device.type == "meta"

@@ -5,7 +5,10 @@ and gives the functions below, which check their arguments, shape them for the o
 call them. Each operator runs the best rung of its problem that takes the input here, else
 PyTorch's own operator; ``with ladder.ops.routes() as ran:`` records which ran, and why
 PyTorch did when it did. Every operator has a fake implementation (``torch.compile``,
-meta tensors) and a backward:
+meta tensors) and a backward. A call that nothing watches (no ``torch.compile``, tracer,
+dispatch mode such as ``FakeTensorMode``, functorch transform or profiler: ``library.watched``)
+skips ``torch.ops``' dispatch: the operator's body runs directly, or inside an
+``autograd.Function`` with the same backward when an input needs a gradient. The operators:
 
 =============== ================================ =========================================
 function        forward                          backward
@@ -39,13 +42,13 @@ import torch.nn.functional as F
 from ladder.fused.problem import LAYERNORM_EPS
 from ladder.ops.library import (
     OPERATORS,
-    attention_op,
-    conv2d_op,
-    layer_norm_op,
-    linear_gelu_op,
-    matmul_op,
-    relu_max_pool2d_op,
-    softmax_op,
+    eager_attention,
+    eager_conv2d,
+    eager_layer_norm,
+    eager_linear_gelu,
+    eager_matmul,
+    eager_relu_max_pool2d,
+    eager_softmax,
 )
 from ladder.ops.routes import SETTINGS, Route, routes
 
@@ -83,7 +86,7 @@ def matmul(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
     _alike((a, "a"), (b, "b"))
     if a.shape[1] != b.shape[0]:
         raise ValueError(f"inner dimensions differ: a is {tuple(a.shape)}, b is {tuple(b.shape)}")
-    return matmul_op(a, b)
+    return eager_matmul(a, b)
 
 
 def linear(
@@ -111,9 +114,9 @@ def linear(
     _alike(*pairs)
     rows = x.reshape(-1, x.shape[-1])
     if bias is not None and activation == "gelu":
-        y = linear_gelu_op(rows, w, bias)
+        y = eager_linear_gelu(rows, w, bias)
     else:
-        y = matmul_op(rows, w)
+        y = eager_matmul(rows, w)
         if bias is not None:
             y = y + bias
         if activation == "gelu":
@@ -126,7 +129,7 @@ def softmax(x: torch.Tensor, dim: int = -1) -> torch.Tensor:
     _tensor(x, "x")
     if x.dim() < 1 or dim not in (-1, x.dim() - 1):
         raise ValueError(f"dim must be the last dimension (-1), got {dim} for {x.dim()}-D x")
-    return softmax_op(x.reshape(-1, x.shape[-1])).reshape(x.shape)
+    return eager_softmax(x.reshape(-1, x.shape[-1])).reshape(x.shape)
 
 
 def layer_norm(
@@ -140,7 +143,7 @@ def layer_norm(
         if tuple(tensor.shape) != (cols,):
             raise ValueError(f"{name} must have shape ({cols},), got {tuple(tensor.shape)}")
     _alike((x, "x"), (weight, "weight"), (bias, "bias"))
-    return layer_norm_op(x.reshape(-1, cols), weight, bias, float(eps)).reshape(x.shape)
+    return eager_layer_norm(x.reshape(-1, cols), weight, bias, float(eps)).reshape(x.shape)
 
 
 def attention(
@@ -159,7 +162,7 @@ def attention(
         raise ValueError(f"k and v must have q's batch, N and d: q {tuple(q.shape)}, k {k.shape}")
     if k.shape[1] < 1 or h % k.shape[1]:
         raise ValueError(f"q's {h} heads must be a multiple of k's {k.shape[1]}")
-    return attention_op(q, k, v, bool(causal))
+    return eager_attention(q, k, v, bool(causal))
 
 
 def conv2d(x: torch.Tensor, w: torch.Tensor) -> torch.Tensor:
@@ -175,7 +178,7 @@ def conv2d(x: torch.Tensor, w: torch.Tensor) -> torch.Tensor:
         raise ValueError(f"filters must be square (M, C, K, K), got {tuple(w.shape)}")
     if not 1 <= w.shape[2] <= min(x.shape[2], x.shape[3]):
         raise ValueError(f"a {w.shape[2]}x{w.shape[2]} filter does not fit {tuple(x.shape)}")
-    return conv2d_op(x, w)
+    return eager_conv2d(x, w)
 
 
 def relu_max_pool2d(x: torch.Tensor) -> torch.Tensor:
@@ -185,7 +188,7 @@ def relu_max_pool2d(x: torch.Tensor) -> torch.Tensor:
     _ndim(x, "x", 4, "(B, C, H, W)")
     if x.shape[2] < 2 or x.shape[3] < 2:
         raise ValueError(f"x must be at least 2 x 2 to pool, got {tuple(x.shape)}")
-    return relu_max_pool2d_op(x)
+    return eager_relu_max_pool2d(x)
 
 
 def forget_routes() -> None:
