@@ -840,7 +840,13 @@ def build_parser() -> argparse.ArgumentParser:
         "the course's LeNet and a GPT-2 block on the ladder's operators, against PyTorch eager "
         "and torch.compile (needs PyTorch: the ops extra; ladder bench keeps them)",
     )
-    p.add_argument("--parts", nargs="+", default=["lenet", "block"], choices=["lenet", "block"])
+    p.add_argument(
+        "--parts",
+        nargs="+",
+        default=["lenet", "block", "host"],
+        choices=["lenet", "block", "host"],
+        help="host: ladder.ops' host time per call at the block's shapes",
+    )
     p.add_argument("--dtypes", nargs="+", metavar="DTYPE", help="only these dtypes")
     p.add_argument(
         "--out",

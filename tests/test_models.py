@@ -101,9 +101,10 @@ def test_ladder_models_writes_its_results(tmp_path):
     from ladder.cli import main
 
     out = tmp_path / "models.json"
-    assert main(["models", "--dtypes", "float32", "float16", "--out", str(out)]) == 0
+    argv = ["models", "--parts", "lenet", "block", "--dtypes", "float32", "float16"]
+    assert main([*argv, "--out", str(out)]) == 0
     doc = json.loads(out.read_text())
-    assert doc["kind"] == "models" and doc["simulated"]
+    assert doc["kind"] == "models" and doc["simulated"] and "host" not in doc
     assert set(doc["lenet"]) == {"float32", "float16"} and set(doc["block"]) == {"float16"}
     for case in doc["lenet"].values():
         assert set(case["contenders"]) == {"ladder", "torch"}  # no torch.compile in the simulator
@@ -128,7 +129,31 @@ def test_ladder_models_names_a_bad_part(capsys):
 
     assert main(["models", "--parts", "resnet"]) == 2
     assert "--parts" in capsys.readouterr().err
-    assert bench.PARTS == ("lenet", "block")
+    assert bench.PARTS == ("lenet", "block", "host")
+
+
+def test_ladder_models_measures_the_host_time_of_the_operators(tmp_path, monkeypatch):
+    """``--parts host``: each operator's route and the host µs per call of ladder.ops (with and
+    without gradients), the route's rung called directly and PyTorch's operator, in the file,
+    the printed table and the README block, with the target's check (not judged in the
+    simulator). Two operators here: in the simulator every call runs a rung in Python."""
+    from ladder.cli import main
+    from ladder.models import bench, host
+
+    monkeypatch.setattr(host, "OPERATORS", {k: host.OPERATORS[k] for k in ("matmul", "linear")})
+    out = tmp_path / "models.json"
+    assert main(["models", "--parts", "host", "--out", str(out)]) == 0
+    doc = json.loads(out.read_text())
+    case = doc["host"]["float32"]
+    assert set(case) == {"matmul", "linear"}
+    assert case["matmul"]["route"].startswith("gemm/")
+    assert case["linear"]["route"].startswith("gemm-epilogue/")
+    for entry in case.values():
+        assert all(entry[c] > 0 for c in host.CONTENDERS)
+    (check,) = [c for name, c in doc["checks"].items() if name.startswith("ladder.ops host")]
+    assert check["target"] == host.TARGET_US and check["at_most"] and check["met"] is None
+    text = bench.markdown(doc, [], "models.json")
+    assert "| matmul | float32 | gemm/" in text and "(target at most 20)" in text
 
 
 def test_ladder_models_redraws_a_results_file_and_writes_the_readme_block(tmp_path):

@@ -40,6 +40,7 @@ import torch
 
 import ladder.ops
 from ladder.core import conditions, device, report, timing, torch_views
+from ladder.models import host as host_costs
 from ladder.models.gpt import GPT2_SMALL, Block, Width
 from ladder.models.lenet import IMAGE, LeNet
 
@@ -50,7 +51,9 @@ SIMULATOR_LENET = {"batch": 2, "image": 22}
 SIMULATOR_BLOCK = {"batch": 1, "sequence": 5, "width": Width(channels=32, heads=2)}
 LENET_DTYPES = ("float32", "float16")
 BLOCK_DTYPES = ("float16", "bfloat16")
-PARTS = ("lenet", "block")
+HOST_DTYPES = ("float32", "float16")
+SIMULATOR_HOST_DTYPES = ("float32",)  # the path: each call there runs a rung in Python
+PARTS = ("lenet", "block", "host")
 PROFILE_TOP = 12  # operators kept per profile, by GPU time
 # an image whose float64 top-two probabilities are closer than this many of the dtype's
 # epsilons is a near-tie: rounding alone may pick either class (float16: 0.0078)
@@ -322,6 +325,19 @@ def block(dtype: str, log: Callable[[str], None] = print) -> dict[str, Any]:
     return found
 
 
+def host(dtype: str, log: Callable[[str], None] = print) -> dict[str, Any]:
+    """The host's µs per call of each operator the block calls, at the block's shapes
+    (``models/host.py``)."""
+    sim = device.simulator()
+    batch = SIMULATOR_BLOCK["batch"] if sim else BLOCK_BATCH
+    sequence = SIMULATOR_BLOCK["sequence"] if sim else BLOCK_SEQUENCE
+    width = SIMULATOR_BLOCK["width"] if sim else GPT2_SMALL
+    log(f"host {dtype}: ladder.ops, the rungs and PyTorch, one call at a time")
+    return host_costs.measure(
+        dtype, batch * sequence, width.channels, width.heads, batch, _device()
+    )
+
+
 def _graph_both(model: Block, x: torch.Tensor, grad: torch.Tensor) -> tuple[Callable, Callable]:
     """The block's forward as one CUDA graph (under no_grad) and its forward + backward as
     two (``torch.cuda.make_graphed_callables``: the backward's graph replays when autograd
@@ -362,6 +378,15 @@ def checks(doc: dict[str, Any]) -> dict[str, Any]:
                 "met": met,
                 "contenders": None if value is None else [mine[1], theirs[1]],
             }
+    for dtype, case in (doc.get("host") or {}).items():
+        most = host_costs.worst(case)
+        found[f"ladder.ops host µs per call, the most of {len(case)} operators ({dtype})"] = {
+            "value": None if most is None else most[0],
+            "target": host_costs.TARGET_US,
+            "at_most": True,
+            "met": None if not timed or most is None else most[0] <= host_costs.TARGET_US,
+            "contenders": None if most is None else [most[1]],
+        }
     for dtype, case in (doc.get("lenet") or {}).items():
         ours = case["contenders"]["ladder"]
         differing = ours.get("classes_differing_beyond_ties")
@@ -387,7 +412,11 @@ def run(
             raise ValueError(f"unknown part {part!r}; known: {', '.join(PARTS)}")
     found: dict[str, Any] = {}
     with library_at_its_best(), conditions.Sampler() as sampler:
-        for part, measure, own in (("lenet", lenet, LENET_DTYPES), ("block", block, BLOCK_DTYPES)):
+        for part, measure, own in (
+            ("lenet", lenet, LENET_DTYPES),
+            ("block", block, BLOCK_DTYPES),
+            ("host", host, SIMULATOR_HOST_DTYPES if device.simulator() else HOST_DTYPES),
+        ):
             if part in parts:
                 chosen = [d for d in own if dtypes is None or d in dtypes]
                 found[part] = {d: measure(d, log) for d in chosen}
@@ -446,6 +475,22 @@ def table_rows(doc: dict[str, Any]) -> list[tuple[str, ...]]:
     return rows
 
 
+def host_rows(doc: dict[str, Any]) -> list[tuple[str, ...]]:
+    """One row per dtype and operator of the host part: its route, then the µs per call of
+    each of ``host.CONTENDERS`` ("—" where no rung took it)."""
+    rows = []
+    for dtype, case in (doc.get("host") or {}).items():
+        for name, entry in case.items():
+            cells = [
+                f"{entry[c]:.1f}" if entry[c] is not None else "—" for c in host_costs.CONTENDERS
+            ]
+            rows.append((name, dtype, entry["route"], *cells))
+    return rows
+
+
+HOST_HEADERS = ("operator", "dtype", "route", *(f"{c} µs" for c in host_costs.CONTENDERS))
+
+
 HEADERS = (
     "model",
     "dtype",
@@ -495,12 +540,23 @@ def markdown(doc: dict[str, Any], figures: list[str], source: str) -> str:
                 cells += [f"{ms:.3f}", f"{base / ms:.2f}" if base else ""]
             cells += ["", ""] * (2 - len(parts))
             lines.append(f"| {label} | {dtype} | {name} | " + " | ".join(cells) + " |")
+    hosted = host_rows(doc)
+    if hosted:
+        lines += [
+            "",
+            "Host time per call at the block's shapes (the GPU idle before each call, median):",
+            "",
+            "| " + " | ".join(HOST_HEADERS) + " |",
+            "| --- | --- | --- | " + " | ".join("---:" for _ in host_costs.CONTENDERS) + " |",
+        ]
+        lines += ["| " + " | ".join(row) + " |" for row in hosted]
     lines += ["", "| target | measured | between | verdict |", "| --- | ---: | --- | --- |"]
     for name, check in doc["checks"].items():
         value = check["value"]
         shown = f"{value:.2f}" if isinstance(value, float) else str(value)
         if check.get("target") is not None:
-            shown += f" (target {check['target']:g})"
+            most = "at most " if check.get("at_most") else ""
+            shown += f" (target {most}{check['target']:g})"
         between = " vs ".join(check.get("contenders") or [])
         lines.append(f"| {name} | {shown} | {between} | {_verdict(check)} |")
     lines.append("")
@@ -517,6 +573,14 @@ def _print(doc: dict[str, Any], console: Any) -> None:
     for row in table_rows(doc):
         table.add_row(*row)
     console.print(table)
+    hosted = host_rows(doc)
+    if hosted:
+        costs = Table(title="host µs per call at the block's shapes")
+        for header in HOST_HEADERS:
+            costs.add_column(header)
+        for row in hosted:
+            costs.add_row(*row)
+        console.print(costs)
     for name, check in doc["checks"].items():
         verdict = {True: "met", False: "MISSED", None: "not judged (simulator)"}[check["met"]]
         value = check["value"]
