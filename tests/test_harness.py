@@ -31,6 +31,28 @@ def test_relative_error_is_infinite_on_nan():
     assert timing.relative_error(ref, ref) == 0.0
 
 
+@gpu_only
+@pytest.mark.parametrize("dtype", ["float32", "float16", "bfloat16", "float8_e4m3fn"])
+def test_the_gpu_check_is_the_hosts(dtype, monkeypatch):
+    """A large output is checked on the GPU (PyTorch, float64): the same relative error as
+    the host's to float64 rounding, infinite on a NaN, and what ``measure`` uses from
+    DEVICE_CHECK_FROM elements on (here every size)."""
+    pytest.importorskip("torch")
+    from ladder.core.dtypes import resolve, to_device
+
+    rng = np.random.default_rng(1)
+    ref = rng.standard_normal((37, 1001))
+    host = (ref + 1e-3 * rng.standard_normal(ref.shape)).astype(resolve(dtype))
+    case = timing.Case(PROBLEM, (37, 1001, 1), dtype, 0, (), ref)
+    monkeypatch.setattr(timing, "DEVICE_CHECK_FROM", 1)
+    on_gpu = case.error_of(to_device(host))
+    assert case._device_ref is not None  # the GPU's path, not the host's
+    assert on_gpu == pytest.approx(timing.relative_error(host, ref), rel=1e-9)
+    if dtype != "float8_e4m3fn":  # e4m3fn has no infinity and saturates: NaN only as 0x7F
+        host[3, 5] = np.nan
+        assert case.error_of(to_device(host)) == float("inf")
+
+
 def _fake_rung(launch, name="fake"):
     return Rung("gemm", 50, name, "test double", ("float32",), launch, doc="test double")
 

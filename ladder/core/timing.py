@@ -75,6 +75,37 @@ def relative_error(out: np.ndarray, ref: np.ndarray) -> float:
     return float(diff / denom) if denom > 0 else float(diff)
 
 
+# output elements from which a check runs on the GPU, in float64 through PyTorch, where it
+# can: at the bench's sizes, copying an output to the host and checking it there took about
+# a second (a convolution's 185 million elements: several), twice per measurement
+DEVICE_CHECK_FROM = 1 << 22
+
+
+def device_relative_error(out: Any, ref: Any) -> float:
+    """``relative_error`` of a device array ``out`` (any dtype ``to_device`` makes, bfloat16
+    and 8-bit floats as their bits) against ``ref``, a float64 CUDA tensor of as many
+    elements: the same float64 norms, computed on the GPU by PyTorch."""
+    import torch
+    from numba import cuda
+
+    from ladder.core.dtypes import ML_DTYPES, _bits, name_of
+
+    cuda.synchronize()  # the launch that wrote ``out`` may run on another stream
+    name = name_of(out.dtype)
+    if name in ML_DTYPES:
+        found = torch.as_tensor(out.view(_bits(resolve(name))), device="cuda")
+        found = found.view(getattr(torch, name))
+    else:
+        found = torch.as_tensor(out, device="cuda")
+    found = found.reshape(-1).double()
+    if not bool(torch.isfinite(found).all()):
+        return float("inf")
+    expected = ref.reshape(-1)
+    denom = float(torch.linalg.vector_norm(expected))
+    diff = float(torch.linalg.vector_norm(found - expected))
+    return diff / denom if denom > 0 else diff
+
+
 @dataclass
 class Case:
     """One problem instance: host inputs, the float64 reference, and device copies on demand."""
@@ -86,11 +117,28 @@ class Case:
     inputs: tuple[np.ndarray, ...]
     ref: np.ndarray
     _device_inputs: tuple[Any, ...] | None = field(default=None, repr=False)
+    _device_ref: Any = field(default=None, repr=False)
 
     def device_inputs(self) -> tuple[Any, ...]:
         if self._device_inputs is None:
             self._device_inputs = tuple(to_device(x) for x in self.inputs)
         return self._device_inputs
+
+    def error_of(self, out: Any) -> float:
+        """``relative_error`` of a rung's output against the reference: on the GPU for a
+        device output of DEVICE_CHECK_FROM elements or more where PyTorch has CUDA (the
+        reference copied there once per case), on the host otherwise."""
+        if (
+            isinstance(out, np.ndarray)
+            or out.size < DEVICE_CHECK_FROM
+            or not device.torch_cuda_available()
+        ):
+            return relative_error(_to_host(out), self.ref)
+        if self._device_ref is None:
+            import torch
+
+            self._device_ref = torch.from_numpy(np.asarray(self.ref, np.float64)).cuda()
+        return device_relative_error(out, self._device_ref)
 
 
 # The CUDA simulator runs every GPU thread of a block as a Python thread. Measured on a 2-core
@@ -472,10 +520,10 @@ def measure(
         with nvtx_range(label):
             rung.launch(*args_, out_)
 
-    def checked() -> np.ndarray:
+    def error() -> float:
         if read_back is not None:
             read_back()
-        return _to_host(out)
+        return case.error_of(out)
 
     def poison_all() -> None:
         poison(out)
@@ -494,7 +542,7 @@ def measure(
     except Exception as err:  # a broken rung is reported as failed; the caller goes on
         result.error = f"{type(err).__name__}: {err}"
         return result
-    result.rel_err = relative_error(checked(), case.ref)
+    result.rel_err = error()
     if not result.rel_err <= result.tolerance:
         result.error = f"wrong answer: relative error {result.rel_err:.3g} > {result.tolerance:g}"
         return result
@@ -511,7 +559,7 @@ def measure(
         result.graph_us, result.graph_error = costs.graph_us, costs.graph_error
         poison_all()  # the check after timing sees one whole call's output
         launch()
-    result.rel_err_after = relative_error(checked(), case.ref)
+    result.rel_err_after = error()
     if result.rel_err_after <= result.tolerance:
         result.status = Status.OK
     else:
