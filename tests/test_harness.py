@@ -31,6 +31,24 @@ def test_relative_error_is_infinite_on_nan():
     assert timing.relative_error(ref, ref) == 0.0
 
 
+@pytest.mark.parametrize("dtype", ["float32", "float16", "bfloat16"])
+def test_the_device_check_is_the_hosts_chunk_by_chunk(dtype, monkeypatch):
+    """``device_relative_error``'s norms, chunk by chunk (PyTorch on the CPU here, the
+    simulator's arrays): the host's relative error to float64 rounding, infinite on a NaN."""
+    torch = pytest.importorskip("torch")
+    from ladder.core.dtypes import resolve, to_device
+
+    rng = np.random.default_rng(2)
+    ref = rng.standard_normal((37, 101))
+    host = (ref + 1e-3 * rng.standard_normal(ref.shape)).astype(resolve(dtype))
+    monkeypatch.setattr(timing, "CHECK_CHUNK", 7)  # many chunks, the last one short
+    want = torch.from_numpy(ref).to("cuda" if ON_GPU else "cpu")
+    found = timing.device_relative_error(to_device(host), want)
+    assert found == pytest.approx(timing.relative_error(host, ref), rel=1e-12)
+    host[30, 100] = np.nan
+    assert timing.device_relative_error(to_device(host), want) == float("inf")
+
+
 @gpu_only
 @pytest.mark.parametrize("dtype", ["float32", "float16", "bfloat16", "float8_e4m3fn"])
 def test_the_gpu_check_is_the_hosts(dtype, monkeypatch):

@@ -516,6 +516,7 @@ def test_what_watches_a_call_sees_the_operator():
 
     a, b = _fresh((5, 7), (7, 3))
     assert not library.watched((a, b))
+    assert not library.watched((a, torch.nn.Parameter(b)))  # a model's weight: still eager
     with profile(activities=[ProfilerActivity.CPU]) as prof:
         ops.matmul(a, b)
     assert "ladder::matmul" in {e.key for e in prof.key_averages()}

@@ -81,28 +81,31 @@ def relative_error(out: np.ndarray, ref: np.ndarray) -> float:
 DEVICE_CHECK_FROM = 1 << 22
 
 
+CHECK_CHUNK = 1 << 24  # elements per step of the GPU check: 128 MB of float64 at a time
+
+
 def device_relative_error(out: Any, ref: Any) -> float:
     """``relative_error`` of a device array ``out`` (any dtype ``to_device`` makes, bfloat16
-    and 8-bit floats as their bits) against ``ref``, a float64 CUDA tensor of as many
-    elements: the same float64 norms, computed on the GPU by PyTorch."""
+    and 8-bit floats as their bits) against ``ref``, a float64 CUDA tensor of as many elements
+    on ``out``'s GPU: the same float64 norms, computed there by PyTorch, CHECK_CHUNK elements
+    at a time so that the check holds little memory of its own."""
     import torch
     from numba import cuda
 
-    from ladder.core.dtypes import ML_DTYPES, _bits, name_of
+    from ladder.core import torch_views
 
     cuda.synchronize()  # the launch that wrote ``out`` may run on another stream
-    name = name_of(out.dtype)
-    if name in ML_DTYPES:
-        found = torch.as_tensor(out.view(_bits(resolve(name))), device="cuda")
-        found = found.view(getattr(torch, name))
-    else:
-        found = torch.as_tensor(out, device="cuda")
-    found = found.reshape(-1).double()
-    if not bool(torch.isfinite(found).all()):
-        return float("inf")
+    found = torch_views.tensor(out).reshape(-1)
     expected = ref.reshape(-1)
-    denom = float(torch.linalg.vector_norm(expected))
-    diff = float(torch.linalg.vector_norm(found - expected))
+    diff2 = denom2 = 0.0
+    for start in range(0, found.numel(), CHECK_CHUNK):
+        part = found[start : start + CHECK_CHUNK].double()
+        if not bool(torch.isfinite(part).all()):
+            return float("inf")
+        want = expected[start : start + CHECK_CHUNK]
+        diff2 += float(torch.linalg.vector_norm(part - want)) ** 2
+        denom2 += float(torch.linalg.vector_norm(want)) ** 2
+    denom, diff = math.sqrt(denom2), math.sqrt(diff2)
     return diff / denom if denom > 0 else diff
 
 
@@ -134,10 +137,12 @@ class Case:
             or not device.torch_cuda_available()
         ):
             return relative_error(_to_host(out), self.ref)
-        if self._device_ref is None:
+        if self._device_ref is None:  # on the GPU the outputs are on (Numba's current one)
             import torch
+            from numba import cuda
 
-            self._device_ref = torch.from_numpy(np.asarray(self.ref, np.float64)).cuda()
+            where = torch.device("cuda", cuda.get_current_device().id)
+            self._device_ref = torch.from_numpy(np.asarray(self.ref, np.float64)).to(where)
         return device_relative_error(out, self._device_ref)
 
 

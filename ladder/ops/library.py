@@ -82,13 +82,18 @@ _WATCHERS = (  # each says whether something watches or transforms the calls mad
 
 def watched(args: tuple[Any, ...]) -> bool:
     """Whether a call must go through ``torch.ops``: something above watches it, or a tensor
-    argument is not a plain tensor with storage (a fake, meta or subclass tensor)."""
+    argument is not a plain tensor (or Parameter) with storage (a fake, meta or subclass
+    tensor)."""
     if any(watcher() for watcher in _WATCHERS):
         return True
     return any(
-        isinstance(a, torch.Tensor) and (type(a) is not torch.Tensor or a.device.type == "meta")
+        isinstance(a, torch.Tensor) and (type(a) not in _PLAIN or a.device.type == "meta")
         for a in args
     )
+
+
+# tensors with storage and no behaviour of their own: a model's weights are Parameters
+_PLAIN = (torch.Tensor, torch.nn.Parameter)
 
 
 def eager(op: Any, setup: Callable[..., None], backward_fn: Callable[..., Any]) -> Any:
