@@ -132,6 +132,7 @@ def test_ladder_models_names_a_bad_part(capsys):
     assert bench.PARTS == ("lenet", "block", "host")
 
 
+@pytest.mark.slow  # `ladder models` end to end: each call runs a rung in the simulator
 def test_ladder_models_measures_the_host_time_of_the_operators(tmp_path, monkeypatch):
     """``--parts host``: each operator's route and the host µs per call of ladder.ops (with and
     without gradients), the route's rung called directly and PyTorch's operator, in the file,

@@ -481,8 +481,11 @@ def test_the_gemm_backward_asks_the_registry_for_a_transposed_entry(monkeypatch)
 
 
 def _fresh(*shapes, grad=False):
+    """float64: no rung takes it, so both paths run PyTorch's operators (bit for bit the same,
+    and quick in the simulator); the other tests here take the eager path through the rungs."""
     gen = torch.Generator().manual_seed(3)
-    return [torch.randn(s, generator=gen).to(DEVICE).requires_grad_(grad) for s in shapes]
+    made = [torch.randn(s, generator=gen, dtype=torch.float64) for s in shapes]
+    return [t.to(DEVICE).requires_grad_(grad) for t in made]
 
 
 def test_the_eager_path_gives_the_operators_answers_and_gradients():
