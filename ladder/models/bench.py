@@ -255,12 +255,17 @@ def _layer_times(model: LeNet, x: torch.Tensor) -> dict[str, float]:
     return times
 
 
+def _block_shape() -> tuple[int, int, Width]:
+    """The block's batch, sequence and width: the benchmark's, or tiny in the simulator."""
+    if device.simulator():
+        return SIMULATOR_BLOCK["batch"], SIMULATOR_BLOCK["sequence"], SIMULATOR_BLOCK["width"]
+    return BLOCK_BATCH, BLOCK_SEQUENCE, GPT2_SMALL
+
+
 def block(dtype: str, log: Callable[[str], None] = print) -> dict[str, Any]:
     """The GPT-2 block at BLOCK_BATCH x BLOCK_SEQUENCE (see the module docstring)."""
     sim = device.simulator()
-    batch = SIMULATOR_BLOCK["batch"] if sim else BLOCK_BATCH
-    sequence = SIMULATOR_BLOCK["sequence"] if sim else BLOCK_SEQUENCE
-    width = SIMULATOR_BLOCK["width"] if sim else GPT2_SMALL
+    batch, sequence, width = _block_shape()
     dev, dt = _device(), _dtype(dtype)
     gen = torch.Generator().manual_seed(2)
     x = torch.randn(batch, sequence, width.channels, generator=gen).to(dev, dt)
@@ -328,10 +333,7 @@ def block(dtype: str, log: Callable[[str], None] = print) -> dict[str, Any]:
 def host(dtype: str, log: Callable[[str], None] = print) -> dict[str, Any]:
     """The host's µs per call of each operator the block calls, at the block's shapes
     (``models/host.py``)."""
-    sim = device.simulator()
-    batch = SIMULATOR_BLOCK["batch"] if sim else BLOCK_BATCH
-    sequence = SIMULATOR_BLOCK["sequence"] if sim else BLOCK_SEQUENCE
-    width = SIMULATOR_BLOCK["width"] if sim else GPT2_SMALL
+    batch, sequence, width = _block_shape()
     log(f"host {dtype}: ladder.ops, the rungs and PyTorch, one call at a time")
     return host_costs.measure(
         dtype, batch * sequence, width.channels, width.heads, batch, _device()

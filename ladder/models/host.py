@@ -58,10 +58,7 @@ def _calls(
             ladder.ops.matmul,
             torch.matmul,
             [rand(rows, channels), rand(channels, channels)],
-            (
-                rows,
-                channels,
-            ),
+            (rows, channels),
         )
     if name == "linear":
         inputs = [rand(rows, channels), rand(channels, 4 * channels), rand(4 * channels)]
@@ -84,10 +81,7 @@ def _calls(
             ladder.ops.softmax,
             lambda x: torch.softmax(x, -1),
             [rand(rows, channels)],
-            (
-                rows,
-                channels,
-            ),
+            (rows, channels),
         )
     sequence, width = rows // batch, channels // heads
     qkv = [rand(batch, heads, sequence, width) for _ in range(3)]

@@ -80,6 +80,10 @@ _WATCHERS = (  # each says whether something watches or transforms the calls mad
 )
 
 
+# tensors with storage and no behaviour of their own: a model's weights are Parameters
+_PLAIN = (torch.Tensor, torch.nn.Parameter)
+
+
 def watched(args: tuple[Any, ...]) -> bool:
     """Whether a call must go through ``torch.ops``: something above watches it, or a tensor
     argument is not a plain tensor (or Parameter) with storage (a fake, meta or subclass
@@ -92,17 +96,15 @@ def watched(args: tuple[Any, ...]) -> bool:
     )
 
 
-# tensors with storage and no behaviour of their own: a model's weights are Parameters
-_PLAIN = (torch.Tensor, torch.nn.Parameter)
-
-
 def eager(op: Any, setup: Callable[..., None], backward_fn: Callable[..., Any]) -> Any:
-    """``op`` as a caller of ``ladder.ops`` gets it: where nothing watches (``watched``), its
-    body called directly when no argument needs a gradient, else through an
-    ``autograd.Function`` with the operator's own ``setup_context`` and backward; otherwise
-    ``op`` itself, so that ``torch.compile``, tracers, dispatch modes and the profiler see
-    ``torch.ops.ladder.*``. The same kernels and routes either way, without the custom
-    operator's dispatch (about 10 µs of host time a call, 20 with gradients)."""
+    """Give ``op`` its gradient (``setup`` saves what ``backward_fn`` needs) and return it as
+    a caller of ``ladder.ops`` gets it: where nothing watches (``watched``), its body called
+    directly when no argument needs a gradient, else through an ``autograd.Function`` with
+    the same ``setup`` and backward; otherwise ``op`` itself, so that ``torch.compile``,
+    tracers, dispatch modes and the profiler see ``torch.ops.ladder.*``. The same kernels and
+    routes either way, without the custom operator's dispatch, which costs host time on every
+    call (``ladder models --parts host`` measures what a call costs)."""
+    op.register_autograd(backward_fn, setup_context=setup)
     name, body = _BODIES[op]
     short = name.split("::")[-1]
 
@@ -111,8 +113,8 @@ def eager(op: Any, setup: Callable[..., None], backward_fn: Callable[..., Any]) 
         setup(ctx, args, out)
         return out
 
-    # forward(ctx, ...) rather than a separate setup_context: PyTorch's path for the latter
-    # costs about 12 µs more a call
+    # forward(ctx, ...) rather than a separate setup_context, whose path in PyTorch costs
+    # more host time a call (on this project's 2-core CPU, more than the dispatch it saves)
     function = type(
         "".join(part.title() for part in short.split("_")),
         (torch.autograd.Function,),
@@ -225,7 +227,6 @@ def _matmul_backward(ctx: Any, grad: torch.Tensor) -> tuple:
     return _gemm_grads(a, b, grad.contiguous(), ctx.needs_input_grad)
 
 
-matmul_op.register_autograd(_matmul_backward, setup_context=_matmul_setup)
 eager_matmul = eager(matmul_op, _matmul_setup, _matmul_backward)
 
 
@@ -284,7 +285,6 @@ def _linear_gelu_backward(ctx: Any, grad: torch.Tensor) -> tuple:
     return grad_x, grad_w, grad_bias
 
 
-linear_gelu_op.register_autograd(_linear_gelu_backward, setup_context=_linear_gelu_setup)
 eager_linear_gelu = eager(linear_gelu_op, _linear_gelu_setup, _linear_gelu_backward)
 
 
@@ -337,7 +337,6 @@ def _softmax_backward(ctx: Any, grad: torch.Tensor) -> torch.Tensor:
     return softmax_backward_op(y, grad)
 
 
-softmax_op.register_autograd(_softmax_backward, setup_context=_softmax_setup)
 eager_softmax = eager(softmax_op, _softmax_setup, _softmax_backward)
 
 
@@ -414,7 +413,6 @@ def _layer_norm_backward(ctx: Any, grad: torch.Tensor) -> tuple:
     return dx, dgamma, dbeta, None
 
 
-layer_norm_op.register_autograd(_layer_norm_backward, setup_context=_layer_norm_setup)
 eager_layer_norm = eager(layer_norm_op, _layer_norm_setup, _layer_norm_backward)
 
 
@@ -458,7 +456,6 @@ def _attention_backward(ctx: Any, grad: torch.Tensor) -> tuple:
     return *grads, None
 
 
-attention_op.register_autograd(_attention_backward, setup_context=_attention_setup)
 eager_attention = eager(attention_op, _attention_setup, _attention_backward)
 
 
@@ -494,7 +491,6 @@ def _conv2d_backward(ctx: Any, grad: torch.Tensor) -> tuple:
     return grad_x, grad_w
 
 
-conv2d_op.register_autograd(_conv2d_backward, setup_context=_conv2d_setup)
 eager_conv2d = eager(conv2d_op, _conv2d_setup, _conv2d_backward)
 
 
@@ -560,7 +556,4 @@ def _relu_max_pool2d_backward(ctx: Any, grad: torch.Tensor) -> torch.Tensor:
     return relu_max_pool2d_backward_op(x, grad)
 
 
-relu_max_pool2d_op.register_autograd(
-    _relu_max_pool2d_backward, setup_context=_relu_max_pool2d_setup
-)
 eager_relu_max_pool2d = eager(relu_max_pool2d_op, _relu_max_pool2d_setup, _relu_max_pool2d_backward)
