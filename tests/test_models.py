@@ -143,16 +143,21 @@ def test_ladder_models_measures_the_host_time_of_the_operators(tmp_path, monkeyp
 
     monkeypatch.setattr(host, "OPERATORS", {k: host.OPERATORS[k] for k in ("matmul", "linear")})
     out = tmp_path / "models.json"
-    assert main(["models", "--parts", "host", "--out", str(out)]) == 0
+    code = main(["models", "--parts", "host", "--out", str(out)])
     doc = json.loads(out.read_text())
+    # the exit code says whether every target was met (in the simulator none is judged)
+    assert code == (not all(c["met"] is not False for c in doc["checks"].values()))
     case = doc["host"]["float32"]
     assert set(case) == {"matmul", "linear"}
     assert case["matmul"]["route"].startswith("gemm/")
     assert case["linear"]["route"].startswith("gemm-epilogue/")
     for entry in case.values():
         assert all(entry[c] > 0 for c in host.CONTENDERS)
-    (check,) = [c for name, c in doc["checks"].items() if name.startswith("ladder.ops host")]
-    assert check["target"] == host.TARGET_US and check["at_most"] and check["met"] is None
+    checks = [c for name, c in doc["checks"].items() if name.startswith("ladder.ops host")]
+    assert len(checks) == len(doc["host"])  # one per dtype measured
+    for check in checks:
+        assert check["target"] == host.TARGET_US and check["at_most"]
+        assert check["met"] is None if doc["simulated"] else isinstance(check["met"], bool)
     text = bench.markdown(doc, [], "models.json")
     assert "| matmul | float32 | gemm/" in text and "(target at most 20)" in text
 

@@ -216,6 +216,24 @@ def test_a_link_from_the_compute_cache_is_made_again_for_its_figures(monkeypatch
     assert len(seen) == 2 and seen[1].startswith(seen[0]) and seen[1] != seen[0]
 
 
+def test_an_nvrtc_build_with_an_empty_log_is_made_again_for_its_figures(monkeypatch):
+    """NVRTC 13.0 with a GPU driver returns an empty log for a source built before, in any
+    process (seen on the H200: the check's own test lost its CUDA C++ rows): the report
+    builds again with a comment appended and reads ptxas's lines from that build."""
+    logs, seen = ["", NVRTC_LOG], []
+
+    def compile_source(text, name, arch, options, cache=True):
+        seen.append(text)
+        assert not cache
+        return cuda_cpp.Build(b"", logs.pop(0), Path(name))
+
+    monkeypatch.setattr(cuda_cpp, "compile_source", compile_source)
+    source = sys.modules[get_rung("gemm", "wmma").launch.__module__].SOURCE
+    figures = check._nvrtc_report(source, "sm_90", ["--ptxas-options=-v"])
+    assert figures == check.parse_ptxas(NVRTC_LOG) and figures
+    assert len(seen) == 2 and seen[1].startswith(seen[0]) and seen[1] != seen[0]
+
+
 def test_the_cache_follows_ladder_cache_set_after_import(tmp_path, monkeypatch):
     """A check with one job runs in this process, long after ``ladder`` was imported: the
     cache must be where ``LADDER_CACHE`` says now (on a GPU, where no child process re-reads

@@ -167,6 +167,25 @@ def _nvjitlink_report(ptx: str, arch: str) -> dict[str, dict[str, int]]:
     return found
 
 
+def _nvrtc_report(
+    source: cuda_cpp.CudaSource, arch: str, options: list[str]
+) -> dict[str, dict[str, int]]:
+    """Build a CUDA C++ source for ``arch`` with NVRTC and return ptxas's per-kernel figures.
+
+    NVRTC 13.0 behaves as nvJitLink does (``_nvjitlink_report``): on a machine with a GPU
+    driver, a source it has built before (in any process) comes back with an empty log. So
+    when the log has no figures, the source is built again with a comment no earlier build
+    had, which changes no instruction."""
+    text = source.text()
+    found = parse_ptxas(cuda_cpp.compile_source(text, source.name, arch, options, cache=False).log)
+    if not found or any("registers" not in f for f in found.values()):
+        fresh = f"{text}\n// ladder check {os.getpid()} {time.time_ns()}\n"
+        found = parse_ptxas(
+            cuda_cpp.compile_source(fresh, source.name, arch, options, cache=False).log
+        )
+    return found
+
+
 def numba_kernels(module: Any) -> dict[str, Any]:
     """The ``@cuda.jit`` kernels of a rung module: its ``KERNELS`` dict, or every kernel
     dispatcher defined at its top level (device functions excluded)."""
@@ -369,8 +388,7 @@ class Builds:
         options = [*source.options, "--ptxas-options=-v"]
 
         def build() -> dict[str, dict[str, int]]:
-            found = cuda_cpp.compile_source(source.text(), source.name, arch, options, cache=False)
-            return parse_ptxas(found.log)
+            return _nvrtc_report(source, arch, options)
 
         if key not in self._cuda:
             name = None
