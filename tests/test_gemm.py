@@ -172,11 +172,15 @@ def test_split_k_splits_where_the_tiles_are_few():
     assert splits(128, 256, 192) == 3  # one tile, three K tiles: a K tile per split, no more
 
 
-# Split-K on a GPU at each split count, even and uneven K ranges, twice in a row: the tiles'
-# counters must be back at zero after a launch. 9 K tiles: 2 splits take 4 and 5, 5 take 1 or 2.
-@pytest.mark.parametrize("splits", [1, 2, 3, 5, 9])
+# Split-K on a GPU at each split count, even and uneven K ranges, twice in a row (the counters
+# are zeroed before each launch): 9 K tiles, so 2 splits take 4 and 5, 5 take 1 or 2. The last
+# size gives 150 units to 132 SMs or fewer: blocks that run a second unit, K ranges of 3, 3, 4.
+@pytest.mark.parametrize(
+    ("size", "splits"),
+    [((256, 512, 576), s) for s in (1, 2, 3, 5, 9)] + [((128 * 50, 256, 640), 3)],
+)
 @pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
-def test_split_k_adds_every_partial_once(splits, dtype):
+def test_split_k_adds_every_partial_once(size, splits, dtype):
     from ladder.core.rung import get_rung
     from ladder.gemm import r25_split_k as r25
     from ladder.gemm.hopper import split_k_launch
@@ -185,8 +189,8 @@ def test_split_k_adds_every_partial_once(splits, dtype):
     if why:
         pytest.skip(why)
     cupy = pytest.importorskip("cupy")
-    m, n, k = 256, 512, 576
-    a, b = PROBLEM.make_inputs((m, n, k), dtype, 5)
+    m, n, k = size
+    a, b = PROBLEM.make_inputs(size, dtype, 5)
     ref = PROBLEM.reference((a, b))
     name = r25._KERNEL[dtype]
     tiles = (r25.BM, r25.BN, r25.BK)
@@ -196,13 +200,17 @@ def test_split_k_adds_every_partial_once(splits, dtype):
     da, db = to_device(a), to_device(b)
     c = cupy.empty((m, n), dtype=cupy.uint16)  # the 16-bit output's bits
     for _ in range(2):
-        c.fill(0x7E00)  # NaN in float16, a NaN's bits in bfloat16 too
+        c.fill(0xFFFF)  # NaN in float16 and in bfloat16
         launch(da.__cuda_array_interface__["data"][0], db.__cuda_array_interface__["data"][0],
                c.data.ptr)  # fmt: skip
         cupy.cuda.runtime.deviceSynchronize()
         out = cupy.asnumpy(c).view(resolve(dtype))
         assert np.all(np.isfinite(out.astype(np.float32))), "a tile was never written"
         assert timing.relative_error(out, ref) <= PROBLEM.tolerance(dtype)
-    assert not cupy.asnumpy(launch.counters).any(), "a tile's counter was left above zero"
-    with pytest.raises(ValueError, match="splits must be 1 to 9"):
-        split_k_launch(r25.SOURCE, name, m, n, k, dtype, tiles, r25.THREADS, r25.SMEM_BYTES, 10)
+        counted = cupy.asnumpy(launch.counters)  # each tile's units, all counted once
+        assert np.all(counted == (splits if splits > 1 else 0)), counted
+    k_tiles = k // r25.BK
+    with pytest.raises(ValueError, match=f"splits must be 1 to {k_tiles}"):
+        split_k_launch(
+            r25.SOURCE, name, m, n, k, dtype, tiles, r25.THREADS, r25.SMEM_BYTES, k_tiles + 1
+        )

@@ -129,9 +129,9 @@ def split_k_launch(
     """``gemm_launch``'s persistent launch of a kernel ``name(tmA, tmB, C, W, counters, M, N,
     K, splits)`` whose blocks walk ``splits`` units per tile of C (each a range of K): at
     most one block per SM, with its scratch (``Scratch``) made once: W, the FP32 partial
-    sums (splits x M x N, none for one split), and one counter per tile, zeroed here and left
-    at zero by each launch. One launch at a time per plan: two streams running the same
-    plan at once would share the scratch."""
+    sums (splits x M x N, none for one split), and one counter per tile, zeroed on the
+    launch's stream before each launch. One launch at a time per plan: two streams running
+    the same plan at once would share the scratch."""
     bm, bn, bk = tiles
     if not 1 <= splits <= k // bk:
         raise ValueError(f"splits must be 1 to {k // bk} (a K tile each) for K={k}, got {splits}")
@@ -148,19 +148,27 @@ def split_k_launch(
 
 class Scratch:
     """A launch ``launch(a, b, c, w, counters, stream=...)`` given its scratch: ``floats``
-    FP32 words of W and ``counters`` 32-bit counters, zeroed, allocated once on the current
-    device (CuPy); called as ``launch(a, b, c, stream=...)``, as a tile launch is."""
+    FP32 words of W and ``counters`` 32-bit counters, allocated once on the current device
+    (CuPy); called as ``launch(a, b, c, stream=...)``, as a tile launch is. The counters are
+    zeroed on the launch's stream before each launch (a memset node in a captured graph): a
+    launch that never finished cannot leave a later one counting from a wrong start."""
 
     def __init__(self, launch: Any, floats: int, counters: int) -> None:
         import cupy
 
         self.launch = launch
-        self.w = cupy.zeros(floats, np.float32)
+        self.w = cupy.empty(floats, np.float32)
         self.counters = cupy.zeros(counters, np.uint32)
         self._pointers = (self.w.data.ptr, self.counters.data.ptr)
+        self._memset = cupy.cuda.runtime.memsetAsync
+        self._bytes = counters * 4
 
     def __call__(self, a: int, b: int, c: int, stream: int | None = None) -> None:
-        self.launch(a, b, c, *self._pointers, stream=stream)
+        from ladder.core.fastcall import current_stream
+
+        handle = current_stream() if stream is None else stream
+        self._memset(self._pointers[1], 0, self._bytes, handle)
+        self.launch(a, b, c, *self._pointers, stream=handle)
 
 
 def tensor_launch(

@@ -9,9 +9,9 @@
 // tile u / splits, its K tiles [s * k_tiles / splits, (s + 1) * k_tiles / splits) for
 // s = u % splits; (2) with splits > 1, after its K range a block's consumers store their FP32
 // accumulators to the workspace W (splits x M x N), fence, and count the tile's finished blocks
-// (counters, one per tile, left at zero for the next launch); (3) only the last block of a tile
-// goes on: it adds the other blocks' partials (L2 reads, __ldcg) to its accumulators and writes
-// the tile with persistent's epilogue. With splits = 1 it is persistent's kernel.
+// (counters, one per tile, zeroed by the launcher before each launch); (3) only the last block
+// of a tile goes on: it adds the other blocks' partials (L2 reads, __ldcg) to its accumulators
+// and writes the tile with persistent's epilogue. With splits = 1 it is persistent's kernel.
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
@@ -165,7 +165,6 @@ __device__ __forceinline__ void gemm(const TensorMap& tmA, const TensorMap& tmB,
           d[4 * j] += a.x, d[4 * j + 1] += a.y, d[4 * j + 2] += b.x, d[4 * j + 3] += b.y;
         }
       }
-      if (threadIdx.x == 128) counters[t] = 0;  // ready for the next launch
     }
 
     // The epilogue: persistent's, in two rounds of 128 columns through this consumer's buffer.

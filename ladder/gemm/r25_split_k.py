@@ -52,7 +52,7 @@ def splits_for(m: int, n: int, k: int, sms: int) -> int:
         main = math.ceil(tiles * s / sms) * math.ceil(k_tiles / s)
         return main + (math.ceil(PARTIAL_STEPS * 2 * s * tiles / sms) if s > 1 else 0)
 
-    return min(range(1, min(MAX_SPLITS, k_tiles) + 1), key=lambda s: (steps(s), s))
+    return min(range(1, max(1, min(MAX_SPLITS, k_tiles)) + 1), key=lambda s: (steps(s), s))
 
 
 def _describe(args: tuple[Any, ...], out: Any) -> str:
