@@ -36,6 +36,7 @@ LADDER = (
     "wgmma",
     "smem-epilogue",
     "persistent",
+    "split-k",
     "fp8",  # the problem gemm-fp8
 )
 
