@@ -37,6 +37,7 @@ LADDER = (
     "smem-epilogue",
     "persistent",
     "fp8",  # the problem gemm-fp8
+    "bias-gelu",  # the problem gemm-epilogue
 )
 
 import_rungs(__name__, __path__, LADDER, baseline="cpu-numpy")
