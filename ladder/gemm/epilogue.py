@@ -66,8 +66,9 @@ class _Padded:
             self.pb = cupy.zeros((kp, np_), dtype=np.uint16)
             self.pbias = cupy.zeros(np_, dtype=np.uint16)
             self.pc = cupy.empty((mp, np_), dtype=np.uint16)
-        self.pa[:m, :k] = bits_view(a)
-        self.pb[:k, :n] = bits_view(b)
+        if k:  # K = 0: A and B have no memory (a null pointer); their copies stay zero
+            self.pa[:m, :k] = bits_view(a)
+            self.pb[:k, :n] = bits_view(b)
         self.pbias[:n] = bits_view(bias)
         self.kernel(self.pa.data.ptr, self.pb.data.ptr, self.pc.data.ptr, self.pbias.data.ptr)
         bits_view(c)[...] = self.pc[:m, :n]

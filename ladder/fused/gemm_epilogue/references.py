@@ -38,11 +38,12 @@ def _bias_gelu(dtype: str) -> Any:
     """CuPy's bias + GELU for C of ``dtype`` (float32 or float16), computed in FP32."""
     import cupy
 
+    c_type = {"float32": "float", "float16": "float16"}[dtype]  # CuPy's C name of each
     return cupy.ElementwiseKernel(
         f"{dtype} c, {dtype} bias",
         f"{dtype} y",
         "float v = (float)c + (float)bias; "
-        f"y = ({dtype})(0.5f * v * (1.0f + erff(v * {1.0 / math.sqrt(2.0)!r}f)))",
+        f"y = ({c_type})(0.5f * v * (1.0f + erff(v * {1.0 / math.sqrt(2.0)!r}f)))",
         f"ladder_bias_gelu_{dtype}",
     )
 
