@@ -38,6 +38,7 @@ LADDER = (
     "persistent",
     "split-k",
     "fp8",  # the problem gemm-fp8
+    "bias-gelu",  # the problem gemm-epilogue
 )
 
 import_rungs(__name__, __path__, LADDER, baseline="cpu-numpy")
