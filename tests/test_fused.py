@@ -11,7 +11,7 @@ from conftest import ON_GPU, bad_input_cases, launch_refuses, quick_unless, run_
 
 from ladder.core import timing
 from ladder.core.dtypes import resolve, to_device, to_host
-from ladder.core.rung import get_problem, rungs
+from ladder.core.rung import get_problem, get_rung, rungs
 
 FUSED = ["elementwise", "softmax", "layernorm", "gemm-epilogue"]
 # the simulator runs every thread of every block as a Python thread: few rows (blocks) only
@@ -104,3 +104,19 @@ def test_fused_host_array_is_refused(rung):
     inputs = problem.make_inputs(size, rung.dtypes[0], 0)
     with pytest.raises(TypeError, match="host array"):
         rung.launch(inputs[0], *[to_device(x) for x in inputs[1:]])
+
+
+# The tensor-core epilogue (gemm/bias-gelu) on the operands themselves (tile multiples), on
+# padded copies (odd sizes: the bias padded with zeros too), and at K = 0 (gelu of the bias).
+@pytest.mark.parametrize("size", [(256, 512, 128), (257, 515, 1031), (130, 260, 0)])
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+def test_bias_gelu_on_its_tiles_off_them_and_without_k(size, dtype):
+    rung = get_rung("gemm-epilogue", "bias-gelu")
+    why = rung.unavailable_reason()
+    if why:
+        pytest.skip(why)
+    problem = get_problem("gemm-epilogue")
+    inputs = problem.make_inputs(size, dtype, seed=7)
+    out = _run(rung, inputs, dtype)
+    assert np.all(np.isfinite(out.astype(np.float32))), "an element was never written"
+    assert timing.relative_error(out, problem.reference(inputs)) <= problem.tolerance(dtype)

@@ -153,3 +153,64 @@ def test_persistent_rung_carries_the_ring_across_tiles(dtype):
     out, ref = _run(rung, size, dtype, seed=11)
     assert np.all(np.isfinite(out)), "an element of C was never written (still NaN)"
     assert timing.relative_error(out, ref) <= PROBLEM.tolerance(dtype)
+
+
+def test_split_k_splits_where_the_tiles_are_few():
+    """``splits_for``'s picks on 132 SMs, as the rung's prediction states them: one split
+    where the tiles fill the GPU (the benchmark's squares, GPT-2's qkv, Llama's projections),
+    more for decode's 16 tiles, LeNet's fully connected layer and GPT-2's fc2; never more
+    splits than K tiles."""
+    from ladder.gemm import r25_split_k as r25
+    from ladder.gemm.tensor_core import padded_sizes
+
+    def splits(m, n, k):
+        return r25.splits_for(*padded_sizes(m, n, k, (r25.BM, r25.BN, r25.BK)), 132)
+
+    assert [splits(s, s, s) for s in (4096, 8192)] == [1, 1]
+    assert [splits(8192, 2304, 768), splits(4096, 4096, 14336)] == [1, 1]
+    assert [splits(128, 4096, 4096), splits(10000, 128, 4624), splits(8192, 768, 3072)] == [8, 3, 2]
+    assert splits(128, 256, 192) == 3  # one tile, three K tiles: a K tile per split, no more
+
+
+# Split-K on a GPU at each split count, even and uneven K ranges, twice in a row (the counters
+# are zeroed before each launch): 9 K tiles, so 2 splits take 4 and 5, 5 take 1 or 2. The last
+# size gives 150 units to 132 SMs or fewer: blocks that run a second unit, K ranges of 3, 3, 4.
+@pytest.mark.parametrize(
+    ("size", "splits"),
+    [((256, 512, 576), s) for s in (1, 2, 3, 5, 9)] + [((128 * 50, 256, 640), 3)],
+)
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+def test_split_k_adds_every_partial_once(size, splits, dtype):
+    from ladder.core.rung import get_rung
+    from ladder.gemm import r25_split_k as r25
+    from ladder.gemm.hopper import split_k_launch
+
+    why = get_rung("gemm", "split-k").unavailable_reason()
+    if why:
+        pytest.skip(why)
+    cupy = pytest.importorskip("cupy")
+    m, n, k = size
+    a, b = PROBLEM.make_inputs(size, dtype, 5)
+    ref = PROBLEM.reference((a, b))
+    name = r25._KERNEL[dtype]
+    tiles = (r25.BM, r25.BN, r25.BK)
+    launch = split_k_launch(
+        r25.SOURCE, name, m, n, k, dtype, tiles, r25.THREADS, r25.SMEM_BYTES, splits
+    )
+    da, db = to_device(a), to_device(b)
+    c = cupy.empty((m, n), dtype=cupy.uint16)  # the 16-bit output's bits
+    for _ in range(2):
+        c.fill(0xFFFF)  # NaN in float16 and in bfloat16
+        launch(da.__cuda_array_interface__["data"][0], db.__cuda_array_interface__["data"][0],
+               c.data.ptr)  # fmt: skip
+        cupy.cuda.runtime.deviceSynchronize()
+        out = cupy.asnumpy(c).view(resolve(dtype))
+        assert np.all(np.isfinite(out.astype(np.float32))), "a tile was never written"
+        assert timing.relative_error(out, ref) <= PROBLEM.tolerance(dtype)
+        counted = cupy.asnumpy(launch.counters)  # each tile's units, all counted once
+        assert np.all(counted == (splits if splits > 1 else 0)), counted
+    k_tiles = k // r25.BK
+    with pytest.raises(ValueError, match=f"splits must be 1 to {k_tiles}"):
+        split_k_launch(
+            r25.SOURCE, name, m, n, k, dtype, tiles, r25.THREADS, r25.SMEM_BYTES, k_tiles + 1
+        )

@@ -413,7 +413,7 @@ LIBRARIES = {
     "elementwise": {"cupy-elementwise": BOTH, "torch-compile": BOTH},
     "softmax": {"torch-softmax": BOTH, "torch-compile": BOTH},
     "layernorm": {"torch-layer-norm": ("float32",), "torch-compile": ("float32",)},
-    "gemm-epilogue": {"cublas+cupy": ("float32",), "torch-compile": ("float32",)},
+    "gemm-epilogue": {"cublas+cupy": BOTH, "torch-compile": ALL},
 }
 LIBRARIES["attention-causal"] = LIBRARIES["attention"]
 

@@ -183,12 +183,12 @@ def check_fp8_stage(answer: Any) -> str:
     instruction. Keys: k_elements (elements of K one stage holds), wgmma (instructions one
     consumer issues per stage), ratio (multiply-adds per stage, `fp8`'s over `persistent`'s)."""
     from ladder.gemm import r24_persistent as r24
-    from ladder.gemm import r25_fp8 as r25
+    from ladder.gemm import r26_fp8 as r26
 
     found = as_dict(answer, ("k_elements", "wgmma", "ratio"), "check_fp8_stage")
-    k_elements = r25.BK  # persistent's 128-byte rows (r24.BK halves) of 1-byte elements
+    k_elements = r26.BK  # persistent's 128-byte rows (r24.BK halves) of 1-byte elements
     wgmma = k_elements // 32
-    ratio = (r25.BM * r25.BN * r25.BK) / (r24.BM * r24.BN * r24.BK)
+    ratio = (r26.BM * r26.BN * r26.BK) / (r24.BM * r24.BN * r24.BK)
     require(found["k_elements"] == k_elements, "k_elements: a row is still 128 bytes; how many "
             "1-byte elements is that?")  # fmt: skip
     require(found["wgmma"] == wgmma, "wgmma: each instruction takes 32 of K")

@@ -22,6 +22,7 @@ from typing import Any
 
 import numpy as np
 
+from ladder.core import float64
 from ladder.core.dtypes import resolve
 from ladder.core.fastcall import PLANS_PER_CACHE, Operand, PlanCache, intake, numba_array, output
 from ladder.core.geometry import plan_of, reshaped, rung_launcher
@@ -142,11 +143,13 @@ def gelu64(x: np.ndarray) -> np.ndarray:
 
 
 class GemmEpilogueProblem(Problem):
-    """C = gelu(A @ B + bias) for row-major float32 A (M x K), B (K x N), bias (N)."""
+    """C = gelu(A @ B + bias) for row-major A (M x K), B (K x N), bias (N): float32 for the
+    Numba rungs, float16 and bfloat16 for the tensor cores' (C in the inputs' type, FP32
+    accumulation)."""
 
     name = "gemm-epilogue"
     bound = "compute"
-    dtypes = ("float32",)
+    dtypes = ("float32", "float16", "bfloat16")
     size_names = ("M", "N", "K")
     size_help = "M N K: C (M x N) = gelu(A (M x K) @ B (K x N) + bias (N))"
 
@@ -165,14 +168,14 @@ class GemmEpilogueProblem(Problem):
     def make_inputs(self, size: tuple[int, ...], dtype: str = "float32", seed: int = 0):
         m, n, k = size
         rng = np.random.default_rng(seed)
-        a = rng.uniform(-1.0, 1.0, size=(m, k)).astype(dtype)
-        b = rng.uniform(-1.0, 1.0, size=(k, n)).astype(dtype)
-        bias = rng.uniform(-1.0, 1.0, size=n).astype(dtype)
+        a = rng.uniform(-1.0, 1.0, size=(m, k)).astype(resolve(dtype))
+        b = rng.uniform(-1.0, 1.0, size=(k, n)).astype(resolve(dtype))
+        bias = rng.uniform(-1.0, 1.0, size=n).astype(resolve(dtype))
         return a, b, bias
 
     def reference(self, inputs: tuple[np.ndarray, ...]) -> np.ndarray:
-        a, b, bias = (v.astype(np.float64) for v in inputs)
-        return gelu64(a @ b + bias)
+        a, b, bias = inputs
+        return gelu64(float64.matmul(a, b) + bias.astype(np.float64))
 
     def output_shape(self, size: tuple[int, ...]) -> tuple[int, ...]:
         return (size[0], size[1])
@@ -183,13 +186,15 @@ class GemmEpilogueProblem(Problem):
 
     def min_bytes(self, size: tuple[int, ...], dtype: str) -> float:
         m, n, k = size
-        return float((m * k + k * n + m * n + n) * 4)
+        return float((m * k + k * n + m * n + n) * resolve(dtype).itemsize)
 
     def tolerance(self, dtype: str) -> float:
-        return 1e-5
+        # the GEMM's bounds (gemm/problem.py); GELU's slope is at most about 1.13, and C is
+        # rounded once, after it, as the GEMM's C is
+        return {"float32": 1e-5, "float16": 2e-3, "bfloat16": 1e-2}[dtype]
 
     def ceiling_key(self, dtype: str) -> str:
-        return "cublas_fp32_tflops"
+        return {"float32": "cublas_fp32_tflops"}.get(dtype, "cublas_fp16_tflops")
 
 
 ELEMENTWISE = register_problem(ElementwiseProblem())

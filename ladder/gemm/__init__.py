@@ -36,7 +36,9 @@ LADDER = (
     "wgmma",
     "smem-epilogue",
     "persistent",
+    "split-k",
     "fp8",  # the problem gemm-fp8
+    "bias-gelu",  # the problem gemm-epilogue
 )
 
 import_rungs(__name__, __path__, LADDER, baseline="cpu-numpy")

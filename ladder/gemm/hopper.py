@@ -2,7 +2,7 @@
 
 A library, not a rung (the device side is ``ladder/core/cuda``): the GEMM rungs from ``tma`` to
 ``fp8``, the mixture-of-experts grouped GEMM and attention's TMA rungs make their maps and launches
-here (``gemm_launch``, ``tensor_launch``).
+here (``gemm_launch``, ``split_k_launch``, ``tensor_launch``).
 ``cuTensorMapEncodeTiled`` (the driver API, through ctypes) writes 128 opaque bytes that
 describe a matrix in global memory (address, sizes, strides), the box one copy moves and the
 swizzle it writes into shared memory; the kernel takes them by value (``__grid_constant__``).
@@ -112,6 +112,63 @@ def gemm_launch(
     if persistent:
         blocks = min(blocks, sm_count())
     return tensor_launch(source.kernel(name), blocks, threads, smem_bytes, maps, (m, n, k))
+
+
+def split_k_launch(
+    source: Any,
+    name: str,
+    m: int,
+    n: int,
+    k: int,
+    dtype: str,
+    tiles: tuple[int, int, int],
+    threads: int,
+    smem_bytes: int,
+    splits: int,
+) -> Any:
+    """``gemm_launch``'s persistent launch of a kernel ``name(tmA, tmB, C, W, counters, M, N,
+    K, splits)`` whose blocks walk ``splits`` units per tile of C (each a range of K): at
+    most one block per SM, with its scratch (``Scratch``) made once: W, the FP32 partial
+    sums (splits x M x N, none for one split), and one counter per tile, zeroed on the
+    launch's stream before each launch. One launch at a time per plan: two streams running
+    the same plan at once would share the scratch."""
+    bm, bn, bk = tiles
+    if not 1 <= splits <= k // bk:
+        raise ValueError(f"splits must be 1 to {k // bk} (a K tile each) for K={k}, got {splits}")
+
+    def maps(a: int, b: int) -> tuple[np.ndarray, np.ndarray]:
+        return tensor_map(a, m, k, bm, 64, dtype), tensor_map(b, k, n, bk, 64, dtype)
+
+    tiles_c = (m // bm) * (n // bn)
+    blocks = min(tiles_c * splits, sm_count())
+    sizes = (m, n, k, splits)
+    launch = tensor_launch(source.kernel(name), blocks, threads, smem_bytes, maps, sizes, 3)
+    return Scratch(launch, splits * m * n if splits > 1 else 1, tiles_c)
+
+
+class Scratch:
+    """A launch ``launch(a, b, c, w, counters, stream=...)`` given its scratch: ``floats``
+    FP32 words of W and ``counters`` 32-bit counters, allocated once on the current device
+    (CuPy); called as ``launch(a, b, c, stream=...)``, as a tile launch is. The counters are
+    zeroed on the launch's stream before each launch (a memset node in a captured graph): a
+    launch that never finished cannot leave a later one counting from a wrong start."""
+
+    def __init__(self, launch: Any, floats: int, counters: int) -> None:
+        import cupy
+
+        self.launch = launch
+        self.w = cupy.empty(floats, np.float32)
+        self.counters = cupy.zeros(counters, np.uint32)
+        self._pointers = (self.w.data.ptr, self.counters.data.ptr)
+        self._memset = cupy.cuda.runtime.memsetAsync
+        self._bytes = counters * 4
+
+    def __call__(self, a: int, b: int, c: int, stream: int | None = None) -> None:
+        from ladder.core.fastcall import current_stream
+
+        handle = current_stream() if stream is None else stream
+        self._memset(self._pointers[1], 0, self._bytes, handle)
+        self.launch(a, b, c, *self._pointers, stream=handle)
 
 
 def tensor_launch(

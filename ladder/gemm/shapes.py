@@ -54,7 +54,7 @@ SHAPES: tuple[tuple[str, tuple[int, int, int]], ...] = (
 SIMULATOR_SHAPES = (("tiny, off every tile", (17, 33, 24)),)
 DTYPES = ("float16", "bfloat16")
 # the tensor-core rungs that were fastest somewhere on the squares, then the libraries and peer
-RUNGS = ("warp-tile-64", "wgmma", "smem-epilogue", "persistent")
+RUNGS = ("warp-tile-64", "wgmma", "smem-epilogue", "persistent", "split-k")
 LIBRARIES = ("cublas", "torch-matmul")
 PEERS = ("triton",)
 

@@ -1,6 +1,7 @@
 """The libraries the GEMM epilogue ladder is measured against, registered as references: cuBLAS
 SGEMM (``cupy.matmul``) followed by one fused CuPy elementwise kernel for bias + GELU: two
-kernels, the intermediate C written and read once.
+kernels, the intermediate C written and read once (in float16, cuBLAS's half GEMM on the tensor
+cores and the same kernel in half, its arithmetic in FP32; CuPy has no bfloat16).
 
 This is rung 1's structure with library kernels, and it is faster than either rung on an NVIDIA H200
 (results/nvidia-h200.json, 4096³): 2.759 ms against rung 2's 3.578 ms, because cuBLAS's SGEMM alone
@@ -28,36 +29,42 @@ import math
 from typing import Any
 
 from ladder.core import compiled
-from ladder.core.rung import rung
+from ladder.core.rung import rung, tensor_cores_below_fp32
 from ladder.fused.problem import GEMM_EPILOGUE, check_arrays
 
 
 @functools.cache
-def _bias_gelu() -> Any:
+def _bias_gelu(dtype: str) -> Any:
+    """CuPy's bias + GELU for C of ``dtype`` (float32 or float16), computed in FP32."""
     import cupy
 
+    c_type = {"float32": "float", "float16": "float16"}[dtype]  # CuPy's C name of each
     return cupy.ElementwiseKernel(
-        "float32 c, float32 bias",
-        "float32 y",
-        f"float v = c + bias; y = 0.5f * v * (1.0f + erff(v * {1.0 / math.sqrt(2.0)!r}f))",
-        "ladder_bias_gelu",
+        f"{dtype} c, {dtype} bias",
+        f"{dtype} y",
+        "float v = (float)c + (float)bias; "
+        f"y = ({c_type})(0.5f * v * (1.0f + erff(v * {1.0 / math.sqrt(2.0)!r}f)))",
+        f"ladder_bias_gelu_{dtype}",
     )
 
 
 @rung(
     name="cublas+cupy",
-    title="cuBLAS SGEMM, then a CuPy bias + GELU kernel",
+    title="cuBLAS GEMM, then a CuPy bias + GELU kernel",
+    dtypes=("float32", "float16"),  # CuPy has no bfloat16
     needs=("cupy",),
+    units=tensor_cores_below_fp32,
     reference=True,
 )
 def gemm_epilogue(A: Any, B: Any, bias: Any, out: Any = None) -> Any:
     import cupy
 
-    (A, B, bias), out, _ = check_arrays(GEMM_EPILOGUE, (A, B, bias), out, ("float32",))
+    dtypes = ("float32", "float16")
+    (A, B, bias), out, dtype = check_arrays(GEMM_EPILOGUE, (A, B, bias), out, dtypes)
     if out.size:
         c = cupy.asarray(out)
         cupy.matmul(cupy.asarray(A), cupy.asarray(B), out=c)
-        _bias_gelu()(c, cupy.asarray(bias), c)
+        _bias_gelu(dtype)(c, cupy.asarray(bias), c)
     return out
 
 
@@ -70,11 +77,13 @@ def _gemm_bias_gelu_torch(A: Any, B: Any, bias: Any, out: Any) -> None:
 @rung(
     name="torch-compile",
     title="torch.compile (Inductor) of gelu(A @ B + bias)",
+    dtypes=GEMM_EPILOGUE.dtypes,
     needs=("torch", "triton"),
+    units=tensor_cores_below_fp32,
     reference=True,
 )
 def torch_compile(A: Any, B: Any, bias: Any, out: Any = None) -> Any:
-    (A, B, bias), out, _ = check_arrays(GEMM_EPILOGUE, (A, B, bias), out, ("float32",))
+    (A, B, bias), out, _ = check_arrays(GEMM_EPILOGUE, (A, B, bias), out, GEMM_EPILOGUE.dtypes)
     if out.size:
         compiled.run(_gemm_bias_gelu_torch, A, B, bias, out)
     return out

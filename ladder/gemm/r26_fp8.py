@@ -1,6 +1,6 @@
 """FP8: `persistent` on 8-bit floats, with per-tensor scales and FP32 accumulation.
 
-What changes: the operands' type and what follows from it (``r25_fp8.cu``). A and B are e4m3
+What changes: the operands' type and what follows from it (``r26_fp8.cu``). A and B are e4m3
 (or both e5m2), and each wgmma is m64n256k32: twice `persistent`'s multiplies per instruction, from
 the same 32 bytes of each row. A stage's K tile is 128 elements, still 128 bytes a row, so the
 ring's sizes, its barriers, the swizzle and the persistent tile loop stay `persistent`'s. An
@@ -40,7 +40,7 @@ from run to run (its fast-accumulation row) and `fp8`'s by 0.5% across those thr
 not a win: the target of 0.9x is met in every run. What likely limits it is `persistent`'s: the
 consumers' epilogue stops the tensor cores, now for a larger share of a tile's time.
 
-Lab notes: docs/notes/gemm.md#rung-25-fp8
+Lab notes: docs/notes/gemm.md#rung-26-fp8
 """
 
 from typing import Any
@@ -51,7 +51,7 @@ from ladder.core import cuda_cpp
 from ladder.gemm.hopper import sm_count, tensor_launch, tensor_map
 from ladder.gemm.problem_fp8 import fp8_rung
 
-SOURCE = cuda_cpp.source(__file__, "r25_fp8.cu", archs=("sm_90a",), arch_specific=True)
+SOURCE = cuda_cpp.source(__file__, "r26_fp8.cu", archs=("sm_90a",), arch_specific=True)
 BM, BN, BK = 128, 256, 128
 STAGES = 4
 THREADS = 384
