@@ -15,8 +15,15 @@ Prediction: by ``splits_for`` on 132 SMs, decode 128 x 4096 x 4096 takes 8 split
 down to 14 (4.6x `persistent`); LeNet's first fully connected layer (10000 x 128 x 4624), 3
 splits, 1.20x; GPT-2's fc2 (8192 x 768 x 3072), 2 splits, 1.07x; the square benchmark sizes and
 the other GPT-2 and Llama shapes stay at one split, `persistent`'s time.
-Measured: not yet (the rung is new; ``ladder bench --problems gemm gemm-shapes`` on the H200).
-Verdict: to come from that run.
+Measured: on an NVIDIA H200 by ``ladder bench`` (results/nvidia-h200.json), at the squares only,
+where it takes one split as predicted: float16 0.192 ms at 4096³ (`persistent` 0.215, cuBLAS
+0.199) and 1.468 ms at 8192³ (`persistent` 1.424, cuBLAS 1.432); bfloat16 0.189 and 1.397 ms
+(`persistent` 0.180 and 1.361). The model shapes (the gemm-shapes piece) are not yet measured.
+Verdict: at one split it should be `persistent`'s time and is 3% slower at 8192³ in both dtypes
+(at 4096³ the spreads, 0.18 to 0.23 ms for each, hide it): the same 168 registers and no spills
+(``ladder check``), so the cost is in the instructions the unit loop adds, or the counters'
+memset before each launch; which, not measured. The rung's claim, the few-tile shapes, waits
+for ``ladder bench --problems gemm-shapes``.
 
 Lab notes: docs/notes/gemm.md#rung-25-split-k
 """
