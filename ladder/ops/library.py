@@ -88,12 +88,13 @@ def watched(args: tuple[Any, ...]) -> bool:
     """Whether a call must go through ``torch.ops``: something above watches it, or a tensor
     argument is not a plain tensor (or Parameter) with storage (a fake, meta or subclass
     tensor)."""
-    if any(watcher() for watcher in _WATCHERS):
-        return True
-    return any(
-        isinstance(a, torch.Tensor) and (type(a) not in _PLAIN or a.device.type == "meta")
-        for a in args
-    )
+    for watcher in _WATCHERS:  # a loop, not any() over a generator: this runs every call
+        if watcher():
+            return True
+    for a in args:
+        if isinstance(a, torch.Tensor) and (type(a) not in _PLAIN or a.is_meta):
+            return True
+    return False
 
 
 def eager(op: Any, setup: Callable[..., None], backward_fn: Callable[..., Any]) -> Any:
@@ -138,10 +139,8 @@ def eager(op: Any, setup: Callable[..., None], backward_fn: Callable[..., Any]) 
 def _key(*tensors: torch.Tensor, **options: Any) -> tuple:
     """A call's signature: what a route depends on (never the data or the pointers, which a
     launcher's own plans key on)."""
-    return (
-        tuple((t.shape, t.dtype, t.device) for t in tensors),
-        tuple(sorted(options.items())),
-    )
+    signature = tuple([(t.shape, t.dtype, t.device) for t in tensors])
+    return (signature, tuple(sorted(options.items())) if options else ())
 
 
 def _like(x: torch.Tensor) -> torch.Tensor:

@@ -27,6 +27,7 @@ compiled, by running them). In Numba's CUDA simulator the rungs get the CPU tens
 from __future__ import annotations
 
 import contextlib
+import functools
 import threading
 from collections.abc import Callable, Hashable, Iterator
 from dataclasses import dataclass
@@ -91,22 +92,36 @@ def _note(route: Route) -> None:
 
 
 def views(*tensors: Any) -> list[Any]:
-    """What a launcher takes for each tensor: the tensor on a GPU; in the simulator, a
-    simulator device array over the CPU tensor's memory (so a rung's writes land in it)."""
+    """What a launcher takes for each tensor: the tensor on a GPU (detached where it needs a
+    gradient, which the launchers refuse); in the simulator, a simulator device array over the
+    CPU tensor's memory (so a rung's writes land in it)."""
     if not device.simulator():
-        return [t.detach() for t in tensors]
+        return [t.detach() if t.requires_grad else t for t in tensors]
     from numba.cuda.simulator.cudadrv.devicearray import FakeCUDAArray
 
     return [FakeCUDAArray(t.detach().numpy()) for t in tensors]
 
 
 def _stream(tensor: Any) -> int:
-    """PyTorch's current stream on ``tensor``'s device (0 in the simulator)."""
+    """PyTorch's current stream on ``tensor``'s device (0 in the simulator), as a handle:
+    through ``torch._C._cuda_getCurrentRawStream`` where this PyTorch has it (what Inductor's
+    generated code calls; ``torch.cuda.current_stream`` builds a Stream object each call,
+    some µs of host time), else the public call."""
     if device.simulator():
         return 0
+    raw = _raw_stream()
+    if raw is not None:
+        return raw(tensor.get_device())
     import torch
 
     return torch.cuda.current_stream(tensor.device).cuda_stream
+
+
+@functools.cache
+def _raw_stream() -> Callable[[int], int] | None:
+    import torch
+
+    return getattr(torch._C, "_cuda_getCurrentRawStream", None)
 
 
 def unsupported(tensor: Any) -> str | None:
@@ -139,6 +154,7 @@ def capturing() -> bool:
 class _Choice:
     rung: Rung | None
     why: str
+    route: Route | None = None  # made once (``Operator._route``): every call returns it
 
 
 class Operator:
@@ -198,13 +214,13 @@ class Operator:
         self._chosen.clear()
 
     def _route(self, choice: _Choice) -> Route:
-        if choice.rung is None:
-            return Route(self.op, TORCH, choice.why)
-        return Route(self.op, choice.rung.key, choice.why)
+        if choice.route is None:
+            path = TORCH if choice.rung is None else choice.rung.key
+            choice.route = Route(self.op, path, choice.why)
+        return choice.route
 
-    def _run(self, rung: Rung, tensors: tuple[Any, ...], out: Any, options: dict) -> Route:
+    def _run(self, rung: Rung, tensors: tuple[Any, ...], out: Any, options: dict) -> None:
         _launch_on(_stream(out), rung.launch, views(*tensors, out), options)
-        return Route(self.op, rung.key)
 
     def _choose(
         self,
