@@ -7,18 +7,17 @@ has to earn its place against it, not against a Python loop.
 Prediction: a tuned BLAS on a many-core CPU reaches a few TFLOP/s in float32 at best, so the
 GPU rungs should pass it once they reuse data (`shared-tiling` and up).
 Measured: on the host CPU of the H200 machine (its model is not recorded), by ``ladder bench``
-(results/nvidia-h200.json): 2.310 ms at 1024³ (0.93 TFLOP/s) and 185.004 ms at 4096³
-(0.74 TFLOP/s), where the repeats spread from 118.807 to 199.879 ms. In the same run the naive
-GPU rung takes 4.426 ms and 276.098 ms, the coalesced rung 1.607 ms and 99.582 ms, and
-shared-memory tiling 0.288 ms and 17.571 ms.
-Verdict: held as a ceiling, and low: under 1 TFLOP/s at both sizes. At 4096³ the host was not
-steady (the fastest repeat took two thirds of the median); what else ran on it is not recorded.
-The simplest GPU rungs do not pass NumPy by much: the naive rung is slower than NumPy at both
-sizes (0.52x at 1024³, 0.67x at 4096³), and the coalesced rung is only a little faster (1.44x
-and 1.86x). From `shared-tiling` on, every GPU rung is about 7x faster than NumPy or more at both
-sizes (the least: `register-blocked-2d` at 1024³, 6.72x). At 1024³ the GPU rungs from `coalesced`
-up already win; the size below which launch costs (microseconds) let the CPU win is smaller than
-any size in the file: not measured.
+(results/nvidia-h200.json): 1.792 ms at 1024³ (1.20 TFLOP/s) and 111.127 ms at 4096³
+(1.24 TFLOP/s), where the repeats spread from 110.651 to 115.933 ms. In the same run the naive
+GPU rung takes 4.425 ms and 276.089 ms, the coalesced rung 1.602 ms and 99.551 ms, and
+shared-memory tiling 0.286 ms and 17.459 ms.
+Verdict: held as a ceiling, and low: about 1.2 TFLOP/s at both sizes. At 4096³ the host was
+steady (every repeat within 4.3% of the median). The simplest GPU rungs do not pass NumPy by much:
+the naive rung is slower than NumPy at both sizes (0.40x at 1024³ and at 4096³), and the coalesced
+rung is only a little faster (1.12x at both). From `shared-tiling` on, every GPU rung is more than
+5x faster than NumPy at both sizes (the least: `register-blocked-2d` at 1024³, 5.25x). At 1024³ the
+GPU rungs from `coalesced` up already win; the size below which launch costs (microseconds) let the
+CPU win is smaller than any size in the file: not measured.
 
 Lab notes: docs/notes/gemm.md#rung-0-cpu-baseline
 """

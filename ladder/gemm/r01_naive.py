@@ -7,8 +7,8 @@ warp, picks the *row*: a warp's 32 loads of A hit 32 rows, K floats apart, 32 se
 bytes for 32 useful floats; B's load is one broadcast. Per step of k: 33 sectors per warp.
 Prediction: memory transactions, not arithmetic, set the pace; a few percent of the FP32 peak
 (66.9 TFLOP/s on the H200, from its SMs, lanes and clock).
-Measured: on an NVIDIA H200 by ``ladder bench`` (results/nvidia-h200.json): 4.426 ms at 1024³
-(0.49 TFLOP/s) and 276.098 ms at 4096³ (0.50 TFLOP/s, 0.7% of the FP32 peak), slower than NumPy
+Measured: on an NVIDIA H200 by ``ladder bench`` (results/nvidia-h200.json): 4.425 ms at 1024³
+(0.49 TFLOP/s) and 276.089 ms at 4096³ (0.50 TFLOP/s, 0.7% of the FP32 peak), slower than NumPy
 on the CPU at both sizes.
 Verdict: the kind held, the number missed low. The profile (lab notes): warp slots full, the SM's
 busiest unit at a quarter, DRAM idle: it waits on scattered loads, a latency the count left out.

@@ -9,8 +9,8 @@ Why: the memory system moves whole 32-byte sectors; a warp whose addresses are c
 Prediction: several times faster than `naive` (the sector count allows up to 6.6x); still two
 global loads (mostly L1/L2 hits) per fused multiply-add (FMA), so bound by cache bandwidth at
 a small fraction of the FP32 peak.
-Measured: on an NVIDIA H200 by ``ladder bench`` (results/nvidia-h200.json): 1.607 ms at 1024³
-(1.34 TFLOP/s, 2.75x `naive`) and 99.582 ms at 4096³ (1.38 TFLOP/s, 2.77x, 2.1% of the FP32
+Measured: on an NVIDIA H200 by ``ladder bench`` (results/nvidia-h200.json): 1.602 ms at 1024³
+(1.34 TFLOP/s, 2.76x `naive`) and 99.551 ms at 4096³ (1.38 TFLOP/s, 2.77x, 2.1% of the FP32
 peak). Nsight Compute at 4096³ (lab/gemm/2026-11-22-profiles/nvidia-h200-profile-float32.json): SM
 throughput 74.3% (`naive`: 26.8%), L2 hit rate 60%, DRAM 1.8%.
 Verdict: held in kind (nearly 3x, 2.1% of the peak) but well under the 6.6x that the sectors

@@ -11,11 +11,11 @@ Prediction: global traffic falls 32 times, but the inner loop now does two share
 per multiply-add; shared memory serves 32 words per clock per SM against 128 FMA lanes, so
 this rung is bound by shared-memory bandwidth near an eighth of the FP32 peak: 8.4 TFLOP/s of
 the H200's 66.9.
-Measured: on an NVIDIA H200 by ``ladder bench`` (results/nvidia-h200.json): 0.288 ms at 1024³
-(7.46 TFLOP/s) and 17.571 ms at 4096³ (7.82 TFLOP/s, 11.7% of the FP32 peak, 5.67x `coalesced`).
+Measured: on an NVIDIA H200 by ``ladder bench`` (results/nvidia-h200.json): 0.286 ms at 1024³
+(7.51 TFLOP/s) and 17.459 ms at 4096³ (7.87 TFLOP/s, 11.8% of the FP32 peak, 5.70x `coalesced`).
 Nsight Compute at 4096³ (lab/gemm/2026-11-22-profiles/nvidia-h200-profile-float32.json): DRAM
 throughput 10%, occupancy 99.6%, SM throughput 64.4%.
-Verdict: held: 7.82 TFLOP/s is 94% of the shared-memory bound of the count. Global memory is no
+Verdict: held: 7.87 TFLOP/s is 94% of the shared-memory bound of the count. Global memory is no
 longer the limit; the two shared loads per multiply-add are, which is `thread-tiling-1d`'s subject.
 
 Lab notes: docs/notes/gemm.md#rung-3-shared-memory-tiling

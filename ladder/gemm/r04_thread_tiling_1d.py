@@ -10,8 +10,8 @@ in a register costs no shared-memory access.
 Prediction: shared loads per multiply-add fall from 2 to 9/8, so `shared-tiling`'s shared-memory
 bound rises 1.8x: close to twice `shared-tiling`, about 15 TFLOP/s, still limited by shared-memory
 loads and by the small amount of independent work per thread.
-Measured: on an NVIDIA H200 by ``ladder bench`` (results/nvidia-h200.json): 0.296 ms at 1024³
-(0.97x `shared-tiling`) and 17.935 ms at 4096³ (7.66 TFLOP/s, 0.98x `shared-tiling`). Nsight
+Measured: on an NVIDIA H200 by ``ladder bench`` (results/nvidia-h200.json): 0.295 ms at 1024³
+(0.97x `shared-tiling`) and 17.847 ms at 4096³ (7.70 TFLOP/s, 0.98x `shared-tiling`). Nsight
 Compute at 4096³ (lab/gemm/2026-11-22-profiles/nvidia-h200-profile-float32.json), against
 `shared-tiling`: SM throughput 80.7% (64.4%), occupancy 49.3% (99.6%), shared-load bank conflicts
 61 thousand (813 thousand), DRAM 2.6% (10%).

@@ -9,8 +9,8 @@ Why: `thread-tiling-1d` reuses each B value 8 times but each A value only once p
 product reuses both, and its 64 independent accumulators give the FMA pipes work in flight.
 Prediction: shared loads per multiply-add fall from 9/8 to 1/4; two to three times
 `thread-tiling-1d`.
-Measured: on an NVIDIA H200 by ``ladder bench`` (results/nvidia-h200.json): 8.167 ms at 4096³
-(16.83 TFLOP/s, 2.20x `thread-tiling-1d`) but 0.344 ms at 1024³ (0.86x `thread-tiling-1d`). Nsight
+Measured: on an NVIDIA H200 by ``ladder bench`` (results/nvidia-h200.json): 8.149 ms at 4096³
+(16.86 TFLOP/s, 2.19x `thread-tiling-1d`) but 0.342 ms at 1024³ (0.86x `thread-tiling-1d`). Nsight
 Compute at 4096³ (lab/gemm/2026-11-22-profiles/nvidia-h200-profile-float32.json): 1.07 billion
 shared-load bank conflicts (`thread-tiling-1d`: 61 thousand), occupancy 23.8%.
 Verdict: held at 4096³, missed at 1024³. A 1024 x 1024 C is only 64 tiles of 128 x 128, so 64

@@ -20,13 +20,13 @@ there were 16. The layout, and its conflicts, stay; B's now come in fewer reads:
 per k fall from 48 (A 8 reads 2-way, B 8 reads 4-way) to 24 (B's two 16-byte reads, 4 each; 32 if
 the hardware serves them by quarter-warps). If issue is the limit, as `thread-tiling-1d` measured,
 at most 127/88 = 1.44x: predicted 1.3x to 1.4x `register-blocked-2d` at 4096³.
-Measured: on an NVIDIA H200 by ``ladder bench`` (results/nvidia-h200.json): 5.758 ms at 4096³
-(23.87 TFLOP/s, 35.7% of the FP32 peak, 1.42x `register-blocked-2d`) and 0.269 ms at 1024³
-(1.28x).
-Verdict: held at 4096³, at the top of the range: 1.42x, just under the 127/88 = 1.44x that the
+Measured: on an NVIDIA H200 by ``ladder bench`` (results/nvidia-h200.json): 5.797 ms at 4096³
+(23.71 TFLOP/s, 35.4% of the FP32 peak, 1.41x `register-blocked-2d`) and 0.265 ms at 1024³
+(1.29x).
+Verdict: held at 4096³, at the top of the range: 1.41x, just under the 127/88 = 1.44x that the
 instruction count allows if issue is the whole limit, which fits the issue-bound reading. No
 profile of this rung is in the lab, so the share of the fewer wavefronts is not separated from
-that of the fewer instructions. At 1024³ the gain is smaller (1.28x), where the 64 blocks leave
+that of the fewer instructions. At 1024³ the gain is smaller (1.29x), where the 64 blocks leave
 more than half of the 132 SMs idle, as in `register-blocked-2d`.
 
 Lab notes: docs/notes/gemm.md#rung-6-unsigned-indices

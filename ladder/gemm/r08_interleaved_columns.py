@@ -13,15 +13,15 @@ Prediction: B's reads cost 8 wavefronts per k here (8 LDS, no conflict) against 
 if by quarter-warps; but the inner loop grows from 80 to 86 instructions per 64 FMAs (ptxas of
 CUDA 13.0, sm_90), the 2 LDS.128 of B becoming 8 LDS. C's stores are 64 per thread once, not per
 k. Between 5% slower and 10% faster than `transposed-tiles` at 4096³.
-Measured: on an NVIDIA H200 by ``ladder bench`` (results/nvidia-h200.json): 0.222 ms at 1024³
-(1.02x `transposed-tiles`) and 4.782 ms at 4096³ (28.74 TFLOP/s, 43% of the FP32 peak, 0.96x).
+Measured: on an NVIDIA H200 by ``ladder bench`` (results/nvidia-h200.json): 0.220 ms at 1024³
+(1.02x `transposed-tiles`) and 4.811 ms at 4096³ (28.57 TFLOP/s, 43% of the FP32 peak, 0.96x).
 Nsight Compute at 4096³, of this kernel under the name `transposed-tiles` before the split
 (lab/gemm/2026-11-22-profiles/nvidia-h200-profile-float32.json): shared-load bank conflicts 7.7
 thousand (`register-blocked-2d`: 1.07 billion), SM throughput 68.0% (61.6%).
 Verdict: held, at the slow end at 4096³: 0.96x `transposed-tiles`, 1.02x at 1024³. The extra
 instructions (86 per 64 FMAs against 80) would give 0.93x if issue were the whole limit; at 4096³
 they cost more than B's conflict-free reads saved. The three steps from `register-blocked-2d`
-together are 1.71x at 4096³ and 1.55x at 1024³; this one gives a little back at 4096³. The profile
+together are 1.69x at 4096³ and 1.56x at 1024³; this one gives a little back at 4096³. The profile
 still counts 5.0 million shared-store conflicts (`register-blocked-2d`: 1.2 million), where the
 layout count says A's stores have none; where they come from is not examined yet (Nsight's
 per-instruction source view would show it). `wide-loads` widens the loads.

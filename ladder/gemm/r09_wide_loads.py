@@ -14,18 +14,18 @@ Why: fewer instructions move the same bytes, and a quarter-warp's 16-byte reads 
 consecutive bytes, so they stay free of bank conflicts.
 Prediction: global load instructions fall 4x and shared reads 4x (16 to 4 per 64
 multiply-adds); a large step over `interleaved-columns`.
-Measured: on an NVIDIA H200 by ``ladder bench`` (results/nvidia-h200.json): 0.205 ms at 1024³
-(1.08x `interleaved-columns`) and 4.342 ms at 4096³ (31.65 TFLOP/s, 1.10x). Nsight Compute at 4096³
+Measured: on an NVIDIA H200 by ``ladder bench`` (results/nvidia-h200.json): 0.203 ms at 1024³
+(1.08x `interleaved-columns`) and 4.330 ms at 4096³ (31.74 TFLOP/s, 1.11x). Nsight Compute at 4096³
 (lab/gemm/2026-11-22-profiles/nvidia-h200-profile-float32.json): SM throughput 65.9%
 (`interleaved-columns`: 68.0%), occupancy 24.3% (24.4%), shared-load bank conflicts 46 thousand (7.7
 thousand), DRAM 1.9%.
-Verdict: missed: 1.10x, not a large step. The count looked at the loads alone. Per step of k a
+Verdict: missed: 1.11x, not a large step. The count looked at the loads alone. Per step of k a
 thread issues 64 FMAs and 16 shared reads in `interleaved-columns`, 64 and 4 here: the FMAs, which
 do not change, are 64 of the 80, so even if instruction issue were the whole limit the inner loop
 could get at most 80/68 = 1.18x faster. Nsight Compute
 (lab/gemm/2026-11-24-counts/nvidia-h200-profile-gemm-counts.json) counts 2.99 billion warp
 instructions against `interleaved-columns`'s 3.40 billion (12% fewer), with issue-slot use near 68%
-in both: the time fell about as the instructions did (9%), so issue is the limit, and the FMAs are
+in both: the time fell about as the instructions did (10%), so issue is the limit, and the FMAs are
 most of what is left. `warp-tiling` cuts the shared-memory traffic per multiply-add instead.
 
 Lab notes: docs/notes/gemm.md#rung-9-wide-loads

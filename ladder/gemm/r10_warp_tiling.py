@@ -19,18 +19,18 @@ multiply-add, and 6 float4 shared reads per 128 multiply-adds per thread (`wide-
 Prediction: less shared-memory traffic per FMA and twice the independent accumulators per
 thread: a clear step over `wide-loads`. Each K tile's global loads are still exposed between two
 barriers, which is `double-buffered`'s subject.
-Measured: on an NVIDIA H200 by ``ladder bench`` (results/nvidia-h200.json): 0.200 ms at
-1024³ (1.02x `wide-loads`) and 4.494 ms at 4096³ (30.59 TFLOP/s, 0.97x). Nsight Compute at 4096³
+Measured: on an NVIDIA H200 by ``ladder bench`` (results/nvidia-h200.json): 0.198 ms at
+1024³ (1.02x `wide-loads`) and 4.479 ms at 4096³ (30.69 TFLOP/s, 0.97x). Nsight Compute at 4096³
 (lab/gemm/2026-11-22-profiles/nvidia-h200-profile-float32.json): SM throughput 57.5% (`wide-loads`:
 65.9%), occupancy 18.0% (24.3%), shared-store bank conflicts 17.5 million (3.7 million).
 Verdict: missed: no step. Nsight Compute
 (lab/gemm/2026-11-24-counts/nvidia-h200-profile-gemm-counts.json) counts 2.69 billion warp
-instructions against `wide-loads`'s 2.99 billion (10% fewer), yet the time grew: issue-slot use
-fell from 67.9% to 65.3% and occupancy from 24.3% to 18.1%. The kernel is no longer bound by
-issuing; its warps wait, with fewer of them resident to cover the waits. The prediction's own
-caveat fits: each K tile's global loads are exposed between two barriers, and `double-buffered`,
-which changes only that, is 1.18x faster. The stall reasons that would name the wait are not in the
-file: not yet measured.
+instructions against `wide-loads`'s 2.99 billion (10% fewer), yet the time did not fall (0.97x at
+4096³, within the spread of the repeats): issue-slot use fell from 67.9% to 65.3% and occupancy
+from 24.3% to 18.1%. The kernel is no longer bound by issuing; its warps wait, with fewer of them
+resident to cover the waits. The prediction's own caveat fits: each K tile's global loads are
+exposed between two barriers, and `double-buffered`, which changes only that, is 1.18x faster. The
+stall reasons that would name the wait are not in the file: not yet measured.
 
 Lab notes: docs/notes/gemm.md#rung-10-warp-tiling
 """

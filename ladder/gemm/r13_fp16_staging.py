@@ -13,16 +13,16 @@ Prediction: about `interleaved-columns`'s speed, give or take the conversions: t
 still one FP32 FMA per multiply-add, capped by the FP32 peak (66.9 TFLOP/s on the H200) however few
 bytes move, and the conversions add 16 instructions per 64 FMAs (80 to 96 in the inner loop, at most
 1/6 slower). Numba has no vector type for pairs of halves, so loads stay 2 bytes wide.
-Measured: on an NVIDIA H200 by ``ladder bench`` (results/nvidia-h200.json): 5.332 ms at 4096³
-(25.78 TFLOP/s, 0.034x cuBLAS HGEMM at 0.179 ms) and 42.284 ms at 8192³ (26.00 TFLOP/s);
-`interleaved-columns` in float32 takes 4.782 ms at 4096³ in the same run. Nsight Compute at 4096³
+Measured: on an NVIDIA H200 by ``ladder bench`` (results/nvidia-h200.json): 5.324 ms at 4096³
+(25.82 TFLOP/s, 0.037x cuBLAS HGEMM at 0.199 ms) and 42.229 ms at 8192³ (26.04 TFLOP/s);
+`interleaved-columns` in float32 takes 4.811 ms at 4096³ in the same run. Nsight Compute at 4096³
 (lab/gemm/2026-11-22-profiles/nvidia-h200-profile-float16.json): 18.6 million shared-store bank
 conflicts (`interleaved-columns`: 5.0 million,
 lab/gemm/2026-11-22-profiles/nvidia-h200-profile-float32.json).
 Verdict: held: 0.90x `interleaved-columns`, inside the 1/6 the conversions could cost. How the loss
 splits between the conversions and the extra store conflicts of the 2-byte transposed stores of A
-is not measured. Going up needs the tensor cores, which cuBLAS HGEMM runs at 11.7 times the FP32
-peak in the same run (782.5 TFLOP/s at 8192³): `wmma`.
+is not measured. Going up needs the tensor cores, which cuBLAS HGEMM runs at 11.5 times the FP32
+peak in the same run (767.9 TFLOP/s at 8192³): `wmma`.
 
 Lab notes: docs/notes/gemm.md#rung-13-fp16-staging
 """

@@ -17,8 +17,8 @@ and 16-column strip of B: at M = N = K = 4096 that is 4096/16 = 256 reads of eac
 instead of one, each fragment load a strided access of 16 rows of 32 bytes. Far above the
 FP32 rungs in peak terms, a small fraction of cuBLAS in practice: the tensor cores sit idle
 waiting for loads.
-Measured: on an NVIDIA H200 by ``ladder bench`` (results/nvidia-h200.json): 4.936 ms at 4096³
-(27.85 TFLOP/s, 0.036x cuBLAS HGEMM, 1.08x `fp16-staging`) and 38.431 ms at 8192³ (28.61 TFLOP/s,
+Measured: on an NVIDIA H200 by ``ladder bench`` (results/nvidia-h200.json): 4.933 ms at 4096³
+(27.86 TFLOP/s, 0.040x cuBLAS HGEMM, 1.08x `fp16-staging`) and 38.399 ms at 8192³ (28.63 TFLOP/s,
 0.037x). Nsight Compute at 4096³ (lab/gemm/2026-11-22-profiles/nvidia-h200-profile-float16.json): SM
 throughput 17.4%, occupancy 72.4%, L2 hit rate 91.6%, DRAM 3.1%.
 Verdict: held: about 4% of cuBLAS. Many warps are resident, yet the SM's busiest unit works

@@ -20,11 +20,11 @@ fragment four times.
 Prediction: a large step over `wmma` (8x less global traffic), but still well short of
 cuBLAS: every K step stalls all warps of a block on global latency, and two blocks per SM
 (256 threads x 128 registers, the compiler's count) hide only part of it.
-Measured: on an NVIDIA H200 by ``ladder bench`` (results/nvidia-h200.json): 0.640 ms at 4096³
-(214.84 TFLOP/s, 7.72x `wmma`, 0.281x cuBLAS HGEMM) and 5.009 ms at 8192³ (219.52 TFLOP/s,
-0.281x). Nsight Compute at 4096³ (lab/gemm/2026-11-22-profiles/nvidia-h200-profile-float16.json): SM
+Measured: on an NVIDIA H200 by ``ladder bench`` (results/nvidia-h200.json): 0.638 ms at 4096³
+(215.42 TFLOP/s, 7.73x `wmma`, 0.311x cuBLAS HGEMM) and 4.966 ms at 8192³ (221.39 TFLOP/s,
+0.288x). Nsight Compute at 4096³ (lab/gemm/2026-11-22-profiles/nvidia-h200-profile-float16.json): SM
 throughput 33.5%, occupancy 24.3%, 9.4 million shared-store bank conflicts.
-Verdict: held: 7.72x, close to the 8x cut in global traffic, and under a third of cuBLAS.
+Verdict: held: 7.73x, close to the 8x cut in global traffic, and under a third of cuBLAS.
 The SM's busiest unit works a third of the time, which fits warps waiting at each K step;
 the stall reasons that would confirm it are not in the profile file. `cp-async` overlaps the
 copies with the math.

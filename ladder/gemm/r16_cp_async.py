@@ -26,9 +26,9 @@ and writes 16 KB, 64 KB for 524,288 multiply-adds, because a 64 x 32 warp tile r
 fragment every 16-deep step; and on Hopper ``mma_sync`` compiles to the older HMMA
 instructions, while cuBLAS HGEMM uses the asynchronous warpgroup MMA (wgmma) and the bulk
 tensor copy (TMA).
-Measured: on an NVIDIA H200 by ``ladder bench`` (results/nvidia-h200.json): 0.409 ms at 4096³
-(336.31 TFLOP/s, 1.57x `wmma-shared`, 0.439x cuBLAS HGEMM) and 3.481 ms at 8192³ (315.90 TFLOP/s,
-1.44x, 0.404x). Nsight Compute at 4096³
+Measured: on an NVIDIA H200 by ``ladder bench`` (results/nvidia-h200.json): 0.410 ms at 4096³
+(335.14 TFLOP/s, 1.56x `wmma-shared`, 0.484x cuBLAS HGEMM) and 3.500 ms at 8192³ (314.10 TFLOP/s,
+1.42x, 0.409x). Nsight Compute at 4096³
 (lab/gemm/2026-11-22-profiles/nvidia-h200-profile-float16.json): SM throughput 54.0%
 (`wmma-shared`: 33.5%), shared-store bank conflicts 56 thousand (9.4 million).
 Verdict: held at both sizes: a busier SM and under half of cuBLAS. The rate falls from 4096³

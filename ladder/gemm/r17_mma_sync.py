@@ -26,16 +26,16 @@ issue, should set the pace: at the 631.6 TFLOP/s mma.sync reaches on an H200
 HMMA.16816 about every 7 cycles, 870 cycles for its 4 warps' 128 per K tile, against 468 issue
 slots in `cp-async` and 336 here. The epilogue's 48 shared-memory accesses per thread go, once
 per tile of C. Predicted: 1.0x to 1.1x `cp-async` at 4096³ and 8192³.
-Measured: on an NVIDIA H200 by ``ladder bench`` (results/nvidia-h200.json): 0.471 ms at 4096³
-(291.54 TFLOP/s, 0.87x `cp-async`, 0.381x cuBLAS HGEMM) and 3.640 ms at 8192³ (302.10 TFLOP/s,
-0.96x, 0.386x).
+Measured: on an NVIDIA H200 by ``ladder bench`` (results/nvidia-h200.json): 0.477 ms at 4096³
+(287.96 TFLOP/s, 0.86x `cp-async`, 0.416x cuBLAS HGEMM) and 3.706 ms at 8192³ (296.68 TFLOP/s,
+0.94x, 0.386x).
 Verdict: missed: slower, where 1.0x to 1.1x was predicted, so the tensor pipe does not set this
 rung's pace (its HMMAs are `cp-async`'s). Why is not measured, and the layout does not point at
 bank conflicts: rows 5 and 17 chunks long put each ldmatrix matrix's 8 rows in 8 bank groups,
 and `cp-async`'s profile on the same rows counts few load conflicts (114 thousand,
 lab/gemm/2026-11-22-profiles/nvidia-h200-profile-float16.json). Yet `swizzle`, whose K loop
 issues the same LDSM and HMMA in the same order (sm_90 SASS) and whose epilogue is this one, is
-1.18x faster at 4096³ and 1.22x at 8192³: the padded rows cost this kernel something the count
+1.17x faster at 4096³ and 1.15x at 8192³: the padded rows cost this kernel something the count
 misses. The only layout difference the count finds is in the copies: 8 consecutive threads' A
 chunks share bank groups (2-way), though a warp's 32 still take the fewest wavefronts, and
 `cp-async` copies the same way. A profile of the three rungs (wavefronts per shared-memory

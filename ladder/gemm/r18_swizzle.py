@@ -19,14 +19,15 @@ instructions against 84 (ptxas of CUDA 13.0, sm_90; sm_80: 87 against 82: the XO
 the loop, the stage's address arithmetic shifts instead of multiplying). Predicted: within 3% of
 `mma-sync`. What the bytes buy shows in the next rung: `warp-tile-64`'s 4 stages of 128 x 256
 tiles take 98,304 bytes swizzled and 108,544 padded.
-Measured: on an NVIDIA H200 by ``ladder bench`` (results/nvidia-h200.json): 0.399 ms at 4096³
-(344.48 TFLOP/s, 1.18x `mma-sync`, 1.02x `cp-async`, 0.450x cuBLAS HGEMM) and 2.989 ms at 8192³
-(367.84 TFLOP/s, 1.22x, 1.16x, 0.470x).
-Verdict: missed, on the fast side: 1.18x and 1.22x `mma-sync`, not within 3%, though both layouts
+Measured: on an NVIDIA H200 by ``ladder bench`` (results/nvidia-h200.json): 0.406 ms at 4096³
+(338.27 TFLOP/s, 1.17x `mma-sync`, 1.01x `cp-async`, 0.489x cuBLAS HGEMM) and 3.223 ms at 8192³
+(341.14 TFLOP/s, 1.15x, 1.09x, 0.444x).
+Verdict: missed, on the fast side: 1.17x and 1.15x `mma-sync`, not within 3%, though both layouts
 are conflict-free for ldmatrix by the bank-group count. The layout is the only change, so what
 the padded rows cost `mma-sync` (not measured; see its verdict) the swizzle removes, and the two
-steps from `cp-async` together come to 1.02x and 1.16x. The 10 KB of ring it saves per block buy
-nothing here, since two blocks fit on an SM either way; they buy `warp-tile-64`'s larger stages.
+steps from `cp-async` together come to 1.01x at 4096³, parity (the two rungs' repeats overlap),
+and 1.09x at 8192³. The 10 KB of ring it saves per block buy nothing here, since two blocks fit on
+an SM either way; they buy `warp-tile-64`'s larger stages.
 
 Lab notes: docs/notes/gemm.md#rung-18-swizzle
 """

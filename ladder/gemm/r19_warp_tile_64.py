@@ -23,16 +23,17 @@ near 1.0x: 1.2x to 1.5x `swizzle`. On an H100/H200 still well short of cuBLAS HG
 60-70% of it (the range commonly reported for hand-written mma.sync kernels there; a figure from
 outside this project).
 Measured: on an NVIDIA H200 by ``ladder bench`` (results/nvidia-h200.json): 0.306 ms at 4096³
-(449.31 TFLOP/s, 1.30x `swizzle`, 1.34x `cp-async`, 0.587x cuBLAS HGEMM) and 2.206 ms at 8192³
-(498.46 TFLOP/s, 1.36x, 1.58x, 0.637x). Nsight Compute at 4096³, of this kernel under the name
-`mma-sync` before the split (lab/gemm/2026-11-22-profiles/nvidia-h200-profile-float16.json):
-shared-load bank conflicts 2 thousand (`cp-async`: 114 thousand), none on stores, SM throughput
-72.5%, occupancy 12.3% (one block per SM). The bare instruction with constant operands
+(449.01 TFLOP/s, 1.33x `swizzle`, 1.34x `cp-async`, 0.649x cuBLAS HGEMM, whose repeats there spread
+from 0.182 to 0.223 ms) and 2.225 ms at 8192³ (494.17 TFLOP/s, 1.45x, 1.57x, 0.644x). Nsight
+Compute at 4096³, of this kernel under the name `mma-sync` before the split
+(lab/gemm/2026-11-22-profiles/nvidia-h200-profile-float16.json): shared-load bank conflicts 2
+thousand (`cp-async`: 114 thousand), none on stores, SM throughput 72.5%, occupancy 12.3% (one
+block per SM). The bare instruction with constant operands
 (lab/gemm/2026-11-23-wgmma-shapes/nvidia-h200-wgmma-shapes.json) tops out at 631.6 TFLOP/s.
-Verdict: held: 1.30x and 1.36x `swizzle`, and against cuBLAS inside the range at 8192³ and just
-below it at 4096³, 71% and 79% of what mma.sync itself reaches on this GPU. Most of the split's step
-over `cp-async` is here, as predicted, though the two rungs before it were not each near 1.0x:
-`mma-sync` lost (0.87x, 0.96x) and `swizzle` gained that back and more. Why 4096³ is lower is not
+Verdict: held: 1.33x and 1.45x `swizzle`, and against cuBLAS inside the range at both sizes, 71%
+and 78% of what mma.sync itself reaches on this GPU. Most of the split's step over `cp-async` is
+here, as predicted, though the two rungs before it were not each near 1.0x: `mma-sync` lost (0.86x,
+0.94x) and `swizzle` gained that back (and more at 8192³). Why the rate is lower at 4096³ is not
 measured; one count points at the tail: 512 blocks of one per SM are 3.9 waves of 132 SMs (2048
 blocks, 15.5 waves, at 8192³). The rest of the gap to cuBLAS is the instruction:
 `wgmma-descriptors`.

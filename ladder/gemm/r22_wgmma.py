@@ -24,17 +24,17 @@ lab/gemm/2026-11-26-split/nvidia-h100-80gb-hbm3-gemm-split-8192-float16.json); b
 and 1.568 ms (`wgmma-descriptors` 0.203 and 1.536 ms;
 lab/gemm/2026-11-26-split/nvidia-h100-80gb-hbm3-gemm-split-4096-bfloat16.json,
 lab/gemm/2026-11-26-split/nvidia-h100-80gb-hbm3-gemm-split-8192-bfloat16.json). ptxas: 168
-registers. On an H200 by ``ladder bench`` (results/nvidia-h200.json): 0.203 ms at 4096³
-(0.885x cuBLAS), 1.474 ms at 8192³ (0.953x); Nsight Compute at 4096³
+registers. On an H200 by ``ladder bench`` (results/nvidia-h200.json): 0.208 ms at 4096³
+(0.954x cuBLAS), 1.508 ms at 8192³ (0.949x); Nsight Compute at 4096³
 (lab/gemm/2026-11-22-profiles/nvidia-h200-profile-float16.json): SM throughput 77.7% against
 cuBLAS's 90.4%.
 Verdict: missed: 1.00x `wgmma-descriptors` at 4096³, 1.02x at 8192³ (bfloat16 1.00x and 0.98x), the
-grouping included; on the H200 1.00x and 0.99x. Why: the ring is 4 stages deep, so copies are issued
-3 tiles ahead and land in time either way; the two math warpgroups do equal work, so the barrier
-rarely makes one wait; and at 154 registers `wgmma-descriptors` never needed ``setmaxnreg``'s 232.
-What specialization buys here is room: the producer is done early, so `smem-epilogue` can stage C in
-the ring while only the math warpgroups synchronize (a named barrier), and a bigger tile could take
-the 232 registers.
+grouping included; on the H200 0.99x at both sizes. Why: the ring is 4 stages deep, so copies are
+issued 3 tiles ahead and land in time either way; the two math warpgroups do equal work, so the
+barrier rarely makes one wait; and at 154 registers `wgmma-descriptors` never needed
+``setmaxnreg``'s 232. What specialization buys here is room: the producer is done early, so
+`smem-epilogue` can stage C in the ring while only the math warpgroups synchronize (a named
+barrier), and a bigger tile could take the 232 registers.
 
 Lab notes: docs/notes/gemm.md#rung-22-warp-specialization
 """

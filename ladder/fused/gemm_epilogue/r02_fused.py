@@ -22,8 +22,8 @@ not benchmarked). ptxas: 0 bytes of stack, 202 registers on sm_90 (`gemm/double-
 Why: the second launch and the extra pass over C in DRAM (2 x M x N x 4 bytes) disappear.
 Prediction: within a few percent of the plain GEMM: the epilogue is 128 outputs per thread
 against 128 x K multiply-adds, plus an L2 round trip of the tile.
-Measured: on an NVIDIA H200 (results/nvidia-h200.json, ``ladder bench``, 4096³, float32): 3.578 ms,
-against 3.871 ms for `gemm-then-epilogue` in the same run and 3.804 ms for the plain GEMM
+Measured: on an NVIDIA H200 (results/nvidia-h200.json, ``ladder bench``, 4096³, float32): 3.577 ms,
+against 3.876 ms for `gemm-then-epilogue` in the same run and 3.802 ms for the plain GEMM
 (`gemm/double-buffered`) in a separate run of the same day (2026-11-29), another piece of the
 file. The library, cuBLAS SGEMM then a CuPy bias + GELU kernel: 2.759 ms.
 Verdict: beat the prediction: 1.08x `gemm-then-epilogue`, and 5.9% faster than the GEMM without any
