@@ -18,7 +18,7 @@ behind 2048 multiply-adds per thread.
 Prediction: the global-load stalls between tiles disappear, most visibly at sizes where few
 blocks fit per SM; a moderate step over `warp-tiling`.
 Measured: on an NVIDIA H200 by ``ladder bench`` (results/nvidia-h200.json): 0.151 ms at
-1024³ (1.33x `warp-tiling`) and 3.804 ms at 4096³ (36.13 TFLOP/s, 54% of the FP32 peak, 1.18x, 0.71x
+1024³ (1.31x `warp-tiling`) and 3.802 ms at 4096³ (36.15 TFLOP/s, 54% of the FP32 peak, 1.18x, 0.70x
 cuBLAS). Nsight Compute at 4096³ (lab/gemm/2026-11-22-profiles/nvidia-h200-profile-float32.json): SM
 throughput 69.1% (`warp-tiling`: 57.5%) with occupancy 12.4% (18.0%).
 Verdict: held: a busier SM with fewer resident warps, which is what hiding the loads inside

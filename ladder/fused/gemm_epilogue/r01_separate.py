@@ -9,10 +9,10 @@ Prediction: at 4096³ the GEMM moves at least 201 MB and takes milliseconds; the
 2 x 67 MB (read and write C), about 0.03 ms at the copy bandwidth, plus a launch: a few percent
 over the plain GEMM, nearly all of it the extra pass over C.
 Measured: on an NVIDIA H200 (results/nvidia-h200.json, ``ladder bench``, 4096³, float32):
-3.871 ms, against 3.804 ms for the plain GEMM (`gemm/double-buffered`) in the same file: both
+3.876 ms, against 3.802 ms for the plain GEMM (`gemm/double-buffered`) in the same file: both
 measured on 2026-11-29, but in separate runs (two pieces of the file), not in one.
-Verdict: held: 1.8% over the plain GEMM. The difference of the two medians, 0.068 ms, is more than
-the 0.03 ms the copy bandwidth allows for 134 MB (about 2.0 TB/s for the epilogue kernel, if all of
+Verdict: held: 1.9% over the plain GEMM. The difference of the two medians, 0.074 ms, is more than
+the 0.03 ms the copy bandwidth allows for 134 MB (about 1.8 TB/s for the epilogue kernel, if all of
 the difference is its own, and if the GEMM took the same time in both runs); the epilogue kernel has
 not been profiled, so what holds it there (one element per thread, a division and a remainder for
 its row and column, ``erf``) is not yet measured.
