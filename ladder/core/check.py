@@ -167,22 +167,27 @@ def _nvjitlink_report(ptx: str, arch: str) -> dict[str, dict[str, int]]:
     return found
 
 
+NONCE_KERNEL = "ladder_check_nonce"  # the empty kernel ``_nvrtc_report`` may add: not reported
+
+
 def _nvrtc_report(
     source: cuda_cpp.CudaSource, arch: str, options: list[str]
 ) -> dict[str, dict[str, int]]:
     """Build a CUDA C++ source for ``arch`` with NVRTC and return ptxas's per-kernel figures.
 
     NVRTC 13.0 behaves as nvJitLink does (``_nvjitlink_report``): on a machine with a GPU
-    driver, a source it has built before (in any process) comes back with an empty log. So
-    when the log has no figures, the source is built again with a comment no earlier build
-    had, which changes no instruction."""
+    driver, ptxas's step is kept in CUDA's compute cache under the PTX, and a PTX assembled
+    before (in any process) comes back with an empty log. A comment would not help (the
+    preprocessor drops it before the PTX is made), so when the log has no figures the source
+    is built again with an empty kernel of a name no earlier build had, which changes none of
+    the others and is left out of the report."""
     text = source.text()
     found = parse_ptxas(cuda_cpp.compile_source(text, source.name, arch, options, cache=False).log)
     if not found or any("registers" not in f for f in found.values()):
-        fresh = f"{text}\n// ladder check {os.getpid()} {time.time_ns()}\n"
-        found = parse_ptxas(
-            cuda_cpp.compile_source(fresh, source.name, arch, options, cache=False).log
-        )
+        nonce = f"{NONCE_KERNEL}_{os.getpid()}_{time.time_ns()}"
+        fresh = f'{text}\nextern "C" __global__ void {nonce}() {{}}\n'
+        log = cuda_cpp.compile_source(fresh, source.name, arch, options, cache=False).log
+        found = {k: v for k, v in parse_ptxas(log).items() if not k.startswith(NONCE_KERNEL)}
     return found
 
 
