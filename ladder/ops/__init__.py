@@ -143,6 +143,8 @@ def layer_norm(
         if tuple(tensor.shape) != (cols,):
             raise ValueError(f"{name} must have shape ({cols},), got {tuple(tensor.shape)}")
     _alike((x, "x"), (weight, "weight"), (bias, "bias"))
+    if x.dim() == 2:  # the rows already: no reshape either way
+        return eager_layer_norm(x, weight, bias, float(eps))
     return eager_layer_norm(x.reshape(-1, cols), weight, bias, float(eps)).reshape(x.shape)
 
 

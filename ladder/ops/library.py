@@ -235,12 +235,15 @@ eager_matmul = eager(matmul_op, _matmul_setup, _matmul_backward)
 @_operator("ladder::linear_gelu")
 def linear_gelu_op(x: torch.Tensor, w: torch.Tensor, bias: torch.Tensor) -> torch.Tensor:
     x, w, bias = x.contiguous(), w.contiguous(), bias.contiguous()
+    key = _key(x, w, bias)
+    if LINEAR_GELU.in_torch(key):  # the GEMM's own route (its own record), then add and GELU
+        return F.gelu(eager_matmul(x, w) + bias)
     out = x.new_empty((x.shape[0], w.shape[1]))
 
-    def unfused() -> None:  # the GEMM's own route (its own record), then PyTorch's add and GELU
+    def unfused() -> None:
         out.copy_(F.gelu(eager_matmul(x, w) + bias))
 
-    LINEAR_GELU.call(_key(x, w, bias), (x, w, bias), out, unfused)
+    LINEAR_GELU.call(key, (x, w, bias), out, unfused)
     return out
 
 
@@ -347,16 +350,18 @@ def layer_norm_op(
     x: torch.Tensor, gamma: torch.Tensor, beta: torch.Tensor, eps: float
 ) -> torch.Tensor:
     x, gamma, beta = x.contiguous(), gamma.contiguous(), beta.contiguous()
+    if eps != LAYERNORM_EPS:  # the rungs' epsilon is a constant of their kernels
+        torch_route(LAYER_NORM.op, f"eps={eps}: the layer norm rungs use {LAYERNORM_EPS}")
+        return F.layer_norm(x, x.shape[-1:], gamma, beta, eps)
+    key = _key(x, gamma, beta)
+    if LAYER_NORM.in_torch(key):
+        return F.layer_norm(x, x.shape[-1:], gamma, beta, eps)
     out = _like(x)
 
     def in_torch() -> None:
         out.copy_(F.layer_norm(x, x.shape[-1:], gamma, beta, eps))
 
-    if eps != LAYERNORM_EPS:  # the rungs' epsilon is a constant of their kernels
-        in_torch()
-        torch_route(LAYER_NORM.op, f"eps={eps}: the layer norm rungs use {LAYERNORM_EPS}")
-    else:
-        LAYER_NORM.call(_key(x, gamma, beta), (x, gamma, beta), out, in_torch)
+    LAYER_NORM.call(key, (x, gamma, beta), out, in_torch)
     return out
 
 

@@ -209,6 +209,16 @@ class Operator:
         _note(route)
         return route
 
+    def in_torch(self, key: Hashable) -> bool:
+        """Whether ``key``'s route, chosen by an earlier call, is PyTorch's; if so the route is
+        recorded, and the caller computes in PyTorch into a tensor of its own (no ``out`` to
+        allocate and copy into). False for a signature not yet seen: ``call`` chooses."""
+        choice = self._chosen.get(key)
+        if choice is None or choice.rung is not None:
+            return False
+        _note(self._route(choice))
+        return True
+
     def forget(self) -> None:
         """Drop every chosen route (the next call of each signature chooses again)."""
         self._chosen.clear()
