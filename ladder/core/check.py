@@ -152,6 +152,12 @@ def _link_log(ptx: str, arch: str) -> str:
     return info.decode(errors="replace")
 
 
+def _lacking(found: dict[str, dict[str, int]]) -> bool:
+    """Whether a ptxas log gave no figures, or a kernel without its registers: what a build
+    served from CUDA's compute cache logs (``_nvjitlink_report``, ``_nvrtc_report``)."""
+    return not found or any("registers" not in f for f in found.values())
+
+
 def _nvjitlink_report(ptx: str, arch: str) -> dict[str, dict[str, int]]:
     """Assemble PTX for ``arch`` with nvJitLink and return ptxas's per-function figures.
 
@@ -161,7 +167,7 @@ def _nvjitlink_report(ptx: str, arch: str) -> dict[str, dict[str, int]]:
     log has no ptxas figures, the PTX is assembled again with a comment that no earlier PTX
     had (``CUDA_CACHE_DISABLE`` is read once, when the driver loads, too late to set here)."""
     found = parse_ptxas(_link_log(ptx, arch))
-    if not found or any("registers" not in f for f in found.values()):
+    if _lacking(found):
         fresh = f"{ptx}\n// ladder check {os.getpid()} {time.time_ns()}\n"
         found = parse_ptxas(_link_log(fresh, arch))
     return found
@@ -183,7 +189,7 @@ def _nvrtc_report(
     the others and is left out of the report."""
     text = source.text()
     found = parse_ptxas(cuda_cpp.compile_source(text, source.name, arch, options, cache=False).log)
-    if not found or any("registers" not in f for f in found.values()):
+    if _lacking(found):
         nonce = f"{NONCE_KERNEL}_{os.getpid()}_{time.time_ns()}"
         fresh = f'{text}\nextern "C" __global__ void {nonce}() {{}}\n'
         log = cuda_cpp.compile_source(fresh, source.name, arch, options, cache=False).log

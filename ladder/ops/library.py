@@ -160,9 +160,9 @@ def _t(x: torch.Tensor) -> torch.Tensor:
 @_operator("ladder::matmul")
 def matmul_op(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
     a, b = a.contiguous(), b.contiguous()
-    out = a.new_empty((a.shape[0], b.shape[1]))
-    GEMM.call(_key(a, b), (a, b), out, lambda: torch.matmul(a, b, out=out))
-    return out
+    return GEMM.compute(
+        _key(a, b), (a, b), lambda: a.new_empty((a.shape[0], b.shape[1])), lambda: a @ b
+    )
 
 
 @matmul_op.register_fake
@@ -235,16 +235,12 @@ eager_matmul = eager(matmul_op, _matmul_setup, _matmul_backward)
 @_operator("ladder::linear_gelu")
 def linear_gelu_op(x: torch.Tensor, w: torch.Tensor, bias: torch.Tensor) -> torch.Tensor:
     x, w, bias = x.contiguous(), w.contiguous(), bias.contiguous()
-    key = _key(x, w, bias)
-    if LINEAR_GELU.in_torch(key):  # the GEMM's own route (its own record), then add and GELU
-        return F.gelu(eager_matmul(x, w) + bias)
-    out = x.new_empty((x.shape[0], w.shape[1]))
-
-    def unfused() -> None:
-        out.copy_(F.gelu(eager_matmul(x, w) + bias))
-
-    LINEAR_GELU.call(key, (x, w, bias), out, unfused)
-    return out
+    return LINEAR_GELU.compute(
+        _key(x, w, bias),
+        (x, w, bias),
+        lambda: x.new_empty((x.shape[0], w.shape[1])),
+        lambda: F.gelu(eager_matmul(x, w) + bias),  # the GEMM's own route, then add and GELU
+    )
 
 
 @linear_gelu_op.register_fake
@@ -296,9 +292,7 @@ eager_linear_gelu = eager(linear_gelu_op, _linear_gelu_setup, _linear_gelu_backw
 @_operator("ladder::softmax")
 def softmax_op(x: torch.Tensor) -> torch.Tensor:
     x = x.contiguous()
-    out = _like(x)
-    SOFTMAX.call(_key(x), (x,), out, lambda: torch.softmax(x, dim=-1, out=out))
-    return out
+    return SOFTMAX.compute(_key(x), (x,), lambda: _like(x), lambda: torch.softmax(x, dim=-1))
 
 
 @softmax_op.register_fake
@@ -353,16 +347,12 @@ def layer_norm_op(
     if eps != LAYERNORM_EPS:  # the rungs' epsilon is a constant of their kernels
         torch_route(LAYER_NORM.op, f"eps={eps}: the layer norm rungs use {LAYERNORM_EPS}")
         return F.layer_norm(x, x.shape[-1:], gamma, beta, eps)
-    key = _key(x, gamma, beta)
-    if LAYER_NORM.in_torch(key):
-        return F.layer_norm(x, x.shape[-1:], gamma, beta, eps)
-    out = _like(x)
-
-    def in_torch() -> None:
-        out.copy_(F.layer_norm(x, x.shape[-1:], gamma, beta, eps))
-
-    LAYER_NORM.call(key, (x, gamma, beta), out, in_torch)
-    return out
+    return LAYER_NORM.compute(
+        _key(x, gamma, beta),
+        (x, gamma, beta),
+        lambda: _like(x),
+        lambda: F.layer_norm(x, x.shape[-1:], gamma, beta, eps),
+    )
 
 
 @layer_norm_op.register_fake
@@ -432,10 +422,13 @@ def _sdpa(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: bool) -> to
 @_operator("ladder::attention")
 def attention_op(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: bool) -> torch.Tensor:
     q, k, v = q.contiguous(), k.contiguous(), v.contiguous()
-    out = _like(q)
     operator = ATTENTION_CAUSAL if causal else ATTENTION  # a problem each, their own launchers
-    operator.call(_key(q, k, v), (q, k, v), out, lambda: out.copy_(_sdpa(q, k, v, causal)))
-    return out
+    return operator.compute(
+        _key(q, k, v),
+        (q, k, v),
+        lambda: _like(q),
+        lambda: _sdpa(q, k, v, causal).contiguous(),  # SDPA's output may be a transposed view
+    )
 
 
 @attention_op.register_fake
@@ -471,9 +464,12 @@ def conv2d_op(x: torch.Tensor, w: torch.Tensor) -> torch.Tensor:
     x, w = x.contiguous(), w.contiguous()
     b, _, h, wd = x.shape
     m, _, k, _ = w.shape
-    out = x.new_empty((b, m, h - k + 1, wd - k + 1))
-    CONV2D.call(_key(x, w), (x, w), out, lambda: out.copy_(F.conv2d(x, w)))
-    return out
+    return CONV2D.compute(
+        _key(x, w),
+        (x, w),
+        lambda: x.new_empty((b, m, h - k + 1, wd - k + 1)),
+        lambda: F.conv2d(x, w),
+    )
 
 
 @conv2d_op.register_fake

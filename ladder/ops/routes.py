@@ -209,15 +209,25 @@ class Operator:
         _note(route)
         return route
 
-    def in_torch(self, key: Hashable) -> bool:
-        """Whether ``key``'s route, chosen by an earlier call, is PyTorch's; if so the route is
-        recorded, and the caller computes in PyTorch into a tensor of its own (no ``out`` to
-        allocate and copy into). False for a signature not yet seen: ``call`` chooses."""
+    def compute(
+        self,
+        key: Hashable,
+        tensors: tuple[Any, ...],
+        make_out: Callable[[], Any],
+        in_torch: Callable[[], Any],
+        **options: Any,
+    ) -> Any:
+        """The operator's answer for ``key`` as a new contiguous tensor: where an earlier call
+        chose PyTorch's route, ``in_torch()``'s own result (nothing allocated and copied into);
+        otherwise ``make_out()`` filled by ``call`` (the chosen rung, or on a first call the
+        choice, with ``in_torch()`` copied in where PyTorch is chosen)."""
         choice = self._chosen.get(key)
-        if choice is None or choice.rung is not None:
-            return False
-        _note(self._route(choice))
-        return True
+        if choice is not None and choice.rung is None:
+            _note(self._route(choice))
+            return in_torch()
+        out = make_out()
+        self.call(key, tensors, out, lambda: out.copy_(in_torch()), **options)
+        return out
 
     def forget(self) -> None:
         """Drop every chosen route (the next call of each signature chooses again)."""
